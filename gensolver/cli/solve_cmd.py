@@ -1,0 +1,92 @@
+"""``gensolver solve`` and ``gensolver methods``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ..model import InstanceError, read_instance
+from ..solvers import BackendUnavailableError, UnknownMethodError, list_methods, solve
+from .common import console, fail, print_json
+
+__all__ = ["register"]
+
+
+def solve_command(
+    file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text."),
+    method: str = typer.Option("auto", "--method", "-m", help="Solver method (see `gensolver methods`)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Solver threads."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    mechanism: Optional[str] = typer.Option(None, "--mechanism", help="Also compute payments with this mechanism (e.g. vcg)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a summary."),
+) -> None:
+    """Solve the winner determination problem of FILE and print the allocation."""
+    try:
+        instance = read_instance(file)
+    except InstanceError as exc:
+        fail(f"{file}: {exc}")
+    outcome = None
+    try:
+        if mechanism is not None:
+            try:
+                from ..mechanisms import run_mechanism
+            except ImportError:  # pragma: no cover - mechanisms ship with the package
+                fail("mechanisms are not available in this build")
+            outcome = run_mechanism(instance, mechanism=mechanism, solver=method, time_limit=time_limit)
+            result = outcome.allocation
+        else:
+            result = solve(instance, method=method, time_limit=time_limit, threads=threads, seed=seed)
+    except (UnknownMethodError, BackendUnavailableError, ValueError) as exc:
+        fail(str(exc))
+    if as_json:
+        doc = result.to_dict()
+        if outcome is not None:
+            doc["mechanism"] = mechanism
+            doc["payments"] = dict(outcome.payments)
+            doc["revenue"] = outcome.revenue
+        print_json(doc)
+        return
+    console.print(f"[bold]{instance.name or file.name}[/]: {instance.n_slots} slots, {instance.n_bids} bids, {instance.n_bidders} bidders")
+    gap = "—" if result.gap is None else f"{100 * result.gap:.4f} %"
+    bound = "—" if result.bound is None else f"{result.bound:.6g}"
+    console.print(f"method [cyan]{result.method}[/]  status [bold]{result.status.value}[/]  welfare [green]{result.welfare:.6g}[/]  bound {bound}  gap {gap}")
+    console.print(f"seconds: build {result.seconds.build:.3f}, solve {result.seconds.solve:.3f}, total {result.seconds.total:.3f}")
+    if result.message:
+        console.print(f"note: {result.message}")
+    table = Table("bid", "bidder", "value", title=f"{len(result.winners)} winning bids")
+    index = instance.bid_index
+    payments = dict(outcome.payments) if outcome is not None else None
+    if payments is not None:
+        table.add_column("payment")
+    for w in result.winners[:50]:
+        bid = instance.bids[index[w]]
+        row = [w, bid.bidder, f"{bid.value:.6g}"]
+        if payments is not None:
+            row.append(f"{payments.get(bid.bidder, 0.0):.6g}")
+        table.add_row(*row)
+    console.print(table)
+    if len(result.winners) > 50:
+        console.print(f"... and {len(result.winners) - 50} more (use --json for all)")
+    if outcome is not None:
+        console.print(f"revenue {outcome.revenue:.6g}")
+
+
+def methods_command(
+    all_methods: bool = typer.Option(True, "--all/--available", help="List every method, or only usable ones."),
+) -> None:
+    """List the solver methods and whether each is usable on this machine."""
+    table = Table("method", "kind", "usable here", "description")
+    for m in list_methods(only_available=not all_methods):
+        ok, why = m.available()
+        table.add_row(m.name, "exact" if m.exact else "approximate", "yes" if ok else f"no: {why}", m.description)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``solve`` and ``methods`` to ``app``."""
+    app.command("solve")(solve_command)
+    app.command("methods")(methods_command)

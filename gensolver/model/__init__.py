@@ -1,0 +1,24 @@
+"""The instance model: slots, bids, bidders, validation and file formats."""
+
+from .instance import SCHEMA, Bid, Bidder, Instance, Slot
+from .io import atomic_write, format_cats, parse_cats, read_cats, read_instance, write_cats, write_instance
+from .validate import InstanceError, coerce_instance, from_dict, validate
+
+__all__ = [
+    "SCHEMA",
+    "Bid",
+    "Bidder",
+    "Instance",
+    "Slot",
+    "InstanceError",
+    "from_dict",
+    "validate",
+    "coerce_instance",
+    "read_instance",
+    "write_instance",
+    "read_cats",
+    "write_cats",
+    "parse_cats",
+    "format_cats",
+    "atomic_write",
+]

@@ -1,0 +1,277 @@
+"""Readers and writers: ``gensolver.instance/v1`` JSON (plain or gzip) and CATS text.
+
+:func:`read_instance` picks the format from the file's content (gzip magic, a JSON object, or
+CATS's ``goods``/``bids`` header), not from its name alone. Writers are atomic: they write a
+temporary file beside the target and rename it, so a crash never leaves half a file.
+
+CATS text format (Leyton-Brown, Pearson & Shoham, EC 2000)::
+
+    %% comment
+    goods N
+    bids M
+    dummy D
+    <index> <price> <good> <good> ... #
+
+Goods ``0..N-1`` become slots ``g0..g{N-1}`` with capacity ``{"units": 1}``; each dummy good
+``N..N+D-1`` becomes one XOR bidder ``d{k}``; a bid without a dummy good is a bidder of its
+own, ``b{index}``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import re
+import tempfile
+import zlib
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+from .instance import Bid, Instance, Slot
+from .validate import InstanceError, _mark, from_dict
+
+__all__ = [
+    "read_instance",
+    "write_instance",
+    "read_cats",
+    "write_cats",
+    "parse_cats",
+    "format_cats",
+    "atomic_write",
+]
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+@contextmanager
+def atomic_write(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path``; on success fsync and rename it over ``path``.
+
+    On an exception the temporary file is removed and ``path`` is left untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, mode, **kwargs) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InstanceError("", f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise InstanceError("", f"is a directory: {path}") from None
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise InstanceError("", f"truncated or corrupt gzip file {path.name}: {exc}") from None
+    return data
+
+
+def read_instance(path: str | os.PathLike[str]) -> Instance:
+    """Read an instance file, choosing the format from its content.
+
+    Parameters
+    ----------
+    path : path-like
+        A ``gensolver.instance/v1`` JSON file (``.json`` or ``.json.gz``) or a CATS text
+        file (plain or gzip).
+
+    Returns
+    -------
+    Instance
+        Validated.
+
+    Raises
+    ------
+    InstanceError
+        For a missing, truncated, corrupt or invalid file; the message names the place.
+    """
+    p = Path(path)
+    data = _read_bytes(p)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InstanceError("", f"{p.name} is not UTF-8 text: {exc}") from None
+    stripped = text.lstrip()
+    if stripped.startswith("{") or stripped.startswith("["):
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InstanceError("", f"{p.name}: invalid or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        return from_dict(doc)
+    if not stripped:
+        raise InstanceError("", f"{p.name} is empty")
+    return parse_cats(text, name=p.name.split(".")[0])
+
+
+def write_instance(instance: Instance, path: str | os.PathLike[str], *, format: str | None = None) -> Path:
+    """Write ``instance`` atomically; the format follows the name unless ``format`` is given.
+
+    ``*.json.gz`` and ``*.gz`` are gzip-compressed; ``*.txt`` / ``*.cats`` (or
+    ``format="cats"``) are CATS text; anything else is JSON.
+    """
+    p = Path(path)
+    fmt = format or ("cats" if p.suffix in (".txt", ".cats") or p.name.endswith((".cats.gz", ".txt.gz")) else "json")
+    if fmt == "cats":
+        payload = format_cats(instance).encode()
+    elif fmt == "json":
+        payload = json.dumps(instance.to_dict(), separators=(",", ":"), allow_nan=False).encode()
+    else:
+        raise ValueError(f"unknown format {fmt!r}; valid: 'json', 'cats'")
+    if p.suffix == ".gz":
+        payload = gzip.compress(payload, mtime=0)
+    with atomic_write(p, "wb") as fh:
+        fh.write(payload)
+    return p
+
+
+# ---------------------------------------------------------------------------- CATS
+_HEADER = re.compile(r"^(goods|bids|dummy)\s+(\d+)\s*$", re.IGNORECASE)
+
+
+def parse_cats(text: str, *, name: str = "") -> Instance:
+    """Parse CATS text into an :class:`Instance` (see module docstring for the mapping).
+
+    Raises
+    ------
+    InstanceError
+        With pointer ``/line/<n>`` (1-based) for a malformed line, a good out of range, a
+        repeated good, a non-finite or negative price, or a count that disagrees with the
+        header (e.g. a truncated file).
+    """
+    header: dict[str, int] = {}
+    rows: list[tuple[int, str, float, list[int]]] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("%"):
+            continue
+        m = _HEADER.match(line)
+        if m:
+            header[m.group(1).lower()] = int(m.group(2))
+            continue
+        where = f"/line/{lineno}"
+        if "goods" not in header or "bids" not in header:
+            raise InstanceError(where, "bid line before the 'goods N' and 'bids M' header")
+        parts = line.split()
+        if parts[-1] != "#":
+            raise InstanceError(where, "bid line must end with '#' (truncated file?)")
+        parts = parts[:-1]
+        if len(parts) < 3:
+            raise InstanceError(where, "expected '<index> <price> <good> ... #'")
+        try:
+            index = int(parts[0])
+            price = float(parts[1])
+            goods = [int(g) for g in parts[2:]]
+        except ValueError as exc:
+            raise InstanceError(where, f"not a number: {exc}") from None
+        if not math.isfinite(price) or price < 0:
+            raise InstanceError(where, f"price must be finite and non-negative, got {parts[1]}")
+        rows.append((lineno, parts[0], price, goods))
+        del index
+    if "goods" not in header:
+        raise InstanceError("/goods", "missing 'goods N' header")
+    if "bids" not in header:
+        raise InstanceError("/bids", "missing 'bids M' header")
+    n_goods, n_dummy = header["goods"], header.get("dummy", 0)
+    if n_goods <= 0:
+        raise InstanceError("/goods", "must be positive")
+    if len(rows) != header["bids"]:
+        raise InstanceError("/bids", f"header says {header['bids']} bids, file has {len(rows)} (truncated file?)")
+    if not rows:
+        raise InstanceError("/bids", "must not be empty")
+    slots = tuple(Slot(f"g{k}", {"units": 1.0}) for k in range(n_goods))
+    bids: list[Bid] = []
+    seen: set[str] = set()
+    for lineno, index, price, goods in rows:
+        where = f"/line/{lineno}"
+        if index in seen:
+            raise InstanceError(where, f"duplicate bid index {index}")
+        seen.add(index)
+        real: list[int] = []
+        dummy: int | None = None
+        for g in goods:
+            if 0 <= g < n_goods:
+                if g in real:
+                    raise InstanceError(where, f"good {g} repeated")
+                real.append(g)
+            elif n_goods <= g < n_goods + n_dummy:
+                if dummy is not None:
+                    raise InstanceError(where, "more than one dummy good")
+                dummy = g
+            else:
+                raise InstanceError(where, f"good {g} out of range 0..{n_goods + n_dummy - 1}")
+        if not real:
+            raise InstanceError(where, "bid names no real good")
+        bidder = f"d{dummy - n_goods}" if dummy is not None else f"b{index}"
+        bids.append(Bid(f"b{index}", bidder, price, {f"g{g}": {"units": 1.0} for g in real}))
+    return _mark(Instance(slots, tuple(bids), (), name, {"format": "cats"}))
+
+
+def read_cats(path: str | os.PathLike[str]) -> Instance:
+    """Read a CATS text file (plain or gzip)."""
+    p = Path(path)
+    return parse_cats(_read_bytes(p).decode("utf-8"), name=p.name.split(".")[0])
+
+
+def format_cats(instance: Instance) -> str:
+    """CATS text for a single-unit instance.
+
+    Every slot must have exactly ``{"units": 1}`` capacity and every demand be one unit.
+    Slots become goods in instance order; bidders with several bids get a dummy good.
+    Bid indices are the bids' positions.
+
+    Raises
+    ------
+    ValueError
+        If the instance is not single-unit (CATS cannot express it).
+    """
+    good_of = {}
+    for k, s in enumerate(instance.slots):
+        if dict(s.capacity) != {"units": 1.0}:
+            raise ValueError(f"slot {s.id!r} is not a single-unit good; CATS cannot express it")
+        good_of[s.id] = k
+    n = len(instance.slots)
+    groups = instance.bids_of_bidder
+    dummy_of = {}
+    for bidder, bids in groups.items():
+        if len(bids) > 1:
+            dummy_of[bidder] = n + len(dummy_of)
+    lines = [
+        "% written by gensolver",
+        f"goods {n}",
+        f"bids {instance.n_bids}",
+        f"dummy {len(dummy_of)}",
+        "",
+    ]
+    for j, bid in enumerate(instance.bids):
+        goods = []
+        for s, res in bid.demand.items():
+            if dict(res) != {"units": 1.0}:
+                raise ValueError(f"bid {bid.id!r} demands {dict(res)} of {s!r}; CATS needs one unit")
+            goods.append(good_of[s])
+        if bid.bidder in dummy_of:
+            goods.append(dummy_of[bid.bidder])
+        lines.append("\t".join([str(j), repr(bid.value), *map(str, goods), "#"]))
+    return "\n".join(lines) + "\n"
+
+
+def write_cats(instance: Instance, path: str | os.PathLike[str]) -> Path:
+    """Write CATS text atomically (gzip when the name ends in ``.gz``)."""
+    return write_instance(instance, path, format="cats")

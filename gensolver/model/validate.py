@@ -1,0 +1,214 @@
+"""The one place where instance input is checked.
+
+Every reader (JSON, CATS, plain dicts handed to :func:`gensolver.solve`) goes through
+:func:`from_dict` (for documents) or :func:`validate` (for model objects built by hand) before
+any solver runs. Each error is an :class:`InstanceError` whose ``pointer`` is a JSON pointer
+(RFC 6901) to the offending place, e.g. ``/bids/3/demand/g7t2/memory``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from .instance import SCHEMA, Bid, Bidder, Instance, Slot
+
+__all__ = ["InstanceError", "from_dict", "validate", "coerce_instance"]
+
+
+class InstanceError(ValueError):
+    """Invalid instance input.
+
+    Attributes
+    ----------
+    pointer : str
+        JSON pointer to the offending place (``""`` for the whole document).
+    reason : str
+        What is wrong there.
+    """
+
+    def __init__(self, pointer: str, reason: str) -> None:
+        self.pointer = pointer
+        self.reason = reason
+        super().__init__(f"{pointer or '/'}: {reason}")
+
+
+def _esc(token: str) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def _number(value: Any, where: str, *, allow_none: bool = False) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InstanceError(where, f"expected a number, got {type(value).__name__} {value!r}")
+    val = float(value)
+    if math.isnan(val):
+        raise InstanceError(where, "NaN is not allowed")
+    if math.isinf(val):
+        raise InstanceError(where, "infinite values are not allowed")
+    if val < 0:
+        raise InstanceError(where, f"must be non-negative, got {val!r}")
+    return val
+
+
+def _ident(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise InstanceError(where, f"expected a string id, got {type(value).__name__} {value!r}")
+    if not value:
+        raise InstanceError(where, "ids must be non-empty strings")
+    return value
+
+
+def _obj(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InstanceError(where, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str, *, allow_empty: bool = False) -> Sequence[Any]:
+    if not isinstance(value, (list, tuple)):
+        raise InstanceError(where, f"expected a list, got {type(value).__name__}")
+    if not value and not allow_empty:
+        raise InstanceError(where, "must not be empty")
+    return value
+
+
+def _slot(raw: Any, where: str) -> Slot:
+    raw = _obj(raw, where)
+    sid = _ident(raw.get("id"), f"{where}/id")
+    cap_raw = _obj(raw.get("capacity"), f"{where}/capacity")
+    if not cap_raw:
+        raise InstanceError(f"{where}/capacity", "must name at least one resource")
+    cap = {}
+    for r, c in cap_raw.items():
+        cap[_ident(r, f"{where}/capacity")] = _number(c, f"{where}/capacity/{_esc(r)}")
+    gpu = raw.get("gpu")
+    if gpu is not None and not isinstance(gpu, str):
+        raise InstanceError(f"{where}/gpu", f"expected a string, got {type(gpu).__name__}")
+    start = _number(raw.get("start"), f"{where}/start", allow_none=True)
+    end = _number(raw.get("end"), f"{where}/end", allow_none=True)
+    if start is not None and end is not None and end < start:
+        raise InstanceError(f"{where}/end", f"end {end} is before start {start}")
+    return Slot(sid, cap, gpu, start, end)
+
+
+def _bid(raw: Any, where: str, caps: Mapping[str, Mapping[str, float]]) -> Bid:
+    raw = _obj(raw, where)
+    bid_id = _ident(raw.get("id"), f"{where}/id")
+    bidder = _ident(raw.get("bidder"), f"{where}/bidder")
+    value = _number(raw.get("value"), f"{where}/value")
+    dem_raw = _obj(raw.get("demand"), f"{where}/demand")
+    if not dem_raw:
+        raise InstanceError(f"{where}/demand", "must name at least one slot")
+    demand: dict[str, dict[str, float]] = {}
+    for s, res in dem_raw.items():
+        sw = f"{where}/demand/{_esc(s)}"
+        if s not in caps:
+            raise InstanceError(sw, f"unknown slot {s!r}")
+        res = _obj(res, sw)
+        if not res:
+            raise InstanceError(sw, "must name at least one resource")
+        slot_caps = caps[s]
+        amounts = {}
+        for r, q in res.items():
+            rw = f"{sw}/{_esc(r)}"
+            if r not in slot_caps:
+                raise InstanceError(rw, f"unknown resource {r!r} of slot {s!r} (it has {sorted(slot_caps)})")
+            amounts[r] = _number(q, rw)
+        demand[s] = amounts
+    return Bid(bid_id, bidder, value, demand)
+
+
+def from_dict(doc: Any, *, require_schema: bool = True) -> Instance:
+    """Validate a ``gensolver.instance/v1`` document and build the :class:`Instance`.
+
+    Parameters
+    ----------
+    doc : Mapping
+        The parsed JSON document.
+    require_schema : bool, keyword-only
+        If true (default), ``doc["schema"]`` must be ``"gensolver.instance/v1"``.
+
+    Raises
+    ------
+    InstanceError
+        With a JSON pointer to the first offending place.
+    """
+    doc = _obj(doc, "")
+    schema = doc.get("schema")
+    if require_schema or schema is not None:
+        if schema != SCHEMA:
+            raise InstanceError("/schema", f"expected {SCHEMA!r}, got {schema!r}")
+    name = doc.get("name", "")
+    if name is None:
+        name = ""
+    if not isinstance(name, str):
+        raise InstanceError("/name", f"expected a string, got {type(name).__name__}")
+    metadata = doc.get("metadata") or {}
+    metadata = _obj(metadata, "/metadata")
+    slots = [_slot(s, f"/slots/{k}") for k, s in enumerate(_list(doc.get("slots"), "/slots"))]
+    caps: dict[str, Mapping[str, float]] = {}
+    for k, s in enumerate(slots):
+        if s.id in caps:
+            raise InstanceError(f"/slots/{k}/id", f"duplicate slot id {s.id!r}")
+        caps[s.id] = s.capacity
+    bids = [_bid(b, f"/bids/{j}", caps) for j, b in enumerate(_list(doc.get("bids"), "/bids"))]
+    seen: set[str] = set()
+    for j, b in enumerate(bids):
+        if b.id in seen:
+            raise InstanceError(f"/bids/{j}/id", f"duplicate bid id {b.id!r}")
+        seen.add(b.id)
+    bidders: list[Bidder] = []
+    raw_bidders = doc.get("bidders")
+    if raw_bidders is not None:
+        names: set[str] = set()
+        for i, raw in enumerate(_list(raw_bidders, "/bidders", allow_empty=True)):
+            raw = _obj(raw, f"/bidders/{i}")
+            bid_id = _ident(raw.get("id"), f"/bidders/{i}/id")
+            if bid_id in names:
+                raise InstanceError(f"/bidders/{i}/id", f"duplicate bidder id {bid_id!r}")
+            names.add(bid_id)
+            budget = _number(raw.get("budget"), f"/bidders/{i}/budget", allow_none=True)
+            bidders.append(Bidder(bid_id, budget))
+    return _mark(Instance(tuple(slots), tuple(bids), tuple(bidders), name, metadata))
+
+
+def validate(instance: Instance) -> Instance:
+    """Check an :class:`Instance` built from model objects; return it unchanged.
+
+    Runs the same checks as :func:`from_dict` on the instance's dict form, so objects built by
+    hand get the same errors (and JSON pointers) as files.
+    """
+    if not instance.__dict__.get("_validated"):
+        from_dict(instance.to_dict())
+        _mark(instance)
+    return instance
+
+
+def coerce_instance(bids: Any, slots: Any = None, bidders: Any = None, *, name: str = "") -> Instance:
+    """Turn the arguments of :func:`gensolver.solve` into a validated :class:`Instance`.
+
+    ``bids`` may be an :class:`Instance` (then ``slots`` must be ``None``), or a sequence of
+    :class:`Bid` objects or plain dicts; ``slots`` likewise with :class:`Slot` objects or dicts.
+    """
+    if isinstance(bids, Instance):
+        if slots is not None:
+            raise InstanceError("/slots", "pass either an Instance or (bids, slots), not both")
+        return validate(bids)
+    if slots is None:
+        raise InstanceError("/slots", "slots are required when bids are not an Instance")
+    doc = {
+        "schema": SCHEMA,
+        "name": name,
+        "slots": [s.to_dict() if isinstance(s, Slot) else s for s in _list(slots, "/slots")],
+        "bids": [b.to_dict() if isinstance(b, Bid) else b for b in _list(bids, "/bids")],
+    }
+    if bidders is not None:
+        doc["bidders"] = [b.to_dict() if isinstance(b, Bidder) else b for b in bidders]
+    return _mark(from_dict(doc))
+
+
+def _mark(instance: Instance) -> Instance:
+    instance.__dict__["_validated"] = True
+    return instance

@@ -1,0 +1,121 @@
+"""The front end: :func:`solve`."""
+
+from __future__ import annotations
+
+import math
+import time
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..model import Bid, Bidder, Instance, Slot, coerce_instance
+from .registry import get_method
+from .result import Allocation, Status, finish
+
+__all__ = ["solve"]
+
+
+def _check_args(time_limit: Any, threads: Any, seed: Any, options: Any) -> dict[str, Any]:
+    if time_limit is not None:
+        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not math.isfinite(time_limit) or time_limit <= 0:
+            raise ValueError(f"time_limit must be a positive finite number of seconds or None, got {time_limit!r}")
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ValueError(f"options must be a mapping, got {type(options).__name__}")
+    return dict(options)
+
+
+def solve(
+    bids: Instance | Sequence[Bid | Mapping[str, Any]],
+    slots: Sequence[Slot | Mapping[str, Any]] | None = None,
+    *,
+    method: str | Callable[..., Any] = "auto",
+    time_limit: float | None = None,
+    threads: int | None = None,
+    seed: int = 0,
+    options: Mapping[str, Any] | None = None,
+    bidders: Sequence[Bidder | Mapping[str, Any]] | None = None,
+) -> Allocation:
+    """Solve the winner determination problem of one clearing round.
+
+    Parameters
+    ----------
+    bids : Instance or sequence of Bid or dict
+        The bids (``{"id", "bidder", "value", "demand"}`` dicts are accepted), or a whole
+        :class:`~gensolver.model.Instance` (then ``slots`` is omitted).
+    slots : sequence of Slot or dict, optional
+        The supply (``{"id", "capacity", ...}`` dicts are accepted).
+    method : str or callable, keyword-only
+        A registry name (``gensolver methods`` lists them: ``auto``, ``cpsat``, ``scip``,
+        ``highs``, ``cbc``, ``pulp-cbc``, ``pulp-highs``, ``greedy``, ``lp``) or a callable
+        ``f(instance, *, time_limit, threads, seed, options)`` returning an
+        :class:`Allocation` or an iterable of winning bid ids.
+    time_limit : float, optional
+        Wall-clock seconds for the backend. A solve stopped by it is never reported optimal.
+    threads : int, optional
+        Worker threads, where the backend honours it.
+    seed : int
+        Random seed, where the backend uses one.
+    options : mapping, optional
+        Method-specific options (each method's docstring lists them; unknown keys raise).
+    bidders : sequence of Bidder or dict, optional
+        Per-bidder data (budgets).
+
+    Returns
+    -------
+    Allocation
+        Frozen result; see its docstring for which fields may be ``None``.
+
+    Raises
+    ------
+    gensolver.InstanceError
+        Invalid input, with a JSON pointer to the offending place.
+    gensolver.solvers.UnknownMethodError
+        Unknown method name (the message lists the valid ones).
+    gensolver.solvers.BackendUnavailableError
+        The method's backend is not installed here.
+
+    Examples
+    --------
+    >>> from gensolver import solve
+    >>> slots = [{"id": "g0t0", "capacity": {"memory": 80}}]
+    >>> bids = [{"id": "a", "bidder": "A", "value": 5, "demand": {"g0t0": {"memory": 50}}},
+    ...         {"id": "b", "bidder": "B", "value": 4, "demand": {"g0t0": {"memory": 40}}}]
+    >>> solve(bids, slots, method="greedy").winners
+    ('a',)
+    """
+    opts = _check_args(time_limit, threads, seed, options)
+    instance = coerce_instance(bids, slots, bidders)
+    if callable(method):
+        return _call_user_method(method, instance, time_limit, threads, int(seed), opts)
+    if not isinstance(method, str):
+        raise ValueError(f"method must be a name or a callable, got {type(method).__name__}")
+    func = get_method(method).load()
+    return func(instance, time_limit=time_limit, threads=threads, seed=int(seed), options=opts)
+
+
+def _call_user_method(func: Callable[..., Any], instance: Instance, time_limit: float | None,
+                      threads: int | None, seed: int, options: dict[str, Any]) -> Allocation:
+    name = getattr(func, "__name__", type(func).__name__)
+    t0 = time.perf_counter()
+    out = func(instance, time_limit=time_limit, threads=threads, seed=seed, options=options)
+    t1 = time.perf_counter()
+    if isinstance(out, Allocation):
+        return out
+    winners: Iterable[str] = out
+    index = instance.bid_index
+    x = np.zeros(instance.n_bids)
+    for w in winners:
+        if w not in index:
+            return finish(instance, None, method=name, proven_optimal=False, bound=None, build=0.0, solve=t1 - t0,
+                          status=Status.ERROR, message=f"method returned unknown bid id {w!r}")
+        x[index[w]] = 1.0
+    return finish(instance, x, method=name, proven_optimal=False, bound=None, build=0.0, solve=t1 - t0,
+                  details=MappingProxyType({"user_method": True}))

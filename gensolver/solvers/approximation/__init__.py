@@ -1,0 +1,1 @@
+"""Approximate winner determination: greedy and LP-based methods with documented guarantees."""

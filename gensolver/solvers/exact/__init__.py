@@ -1,0 +1,1 @@
+"""Exact winner determination: MILP/CP backends on the XOR-bundle formulation."""

@@ -1,0 +1,98 @@
+"""Helpers shared by the exact backends: option parsing, warm starts, constraint rows."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+
+from ...model import Instance
+
+__all__ = ["rows_of", "xor_groups", "hint_vector", "pop_options"]
+
+DEFAULT_MIP_GAP = 1e-9
+
+
+def rows_of(instance: Instance) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
+    """Yield ``(capacity, columns, coefficients)`` for every non-empty capacity row."""
+    mat = instance.capacity_matrix
+    cap = instance.capacity
+    indptr, indices, data = mat.indptr, mat.indices, mat.data
+    for r in range(mat.shape[0]):
+        lo, hi = indptr[r], indptr[r + 1]
+        if hi > lo:
+            yield float(cap[r]), indices[lo:hi], data[lo:hi]
+
+
+def xor_groups(instance: Instance) -> list[np.ndarray]:
+    """Column indices of every bidder with two or more bids."""
+    mat = instance.xor_matrix
+    out = []
+    for i in range(mat.shape[0]):
+        lo, hi = mat.indptr[i], mat.indptr[i + 1]
+        if hi - lo > 1:
+            out.append(mat.indices[lo:hi])
+    return out
+
+
+def hint_vector(instance: Instance, options: dict[str, Any]) -> np.ndarray | None:
+    """The warm start in ``options["hint"]`` (bid ids, or a 0/1 vector) as a 0/1 vector."""
+    hint = options.get("hint")
+    if hint is None:
+        return None
+    if isinstance(hint, np.ndarray) and hint.dtype != object and hint.shape == (instance.n_bids,):
+        return (hint > 0.5).astype(np.float64)
+    x = np.zeros(instance.n_bids)
+    index = instance.bid_index
+    for bid_id in hint:
+        if bid_id not in index:
+            raise ValueError(f"options['hint'] names unknown bid {bid_id!r}")
+        x[index[bid_id]] = 1.0
+    return x
+
+
+def pop_options(options: dict[str, Any], allowed: set[str], method: str) -> dict[str, Any]:
+    """Check that ``options`` holds only ``allowed`` keys; return a copy."""
+    unknown = set(options) - allowed
+    if unknown:
+        raise ValueError(
+            f"method {method!r} does not take option(s) {sorted(unknown)}; valid options: {sorted(allowed)}"
+        )
+    return dict(options)
+
+
+class quiet_native_output:
+    """Silence native libraries that print banners to the process's stdout (fd 1).
+
+    HiGHS prints a copyright banner from C++ even when its output flag is off; inside
+    ``gensolver solve --json`` that would corrupt the JSON. Python-level ``sys.stdout`` is
+    untouched; fd 1 is pointed at ``/dev/null`` for the duration and then restored.
+    """
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._saved: int | None = None
+
+    def __enter__(self) -> "quiet_native_output":
+        import os
+        import sys
+
+        if not self.enabled:
+            return self
+        try:
+            sys.stdout.flush()
+            self._saved = os.dup(1)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+        except OSError:  # pragma: no cover - no fd 1 (embedded interpreters)
+            self._saved = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        if self._saved is not None:
+            os.dup2(self._saved, 1)
+            os.close(self._saved)
+            self._saved = None

@@ -1,0 +1,162 @@
+"""CBC (bundled binary) and HiGHS (highspy) through PuLP.
+
+PuLP's ``LpProblem.status`` says "Optimal" when a time limit stops CBC with an incumbent; the
+*solution* status (``sol_status``) distinguishes ``LpSolutionOptimal`` from
+``LpSolutionIntegerFeasible``. Only the solution status is mapped, through one table.
+
+The proven bound comes from the backend: HiGHS's ``mip_dual_bound``; for CBC, its log's
+``Lower bound`` / ``best possible`` line (CBC minimises the negated objective).
+
+References
+----------
+Mitchell, O'Sullivan & Dunning, "PuLP: a linear programming toolkit for Python" (2011).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from ...model import Instance
+from ..result import Allocation, Status, finish
+from .common import DEFAULT_MIP_GAP, hint_vector, pop_options, quiet_native_output, rows_of, xor_groups
+
+__all__ = ["solve_pulp_cbc", "solve_pulp_highs", "build_pulp", "SOLUTION_STATUS_TABLE"]
+
+_OPTIONS = {"mip_gap", "hint", "verbose"}
+
+
+def _table() -> dict[int, tuple[Status | None, str]]:
+    import pulp
+
+    return {
+        pulp.LpSolutionOptimal: (Status.OPTIMAL, "LpSolutionOptimal"),
+        pulp.LpSolutionIntegerFeasible: (Status.FEASIBLE, "LpSolutionIntegerFeasible"),
+        pulp.LpSolutionNoSolutionFound: (None, "LpSolutionNoSolutionFound"),
+        pulp.LpSolutionInfeasible: (Status.INFEASIBLE, "LpSolutionInfeasible"),
+        pulp.LpSolutionUnbounded: (Status.ERROR, "LpSolutionUnbounded"),
+    }
+
+
+SOLUTION_STATUS_TABLE = _table
+
+
+def build_pulp(instance: Instance) -> tuple[Any, list[Any]]:
+    """Build the MILP as a ``pulp.LpProblem``; returns ``(problem, variables)``."""
+    import pulp
+
+    prob = pulp.LpProblem("wdp", pulp.LpMaximize)
+    x = [pulp.LpVariable(f"x{j}", cat=pulp.LpBinary) for j in range(instance.n_bids)]
+    prob.setObjective(pulp.LpAffineExpression([(x[j], v) for j, v in enumerate(instance.values.tolist()) if v]))
+    k = 0
+    for cap, cols, coefs in rows_of(instance):
+        expr = pulp.LpAffineExpression([(x[j], a) for j, a in zip(cols.tolist(), coefs.tolist())])
+        prob.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"c{k}", cap))
+        k += 1
+    for i, cols in enumerate(xor_groups(instance)):
+        expr = pulp.LpAffineExpression([(x[j], 1.0) for j in cols.tolist()])
+        prob.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"xor{i}", 1.0))
+    return prob, x
+
+
+_CBC_BOUND = re.compile(r"(?:Lower bound|best possible)[:\s]+(-?[0-9.eE+]+)", re.IGNORECASE)
+_CBC_OBJ = re.compile(r"Objective value[:\s]+(-?[0-9.eE+]+)", re.IGNORECASE)
+
+
+def _cbc_bound_from_log(path: str, welfare: float) -> float | None:
+    try:
+        text = open(path, encoding="utf-8", errors="replace").read()
+    except OSError:
+        return None
+    bounds = _CBC_BOUND.findall(text)
+    if not bounds:
+        return None
+    raw = float(bounds[-1])
+    objs = _CBC_OBJ.findall(text)
+    negated = True
+    if objs:
+        obj = float(objs[-1])
+        negated = abs(obj + welfare) <= abs(obj - welfare)
+    return -raw if negated else raw
+
+
+def _solve(instance: Instance, which: str, *, time_limit: float | None, threads: int | None, seed: int,
+           options: dict[str, Any]) -> Allocation:
+    import pulp
+
+    name = f"pulp-{which}"
+    opts = pop_options(options, _OPTIONS, name)
+    t0 = time.perf_counter()
+    prob, x = build_pulp(instance)
+    hint = hint_vector(instance, opts)
+    if hint is not None:
+        for var, val in zip(x, hint.tolist()):
+            var.setInitialValue(val)
+    gap = float(opts.get("mip_gap", DEFAULT_MIP_GAP))
+    msg = bool(opts.get("verbose", False))
+    log_path = None
+    if which == "cbc":
+        fd, log_path = tempfile.mkstemp(prefix="gensolver-cbc-", suffix=".log")
+        os.close(fd)
+        solver = pulp.PULP_CBC_CMD(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads,
+                                   warmStart=hint is not None, logPath=log_path,
+                                   options=[f"randomSeed {int(seed) + 1}"])
+    else:
+        solver = pulp.HiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads,
+                            warmStart=hint is not None, random_seed=int(seed))
+    t1 = time.perf_counter()
+    try:
+        with quiet_native_output(not msg):
+            prob.solve(solver)
+    except pulp.PulpSolverError as exc:
+        t2 = time.perf_counter()
+        return finish(instance, None, method=name, proven_optimal=False, bound=None, build=t1 - t0, solve=t2 - t1,
+                      details={"backend": name}, status=Status.ERROR, message=f"PuLP solver error: {exc}")
+    t2 = time.perf_counter()
+    status, raw_name = SOLUTION_STATUS_TABLE().get(prob.sol_status, (Status.ERROR, f"UNKNOWN({prob.sol_status})"))
+    details = {"backend": name, "raw_status": pulp.LpStatus.get(prob.status, prob.status), "raw_solution_status": raw_name}
+    try:
+        if status in (Status.ERROR, Status.INFEASIBLE):
+            return finish(instance, None, method=name, proven_optimal=False, bound=None, build=t1 - t0,
+                          solve=t2 - t1, details=details, status=status, message=f"PuLP returned {raw_name}")
+        if status is None:
+            xv = np.zeros(instance.n_bids)
+        else:
+            xv = np.fromiter(((v.varValue or 0.0) for v in x), dtype=np.float64, count=len(x))
+        welfare = float(instance.values[xv > 0.5].sum())
+        bound = None
+        if which == "highs":
+            model = getattr(prob, "solverModel", None)
+            if model is not None:
+                info = model.getInfo()
+                raw_bound = float(getattr(info, "mip_dual_bound", float("nan")))
+                if np.isfinite(raw_bound):
+                    bound = raw_bound
+        elif log_path is not None and status is not Status.OPTIMAL:
+            bound = _cbc_bound_from_log(log_path, welfare)
+        return finish(instance, xv, method=name, proven_optimal=status is Status.OPTIMAL, bound=bound,
+                      build=t1 - t0, solve=t2 - t1, details=details,
+                      message="" if status is not None else "no solution within the time limit; empty allocation")
+    finally:
+        if log_path is not None:
+            try:
+                os.unlink(log_path)
+            except OSError:
+                pass
+
+
+def solve_pulp_cbc(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
+                   options: dict[str, Any] | None = None) -> Allocation:
+    """Exact MILP with CBC through PuLP. Options: ``mip_gap``, ``hint``, ``verbose``."""
+    return _solve(instance, "cbc", time_limit=time_limit, threads=threads, seed=seed, options=options or {})
+
+
+def solve_pulp_highs(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
+                     options: dict[str, Any] | None = None) -> Allocation:
+    """Exact MILP with HiGHS through PuLP (highspy). Options: ``mip_gap``, ``hint``, ``verbose``."""
+    return _solve(instance, "highs", time_limit=time_limit, threads=threads, seed=seed, options=options or {})

@@ -1,0 +1,147 @@
+"""The method registry: names to solver functions, with availability checks.
+
+A method is a function ``f(instance, *, time_limit, threads, seed, options) -> Allocation``.
+Optional backends are imported lazily: a missing package is reported only when its method is
+used (or listed by ``gensolver methods``), never on ``import gensolver``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from ..model import Instance
+from .result import Allocation
+
+__all__ = ["Method", "MethodFn", "register", "get_method", "list_methods", "UnknownMethodError", "BackendUnavailableError"]
+
+
+class MethodFn(Protocol):
+    def __call__(  # noqa: D102
+        self,
+        instance: Instance,
+        *,
+        time_limit: float | None,
+        threads: int | None,
+        seed: int,
+        options: dict,
+    ) -> Allocation: ...
+
+
+class UnknownMethodError(ValueError):
+    """An unknown method name; the message lists the valid ones."""
+
+
+class BackendUnavailableError(RuntimeError):
+    """The method's backend package (or binary) is not installed on this machine."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """A registered method.
+
+    Attributes
+    ----------
+    name : str
+    target : str or callable
+        ``"module:function"`` implementing it (imported on first use), or the function.
+    exact : bool
+        Whether it proves optimality when given enough time.
+    requires : tuple of str
+        Importable modules it needs.
+    description : str
+    install_hint : str
+    """
+
+    name: str
+    target: "str | Callable[..., Allocation]"
+    exact: bool
+    requires: tuple[str, ...]
+    description: str
+    install_hint: str = "pip install 'gensolver[solvers]'"
+
+    def available(self) -> tuple[bool, str]:
+        """``(True, "")`` when usable here, else ``(False, reason)``."""
+        for mod in self.requires:
+            if importlib.util.find_spec(mod) is None:
+                return False, f"Python package {mod!r} is not installed ({self.install_hint})"
+        check = _EXTRA_CHECKS.get(self.name)
+        if check is not None:
+            return check()
+        return True, ""
+
+    def load(self) -> MethodFn:
+        """Import and return the implementing function (raises if unavailable)."""
+        ok, why = self.available()
+        if not ok:
+            raise BackendUnavailableError(f"method {self.name!r} is unavailable: {why}")
+        if callable(self.target):
+            return self.target
+        module, func = self.target.split(":")
+        return getattr(importlib.import_module(module), func)
+
+
+_REGISTRY: dict[str, Method] = {}
+
+
+def _pulp_check(solver_name: str) -> Callable[[], tuple[bool, str]]:
+    def check() -> tuple[bool, str]:
+        import pulp
+
+        if solver_name not in pulp.listSolvers(onlyAvailable=True):
+            return False, f"PuLP's {solver_name} solver is not available here"
+        return True, ""
+
+    return check
+
+
+_EXTRA_CHECKS: dict[str, Callable[[], tuple[bool, str]]] = {
+    "pulp-cbc": _pulp_check("PULP_CBC_CMD"),
+    "pulp-highs": _pulp_check("HiGHS"),
+}
+
+
+def register(method: Method, *, replace: bool = False) -> Method:
+    """Add ``method`` to the registry (``replace=True`` to overwrite a name)."""
+    if method.name in _REGISTRY and not replace:
+        raise ValueError(f"method {method.name!r} is already registered")
+    _REGISTRY[method.name] = method
+    return method
+
+
+def get_method(name: str) -> Method:
+    """The registered :class:`Method` called ``name``; unknown names list the valid ones."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        valid = ", ".join(sorted(_REGISTRY))
+        raise UnknownMethodError(f"unknown method {name!r}; valid methods: {valid}") from None
+
+
+def list_methods(*, only_available: bool = False) -> list[Method]:
+    """All registered methods (or only those usable here), in registration order."""
+    methods = list(_REGISTRY.values())
+    if only_available:
+        methods = [m for m in methods if m.available()[0]]
+    return methods
+
+
+_ORTOOLS = ("ortools",)
+_PULP = ("pulp",)
+for _m in (
+    Method("auto", "gensolver.solvers.auto:solve_auto", True, (),
+           "anytime portfolio: greedy orderings, then CP-SAT warm-started from the best; never worse than greedy"),
+    Method("cpsat", "gensolver.solvers.exact.cpsat:solve_cpsat", True, _ORTOOLS, "OR-Tools CP-SAT"),
+    Method("scip", "gensolver.solvers.exact.ortools_linear:solve_scip", True, _ORTOOLS, "SCIP through OR-Tools' linear solver wrapper"),
+    Method("highs", "gensolver.solvers.exact.ortools_linear:solve_highs", True, _ORTOOLS, "HiGHS MIP through OR-Tools' linear solver wrapper"),
+    Method("cbc", "gensolver.solvers.exact.ortools_linear:solve_cbc", True, _ORTOOLS, "CBC through OR-Tools' linear solver wrapper"),
+    Method("pulp-cbc", "gensolver.solvers.exact.pulp_backend:solve_pulp_cbc", True, _PULP, "CBC through PuLP (bundled binary)"),
+    Method("pulp-highs", "gensolver.solvers.exact.pulp_backend:solve_pulp_highs", True, ("pulp", "highspy"), "HiGHS through PuLP's highspy interface"),
+    Method("greedy", "gensolver.solvers.approximation.greedy:solve_greedy", False, (),
+           "Lehmann-O'Callaghan-Shoham greedy (value / sqrt(size)), first fit, O(B log B + nnz)"),
+    Method("lp", "gensolver.solvers.approximation.lp:solve_lp", False, (),
+           "LP relaxation (HiGHS via SciPy) for a certified bound, plus LP-guided rounding and repair"),
+):
+    register(_m)

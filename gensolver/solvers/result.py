@@ -1,0 +1,209 @@
+"""The result of a winner-determination solve: :class:`Allocation` and :class:`Status`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..model import Instance
+
+__all__ = ["Status", "Timing", "Allocation", "relative_gap", "finish"]
+
+#: absolute tolerance of the capacity constraints (``shared/INSTANCE_FORMAT.md``)
+CAPACITY_TOL = 1e-9
+
+
+class Status(str, Enum):
+    """Outcome class of a solve. Values are lowercase strings (stable in JSON)."""
+
+    OPTIMAL = "optimal"
+    """The allocation is proven optimal: the backend proved it, or its welfare meets a proven
+    upper bound (within 1e-9 relative). A solve stopped by a time limit is only ``OPTIMAL`` when
+    the proof completed before the limit."""
+
+    FEASIBLE = "feasible"
+    """A feasible allocation without a proof of optimality; ``bound`` and ``gap`` say how far
+    from optimal it can be when the method has a bound (``None`` otherwise)."""
+
+    INFEASIBLE = "infeasible"
+    """The backend declared the model infeasible. The empty allocation is always feasible for
+    valid input, so this signals inconsistent input (or a backend fault)."""
+
+    ERROR = "error"
+    """The backend failed (crash, numerical trouble, an infeasible answer caught by the
+    built-in check); ``message`` says why. ``winners`` is empty."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock seconds of a solve: model ``build``, backend ``solve``, and ``total``."""
+
+    build: float
+    solve: float
+    total: float
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Frozen result of :func:`gensolver.solve`.
+
+    Always present
+    --------------
+    status : Status
+    winners : tuple of str
+        Winning bid ids, in instance order (empty for ``ERROR``).
+    welfare : float
+        Sum of the winners' values, recomputed from the instance.
+    method : str
+        The method's registry name (or the callable's name).
+    seconds : Timing
+    details : Mapping
+        Backend details: raw status, node counts, parameters actually used, ...
+    message : str
+
+    May be ``None``
+    ---------------
+    bound : float or None
+        A proven upper bound on the optimal welfare, where the method has one.
+    gap : float or None
+        ``(bound - welfare) / max(|bound|, |welfare|)``; ``None`` without a bound; ``0.0``
+        when both are zero.
+    """
+
+    status: Status
+    winners: tuple[str, ...]
+    welfare: float
+    method: str
+    seconds: Timing
+    bound: float | None = None
+    gap: float | None = None
+    details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    message: str = ""
+
+    @property
+    def optimal(self) -> bool:
+        """``True`` when the allocation is proven optimal."""
+        return self.status is Status.OPTIMAL
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (``status`` as its string value)."""
+        return {
+            "status": self.status.value,
+            "welfare": self.welfare,
+            "bound": self.bound,
+            "gap": self.gap,
+            "winners": list(self.winners),
+            "method": self.method,
+            "seconds": {"build": self.seconds.build, "solve": self.seconds.solve, "total": self.seconds.total},
+            "details": _jsonable(dict(self.details)),
+            "message": self.message,
+        }
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    return str(obj)
+
+
+def relative_gap(welfare: float, bound: float | None) -> float | None:
+    """``(bound - welfare) / max(|bound|, |welfare|)``, clipped at 0; ``None`` without bound."""
+    if bound is None:
+        return None
+    denom = max(abs(bound), abs(welfare))
+    if denom <= 1e-12:
+        return 0.0
+    return max(0.0, (bound - welfare) / denom)
+
+
+def feasibility_violation(instance: Instance, x: np.ndarray) -> str | None:
+    """Fast matrix check of a 0/1 vector; returns a description of the first violation."""
+    if x.size == 0:
+        return None
+    use = instance.capacity_matrix @ x
+    over = use - instance.capacity
+    bad = np.flatnonzero(over > CAPACITY_TOL)
+    if bad.size:
+        r = int(bad[0])
+        slot, res = instance.row_labels[r]
+        return f"slot {slot!r} resource {res!r}: demand {use[r]:.12g} > capacity {instance.capacity[r]:.12g}"
+    per_bidder = instance.xor_matrix @ x
+    bad = np.flatnonzero(per_bidder > 1.5)
+    if bad.size:
+        return f"bidder {instance.bidder_ids[int(bad[0])]!r} wins {int(per_bidder[bad[0]])} bids (XOR)"
+    return None
+
+
+def finish(
+    instance: Instance,
+    x: np.ndarray | None,
+    *,
+    method: str,
+    proven_optimal: bool,
+    bound: float | None,
+    build: float,
+    solve: float,
+    details: Mapping[str, Any] | None = None,
+    message: str = "",
+    status: Status | None = None,
+) -> Allocation:
+    """Build an :class:`Allocation` the same way for every method.
+
+    ``x`` is a 0/1 vector over ``instance.bids`` (``None``: no answer). Welfare is recomputed,
+    feasibility is checked (an infeasible answer becomes ``ERROR``), the bound is lifted to at
+    least the welfare only when it is within round-off, and the status is ``OPTIMAL`` only when
+    ``proven_optimal`` or the welfare meets the bound.
+    """
+    details = dict(details or {})
+    total = build + solve
+    if status in (Status.ERROR, Status.INFEASIBLE) or x is None:
+        return Allocation(
+            status or Status.ERROR, (), 0.0, method, Timing(build, solve, total), bound, None,
+            MappingProxyType(details), message or "no solution",
+        )
+    x = (np.asarray(x, dtype=np.float64) > 0.5).astype(np.float64)
+    problem = feasibility_violation(instance, x)
+    if problem is not None:
+        details["infeasible_answer"] = problem
+        return Allocation(
+            Status.ERROR, (), 0.0, method, Timing(build, solve, total), bound, None,
+            MappingProxyType(details), f"backend returned an infeasible allocation: {problem}",
+        )
+    idx = np.flatnonzero(x)
+    welfare = float(instance.values[idx].sum())
+    if bound is not None:
+        bound = float(bound)
+        if not math.isfinite(bound):
+            bound = None
+        elif bound < welfare:
+            # A valid bound is never below a feasible welfare; allow only round-off.
+            if welfare - bound > 1e-6 * max(1.0, abs(welfare)):
+                details["bound_below_welfare"] = bound
+                bound = None
+            else:
+                bound = welfare
+    gap = relative_gap(welfare, bound)
+    if proven_optimal or (gap is not None and gap <= 1e-9):
+        st = Status.OPTIMAL
+        if bound is None:
+            bound = welfare
+            gap = 0.0
+    else:
+        st = Status.FEASIBLE
+    winners = tuple(instance.bids[int(j)].id for j in idx)
+    return Allocation(st, winners, welfare, method, Timing(build, solve, total), bound, gap, MappingProxyType(details), message)

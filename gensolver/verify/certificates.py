@@ -1,0 +1,113 @@
+"""Independent certificates for winner determination: feasibility and brute force.
+
+These functions re-derive everything from the instance's plain objects (dicts of demands),
+never from the sparse matrices the solvers use, so they can catch a bug in either.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..model import Instance
+
+__all__ = ["Certificate", "check_allocation", "brute_force", "BRUTE_FORCE_LIMIT"]
+
+TOL = 1e-9
+BRUTE_FORCE_LIMIT = 2_000_000
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Result of :func:`check_allocation`.
+
+    Attributes
+    ----------
+    feasible : bool
+        No capacity exceeded (beyond ``tol``), no bidder winning twice, every id known.
+    welfare : float
+        Sum of the winners' values, recomputed.
+    violations : tuple of str
+        One human-readable line per violation (empty when feasible).
+    """
+
+    feasible: bool
+    welfare: float
+    violations: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return self.feasible
+
+
+def check_allocation(instance: Instance, winners: Iterable[str], *, welfare: float | None = None,
+                     tol: float = TOL) -> Certificate:
+    """Check an allocation against the instance, independently of any solver.
+
+    Parameters
+    ----------
+    instance : Instance
+    winners : iterable of str
+        Winning bid ids.
+    welfare : float, optional
+        A claimed welfare; a mismatch beyond ``1e-9`` relative is a violation.
+    tol : float
+        Absolute capacity tolerance (the format's ``1e-9``).
+
+    Returns
+    -------
+    Certificate
+    """
+    by_id = {b.id: b for b in instance.bids}
+    caps = {s.id: dict(s.capacity) for s in instance.slots}
+    used: dict[tuple[str, str], float] = {}
+    violations: list[str] = []
+    owner: dict[str, str] = {}
+    total = 0.0
+    seen: set[str] = set()
+    for w in winners:
+        if w in seen:
+            violations.append(f"bid {w!r} listed twice")
+            continue
+        seen.add(w)
+        bid = by_id.get(w)
+        if bid is None:
+            violations.append(f"unknown bid {w!r}")
+            continue
+        if bid.bidder in owner:
+            violations.append(f"bidder {bid.bidder!r} wins both {owner[bid.bidder]!r} and {w!r} (XOR)")
+        owner[bid.bidder] = w
+        total += bid.value
+        for s, res in bid.demand.items():
+            for r, q in res.items():
+                used[(s, r)] = used.get((s, r), 0.0) + q
+    for (s, r), q in used.items():
+        cap = caps.get(s, {}).get(r)
+        if cap is None:
+            violations.append(f"slot {s!r} has no resource {r!r}")
+        elif q > cap + tol:
+            violations.append(f"slot {s!r} resource {r!r}: demand {q:.12g} exceeds capacity {cap:.12g}")
+    if welfare is not None and not math.isclose(welfare, total, rel_tol=1e-9, abs_tol=1e-9):
+        violations.append(f"claimed welfare {welfare!r} != recomputed {total!r}")
+    return Certificate(not violations, total, tuple(violations))
+
+
+def brute_force(instance: Instance, *, limit: int = BRUTE_FORCE_LIMIT) -> tuple[float, tuple[str, ...]]:
+    """Optimal welfare and winners by enumerating every bidder's choice (none or one bid).
+
+    Exponential: refuses instances with more than ``limit`` combinations.
+    """
+    groups = [list(bids) for bids in instance.bids_of_bidder.values()]
+    combos = 1
+    for g in groups:
+        combos *= len(g) + 1
+        if combos > limit:
+            raise ValueError(f"brute force would enumerate more than {limit} combinations")
+    best_val, best = 0.0, ()
+    for choice in itertools.product(*[[None, *g] for g in groups]):
+        winners = tuple(c for c in choice if c is not None)
+        cert = check_allocation(instance, winners)
+        if cert.feasible and cert.welfare > best_val + 1e-12:
+            best_val, best = cert.welfare, winners
+    return best_val, best
