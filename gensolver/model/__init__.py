@@ -22,3 +22,7 @@ __all__ = [
     "format_cats",
     "atomic_write",
 ]
+
+from .tasks import BundleOption, GpuRound, GpuSpec, Task, task_steps, task_value, uniform_gpus  # noqa: E402
+
+__all__ += ["GpuRound", "GpuSpec", "Task", "BundleOption", "task_steps", "task_value", "uniform_gpus"]

@@ -1,0 +1,322 @@
+"""The compact, task-level form of a GPU round and its expansion into XOR bundles.
+
+A :class:`GpuRound` is a set of GPUs (:class:`GpuSpec`), a time grid of ``steps`` steps of
+``step_seconds`` each, and elastic :class:`Task` objects. :meth:`GpuRound.expand` turns it into
+an :class:`~gensolver.model.Instance` of the ``gensolver.instance/v1`` form: one slot per
+(GPU, step) with ``memory`` (GiB) and ``compute`` capacity, and for every task one XOR bid per
+feasible (GPU group, memory level, start step). Both forms define the same welfare problem, so
+they have the same optimum.
+
+Task utility model (documented, used by generators, the market and the simulator)
+----------------------------------------------------------------------------------
+- **Speed.** With memory ``m`` between ``min_memory`` and ``preferred_memory`` a task runs at
+  speed ``(m / preferred_memory) ** elasticity`` (``elasticity = 0``: memory does not matter;
+  ``1``: proportional). It never runs below ``min_memory``.
+- **Duration.** ``duration`` is the work in steps at preferred memory; with memory ``m`` the
+  task holds its GPU(s) for ``ceil(duration / speed(m) - 1e-9)`` steps.
+- **Value.** ``value`` is the task's worth when it finishes at its ideal time
+  ``release + duration``; finishing ``L`` steps later is worth
+  ``value * (1 - urgency) ** (L / duration)`` (``urgency = 0``: no decay; ``1``: worthless
+  when late). A finish after ``deadline`` is not offered.
+- **Compute.** The task takes ``compute`` (share of one device) on every GPU and step it holds.
+- **Gangs.** A task with ``gpus = k > 1`` needs ``k`` GPUs at once; it bids on aligned blocks of
+  ``k`` consecutive GPUs of the same ``node`` (documented restriction that keeps the bundle
+  count linear in the number of GPUs), with the memory level on each.
+- **Memory levels.** ``memory_levels`` evenly spaced levels from ``min_memory`` to
+  ``preferred_memory`` (one level when they are equal).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .instance import Bid, Bidder, Instance, Slot
+from .validate import InstanceError, _mark
+
+__all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "task_value", "task_steps"]
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU: ``memory`` in GiB, ``compute`` capacity (1.0 = whole device)."""
+
+    id: str
+    memory: float
+    compute: float = 1.0
+    node: str = ""
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class Task:
+    """An elastic GPU task (see the module docstring for the utility model).
+
+    Attributes
+    ----------
+    id : str
+    preferred_memory, min_memory : float
+        GiB per GPU; ``0 < min_memory <= preferred_memory``.
+    duration : int
+        Work in steps at preferred memory (>= 1).
+    value : float
+        Worth when finished at ``release + duration``.
+    urgency : float
+        In ``[0, 1]``; decay of value with lateness.
+    elasticity : float
+        Speed exponent (>= 0).
+    compute : float
+        Share of one device per GPU held, in ``(0, 1]``.
+    preemptible : bool
+        May lose its GPU at a round boundary (market/simulator).
+    release : int
+        First step it may start.
+    deadline : int or None
+        Last step by which it must finish (exclusive end), or ``None``.
+    gpus : int
+        GPUs needed at once.
+    tenant : str
+        The owner (for budgets and fairness); defaults to the task id.
+    command : tuple of str
+        Argv for executors (empty: none).
+    """
+
+    id: str
+    preferred_memory: float
+    min_memory: float
+    duration: int
+    value: float
+    urgency: float = 0.5
+    elasticity: float = 1.0
+    compute: float = 1.0
+    preemptible: bool = True
+    release: int = 0
+    deadline: int | None = None
+    gpus: int = 1
+    tenant: str = ""
+    command: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.tenant:
+            object.__setattr__(self, "tenant", self.id)
+        object.__setattr__(self, "command", tuple(self.command))
+        for name in ("preferred_memory", "min_memory", "value", "urgency", "elasticity", "compute"):
+            val = getattr(self, name)
+            if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val) or val < 0:
+                raise InstanceError(f"/tasks/{self.id}/{name}", f"must be a finite non-negative number, got {val!r}")
+        if self.min_memory <= 0 or self.min_memory > self.preferred_memory:
+            raise InstanceError(f"/tasks/{self.id}/min_memory",
+                                f"need 0 < min_memory <= preferred_memory, got {self.min_memory} and {self.preferred_memory}")
+        if self.urgency > 1:
+            raise InstanceError(f"/tasks/{self.id}/urgency", f"must be in [0, 1], got {self.urgency}")
+        if not 0 < self.compute <= 1:
+            raise InstanceError(f"/tasks/{self.id}/compute", f"must be in (0, 1], got {self.compute}")
+        for name in ("duration", "gpus"):
+            val = getattr(self, name)
+            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
+                raise InstanceError(f"/tasks/{self.id}/{name}", f"must be a positive integer, got {val!r}")
+        if isinstance(self.release, bool) or not isinstance(self.release, (int, np.integer)) or self.release < 0:
+            raise InstanceError(f"/tasks/{self.id}/release", f"must be a non-negative integer, got {self.release!r}")
+        if self.deadline is not None and (not isinstance(self.deadline, (int, np.integer)) or self.deadline <= self.release):
+            raise InstanceError(f"/tasks/{self.id}/deadline", f"must be an integer after release, got {self.deadline!r}")
+
+    def memory_levels(self, count: int) -> np.ndarray:
+        """``count`` evenly spaced memory levels from ``min_memory`` to ``preferred_memory``."""
+        if self.min_memory == self.preferred_memory or count <= 1:
+            return np.array([self.preferred_memory])
+        return np.unique(np.linspace(self.min_memory, self.preferred_memory, count))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (JSON-ready)."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["command"] = list(self.command)
+        return out
+
+
+def task_steps(task: Task, memory: float) -> int:
+    """Steps the task holds its GPU(s) with ``memory`` GiB (see the utility model)."""
+    speed = (memory / task.preferred_memory) ** task.elasticity
+    return max(1, math.ceil(task.duration / speed - 1e-9))
+
+
+def task_value(task: Task, finish: float) -> float:
+    """Worth of finishing at step ``finish`` (exclusive end), per the utility model."""
+    ideal = task.release + task.duration
+    late = max(0.0, finish - ideal)
+    if late == 0:
+        return float(task.value)
+    if task.urgency >= 1:
+        return 0.0
+    return float(task.value * (1.0 - task.urgency) ** (late / task.duration))
+
+
+@dataclass(frozen=True)
+class BundleOption:
+    """One XOR bundle of a task: GPUs (indices), memory level, start and length in steps."""
+
+    task: int
+    gpus: tuple[int, ...]
+    memory: float
+    level: int
+    start: int
+    length: int
+    value: float
+
+
+@dataclass(frozen=True, eq=False)
+class GpuRound:
+    """Compact task-level form of a round: GPUs, a time grid and tasks.
+
+    Attributes
+    ----------
+    gpus : tuple of GpuSpec
+    tasks : tuple of Task
+    steps : int
+        Number of time steps in the horizon.
+    step_seconds : float
+        Length of one step (slot metadata ``start``/``end`` are in seconds).
+    memory_levels : int
+        Memory levels offered per task (see :meth:`Task.memory_levels`).
+    name : str
+    budgets : Mapping[str, float]
+        Optional budget per tenant (becomes ``bidders`` when tenants are the bidders).
+    """
+
+    gpus: tuple[GpuSpec, ...]
+    tasks: tuple[Task, ...]
+    steps: int
+    step_seconds: float = 60.0
+    memory_levels: int = 3
+    name: str = ""
+    budgets: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpus", tuple(self.gpus))
+        object.__setattr__(self, "tasks", tuple(self.tasks))
+        if not self.gpus:
+            raise InstanceError("/gpus", "must not be empty")
+        if self.steps < 1:
+            raise InstanceError("/steps", f"must be a positive integer, got {self.steps!r}")
+        ids = [g.id for g in self.gpus]
+        if len(set(ids)) != len(ids):
+            raise InstanceError("/gpus", "duplicate GPU ids")
+        tids = [t.id for t in self.tasks]
+        if len(set(tids)) != len(tids):
+            raise InstanceError("/tasks", "duplicate task ids")
+        for k, g in enumerate(self.gpus):
+            if not (math.isfinite(g.memory) and g.memory > 0 and math.isfinite(g.compute) and g.compute > 0):
+                raise InstanceError(f"/gpus/{k}", "memory and compute must be positive and finite")
+
+    # ----------------------------------------------------------------- options
+    def gpu_groups(self, k: int) -> list[tuple[int, ...]]:
+        """Aligned blocks of ``k`` consecutive GPUs on one node (all single GPUs for k=1)."""
+        if k == 1:
+            return [(g,) for g in range(len(self.gpus))]
+        by_node: dict[str, list[int]] = {}
+        for g, spec in enumerate(self.gpus):
+            by_node.setdefault(spec.node, []).append(g)
+        groups = []
+        for members in by_node.values():
+            for i in range(0, len(members) - k + 1, k):
+                groups.append(tuple(members[i:i + k]))
+        return groups
+
+    def options(self, task_index: int) -> Iterator[BundleOption]:
+        """Every feasible bundle of task ``task_index``, in a fixed order."""
+        task = self.tasks[task_index]
+        end_limit = self.steps if task.deadline is None else min(self.steps, task.deadline)
+        groups = self.gpu_groups(task.gpus)
+        for level, mem in enumerate(task.memory_levels(self.memory_levels)):
+            length = task_steps(task, mem)
+            for group in groups:
+                if any(self.gpus[g].memory + 1e-9 < mem or self.gpus[g].compute + 1e-9 < task.compute for g in group):
+                    continue
+                for start in range(task.release, end_limit - length + 1):
+                    value = task_value(task, start + length)
+                    if value <= 0:
+                        continue
+                    yield BundleOption(task_index, group, float(mem), level, start, length, value)
+
+    def slot_id(self, gpu: int, step: int) -> str:
+        """Id of the slot of GPU index ``gpu`` at ``step``."""
+        return f"{self.gpus[gpu].id}@t{step}"
+
+    def bid_id(self, opt: BundleOption) -> str:
+        """Id of the bid for bundle option ``opt``."""
+        gpus = "+".join(self.gpus[g].id for g in opt.gpus)
+        return f"{self.tasks[opt.task].id}|{gpus}|m{opt.level}|s{opt.start}"
+
+    def expand(self, *, bidder: str = "task") -> Instance:
+        """The ``gensolver.instance/v1`` instance with the same optimum.
+
+        Parameters
+        ----------
+        bidder : {"task", "tenant"}
+            XOR groups: one per task (default), or one per tenant (a tenant then wins at most
+            one of its tasks' bundles — only meaningful when tenants bid for one task each).
+        """
+        if bidder not in ("task", "tenant"):
+            raise ValueError(f"bidder must be 'task' or 'tenant', got {bidder!r}")
+        slots = []
+        for g, spec in enumerate(self.gpus):
+            for t in range(self.steps):
+                slots.append(Slot(self.slot_id(g, t), {"memory": spec.memory, "compute": spec.compute},
+                                  spec.id, t * self.step_seconds, (t + 1) * self.step_seconds))
+        bids = []
+        for i, task in enumerate(self.tasks):
+            owner = task.id if bidder == "task" else task.tenant
+            for opt in self.options(i):
+                demand = {self.slot_id(g, t): {"memory": opt.memory, "compute": task.compute}
+                          for g in opt.gpus for t in range(opt.start, opt.start + opt.length)}
+                bids.append(Bid(self.bid_id(opt), owner, opt.value, demand))
+        names = {t.id if bidder == "task" else t.tenant for t in self.tasks}
+        bidders = tuple(Bidder(n, float(self.budgets[n])) for n in sorted(names) if n in self.budgets)
+        meta = {"family": "gpu-round", "steps": self.steps, "step_seconds": self.step_seconds,
+                "gpus": [g.id for g in self.gpus], "tasks": len(self.tasks)}
+        if not bids:
+            raise InstanceError("/tasks", "no task has a feasible bundle in this round")
+        return _mark(Instance(tuple(slots), tuple(bids), bidders, self.name, meta))
+
+    # ----------------------------------------------------------------- I/O
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of the compact form (``schema: gensolver.gpuround/v1``)."""
+        return {
+            "schema": "gensolver.gpuround/v1",
+            "name": self.name,
+            "steps": self.steps,
+            "step_seconds": self.step_seconds,
+            "memory_levels": self.memory_levels,
+            "gpus": [{"id": g.id, "memory": g.memory, "compute": g.compute, "node": g.node, "model": g.model} for g in self.gpus],
+            "tasks": [t.to_dict() for t in self.tasks],
+            "budgets": dict(self.budgets),
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "GpuRound":
+        """Inverse of :meth:`to_dict` (errors name the field)."""
+        if doc.get("schema") != "gensolver.gpuround/v1":
+            raise InstanceError("/schema", f"expected 'gensolver.gpuround/v1', got {doc.get('schema')!r}")
+        try:
+            gpus = [GpuSpec(**g) for g in doc["gpus"]]
+            tasks = []
+            for k, t in enumerate(doc["tasks"]):
+                t = dict(t)
+                t["command"] = tuple(t.get("command", ()))
+                tasks.append(Task(**t))
+        except KeyError as exc:
+            raise InstanceError(f"/{exc.args[0]}", "missing field") from None
+        except TypeError as exc:
+            raise InstanceError("/tasks", f"bad field: {exc}") from None
+        return cls(tuple(gpus), tuple(tasks), int(doc["steps"]), float(doc.get("step_seconds", 60.0)),
+                   int(doc.get("memory_levels", 3)), str(doc.get("name", "")), dict(doc.get("budgets", {})))
+
+
+def uniform_gpus(memories: Sequence[float], *, per_node: int = 8, prefix: str = "gpu") -> tuple[GpuSpec, ...]:
+    """GPUs with the given memories, grouped ``per_node`` to a node (ids ``gpu0``, ...)."""
+    return tuple(GpuSpec(f"{prefix}{k}", float(m), 1.0, f"node{k // per_node}") for k, m in enumerate(memories))
+
+
+__all__.append("uniform_gpus")
