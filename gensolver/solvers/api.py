@@ -107,9 +107,15 @@ def _call_user_method(func: Callable[..., Any], instance: Instance, time_limit: 
     t0 = time.perf_counter()
     out = func(instance, time_limit=time_limit, threads=threads, seed=seed, options=options)
     t1 = time.perf_counter()
+    claimed: Allocation | None = None
     if isinstance(out, Allocation):
-        return out
-    winners: Iterable[str] = out
+        if out.status in (Status.ERROR, Status.INFEASIBLE):
+            return out
+        claimed, winners = out, out.winners
+    elif isinstance(out, str):
+        winners = (out,)
+    else:
+        winners = out
     index = instance.bid_index
     x = np.zeros(instance.n_bids)
     for w in winners:
@@ -117,5 +123,19 @@ def _call_user_method(func: Callable[..., Any], instance: Instance, time_limit: 
             return finish(instance, None, method=name, proven_optimal=False, bound=None, build=0.0, solve=t1 - t0,
                           status=Status.ERROR, message=f"method returned unknown bid id {w!r}")
         x[index[w]] = 1.0
+    if claimed is not None:
+        # A user's Allocation is checked like any backend's answer: known ids, feasibility
+        # and the welfare it claims; a faulty one becomes ``ERROR``.
+        checked = finish(instance, x, method=claimed.method, proven_optimal=claimed.status is Status.OPTIMAL,
+                         bound=claimed.bound, build=claimed.seconds.build, solve=claimed.seconds.solve,
+                         details=claimed.details, message=claimed.message)
+        if checked.status is Status.ERROR:
+            return checked
+        if not math.isclose(checked.welfare, claimed.welfare, rel_tol=1e-9, abs_tol=1e-9):
+            return finish(instance, None, method=claimed.method, proven_optimal=False, bound=None,
+                          build=claimed.seconds.build, solve=claimed.seconds.solve, details=claimed.details,
+                          status=Status.ERROR, message=(f"method claimed welfare {claimed.welfare!r} for winners "
+                                                        f"worth {checked.welfare!r}"))
+        return claimed
     return finish(instance, x, method=name, proven_optimal=False, bound=None, build=0.0, solve=t1 - t0,
                   details=MappingProxyType({"user_method": True}))

@@ -142,7 +142,10 @@ def solve_cpsat(instance: Instance, *, time_limit: float | None = None, threads:
     else:
         xv = np.fromiter((solver.BooleanValue(v) for v in x), dtype=np.float64, count=len(x))
         message = ""
-    if scaling["rows_exact"]:
+    if scaling["rows_exact"] and status is not None:
+        # Without a solution (UNKNOWN) CP-SAT's response carries no bound: its
+        # best_objective_bound is the proto default 0, which would "prove" the empty
+        # allocation optimal. Only a response with a solution has a meaningful bound.
         bound = solver.BestObjectiveBound() / scaling["value_scale"] + scaling["bound_slack"]
     else:
         message = (message + "; " if message else "") + (

@@ -85,6 +85,16 @@ def _cbc_bound_from_log(path: str, welfare: float) -> float | None:
     return -raw if negated else raw
 
 
+def _highs_minimises(model: Any) -> bool:
+    """Whether the ``highspy.Highs`` model PuLP built minimises (PuLP negated the objective)."""
+    import highspy
+
+    sense = model.getObjectiveSense()
+    if isinstance(sense, tuple):  # highspy returns (HighsStatus, ObjSense)
+        sense = sense[-1]
+    return sense == highspy.ObjSense.kMinimize
+
+
 def _solve(instance: Instance, which: str, *, time_limit: float | None, threads: int | None, seed: int,
            options: dict[str, Any]) -> Allocation:
     import pulp
@@ -136,7 +146,9 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
                 info = model.getInfo()
                 raw_bound = float(getattr(info, "mip_dual_bound", float("nan")))
                 if np.isfinite(raw_bound):
-                    bound = raw_bound
+                    # PuLP hands HiGHS the negated objective of a maximisation problem (HiGHS
+                    # then minimises), so the dual bound comes back negated as well.
+                    bound = -raw_bound if _highs_minimises(model) else raw_bound
         elif log_path is not None and status is not Status.OPTIMAL:
             bound = _cbc_bound_from_log(log_path, welfare)
         return finish(instance, xv, method=name, proven_optimal=status is Status.OPTIMAL, bound=bound,
