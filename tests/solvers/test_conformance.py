@@ -1,0 +1,137 @@
+"""Shared conformance suite, re-run for every method in the registry.
+
+Every answer is judged by the independent certificates of :mod:`gensolver.verify`
+(:func:`check_allocation` for feasibility and welfare, :func:`brute_force` for the optimum),
+never by another solver. :class:`MethodConformance` holds the checks; one subclass per
+registered method is generated below (the ``LinprogCommonTests`` pattern), and a subclass
+skips itself when its backend is not available here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from gensolver import solve
+from gensolver.model import Bid, Instance, Slot
+from gensolver.solvers import Status, get_method, list_methods
+from gensolver.verify import brute_force, check_allocation
+from tests.strategies import multi_resource_instances, single_unit_instances
+
+TOL = 1e-6
+
+# One @given test body is shared by a subclass per method: hypothesis sees "differing
+# executors", which is intended here; derandomize keeps every run reproducible.
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.differing_executors])
+
+
+def hard_instance(seed: int = 1, goods: int = 60, bids: int = 400) -> Instance:
+    """A CATS-like instance that no backend proves optimal in 10 ms (bids of 2-6 goods, XOR triples)."""
+    rng = np.random.default_rng(seed)
+    slots = [Slot(f"g{k}", {"units": 1.0}) for k in range(goods)]
+    out = []
+    for j in range(bids):
+        k = int(rng.integers(2, 7))
+        chosen = rng.choice(goods, k, replace=False)
+        value = float(np.round(rng.uniform(1, 100) * k, 3))
+        out.append(Bid(f"b{j}", f"d{j // 3}", value, {f"g{int(x)}": {"units": 1.0} for x in chosen}))
+    return Instance(tuple(slots), tuple(out), name=f"hard-{seed}")
+
+
+@pytest.fixture(scope="module")
+def hard() -> tuple[Instance, float]:
+    """The hard instance and a feasible welfare on it (best of greedy and 2 s of CP-SAT)."""
+    inst = hard_instance()
+    best = solve(inst, method="greedy").welfare
+    if get_method("cpsat").available()[0]:
+        res = solve(inst, method="cpsat", time_limit=2.0, threads=2)
+        assert check_allocation(inst, res.winners, welfare=res.welfare).feasible
+        best = max(best, res.welfare)
+    return inst, best
+
+
+def expected_gap(welfare: float, bound: float) -> float:
+    """The documented relative gap, recomputed from its definition."""
+    denom = max(abs(bound), abs(welfare))
+    return 0.0 if denom <= 1e-12 else max(0.0, (bound - welfare) / denom)
+
+
+class MethodConformance:
+    """Checks every method must pass; subclasses set :attr:`method`."""
+
+    method: str = ""
+
+    def setup_method(self) -> None:
+        ok, why = get_method(self.method).available()
+        if not ok:
+            pytest.skip(f"method {self.method!r} unavailable: {why}")
+
+    @property
+    def exact(self) -> bool:
+        return get_method(self.method).exact
+
+    def check_against_brute_force(self, inst: Instance) -> None:
+        res = solve(inst, method=self.method, threads=1)
+        assert res.method == self.method
+        assert res.status in (Status.OPTIMAL, Status.FEASIBLE), res.message
+        cert = check_allocation(inst, res.winners, welfare=res.welfare)
+        assert cert.feasible, cert.violations
+        opt, opt_winners = brute_force(inst)
+        assert check_allocation(inst, opt_winners, welfare=opt).feasible
+        assert res.welfare <= opt + TOL, "welfare above the brute-force optimum"
+        if res.bound is not None:
+            assert res.bound >= opt - TOL * max(1.0, opt), f"bound {res.bound} below optimum {opt}"
+            assert res.gap == pytest.approx(expected_gap(res.welfare, res.bound), abs=1e-9)
+        if res.status is Status.OPTIMAL:
+            assert res.welfare == pytest.approx(opt, rel=1e-9, abs=1e-9), "reported optimal but is not"
+        if self.exact:
+            assert res.status is Status.OPTIMAL
+            assert res.welfare == pytest.approx(opt, rel=1e-9, abs=1e-9)
+        assert res.seconds.total >= 0.0 and res.seconds.build >= 0.0 and res.seconds.solve >= 0.0
+
+    @SETTINGS
+    @given(inst=single_unit_instances())
+    def test_single_unit_goods_against_brute_force(self, inst: Instance) -> None:
+        self.check_against_brute_force(inst)
+
+    @SETTINGS
+    @given(inst=multi_resource_instances())
+    def test_memory_compute_slots_against_brute_force(self, inst: Instance) -> None:
+        self.check_against_brute_force(inst)
+
+    def test_nothing_fits(self) -> None:
+        slots = [Slot("s0", {"memory": 10.0}), Slot("s1", {"memory": 10.0, "compute": 1.0})]
+        bids = [Bid("a", "A", 5.0, {"s0": {"memory": 11.0}}),
+                Bid("b", "B", 7.0, {"s1": {"memory": 1.0, "compute": 1.5}})]
+        res = solve(Instance(tuple(slots), tuple(bids)), method=self.method)
+        assert res.status in (Status.OPTIMAL, Status.FEASIBLE)
+        assert res.winners == () and res.welfare == 0.0
+        if res.bound is not None:
+            assert res.bound >= 0.0
+
+    def test_time_limited_solve_is_not_claimed_optimal(self, hard: tuple[Instance, float]) -> None:
+        inst, known = hard
+        res = solve(inst, method=self.method, time_limit=0.01, threads=1)
+        assert res.status in (Status.OPTIMAL, Status.FEASIBLE), res.message
+        assert check_allocation(inst, res.winners, welfare=res.welfare).feasible
+        if res.bound is not None:
+            # every reported bound must be at least any feasible welfare
+            assert res.bound >= known - TOL * known, f"bound {res.bound} below a feasible welfare {known}"
+            assert res.bound >= res.welfare
+            assert res.gap == pytest.approx(expected_gap(res.welfare, res.bound), abs=1e-9)
+        if res.status is Status.OPTIMAL:
+            assert res.bound is not None and math.isclose(res.bound, res.welfare, rel_tol=1e-9)
+            assert res.welfare >= known - TOL * known
+        else:
+            assert res.gap is None or res.gap > 0.0
+
+
+for _m in list_methods():
+    _name = "TestMethod_" + _m.name.replace("-", "_")
+    globals()[_name] = type(_name, (MethodConformance,), {"method": _m.name, "__doc__": f"Conformance of {_m.name!r}."})
+del _m, _name
