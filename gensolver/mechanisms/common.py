@@ -1,0 +1,148 @@
+"""Helpers shared by the mechanisms: solving, budgets, building the :class:`Outcome`."""
+
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping
+
+from ..model import Bid, Instance
+from ..solvers import Allocation, Status, get_method, solve
+from .outcome import Outcome
+
+__all__ = [
+    "HINT_METHODS",
+    "check_options",
+    "pivot_solver",
+    "solve_wdp",
+    "winning_bids",
+    "apply_budgets",
+    "make_outcome",
+    "TOL",
+]
+
+#: methods that accept ``options={"hint": [...]}`` (a warm start)
+HINT_METHODS = frozenset({"cpsat", "scip", "highs", "cbc", "pulp-cbc", "pulp-highs"})
+
+#: absolute tolerance used when comparing payments, values and welfare
+TOL = 1e-9
+
+
+def check_options(options: Mapping[str, Any] | None, allowed: Mapping[str, Any], mechanism: str) -> dict[str, Any]:
+    """Merge ``options`` into the defaults ``allowed``; unknown keys raise ``ValueError``."""
+    opts = dict(allowed)
+    if options is None:
+        return opts
+    if not isinstance(options, Mapping):
+        raise ValueError(f"options must be a mapping, got {type(options).__name__}")
+    unknown = set(options) - set(allowed)
+    if unknown:
+        raise ValueError(
+            f"mechanism {mechanism!r} does not take option(s) {sorted(unknown)}; valid options: {sorted(allowed)}"
+        )
+    opts.update(options)
+    return opts
+
+
+def pivot_solver(solver: str | Callable[..., Any]) -> str | Callable[..., Any]:
+    """The method used for re-solves: ``auto`` becomes ``cpsat`` (warm-startable) when usable."""
+    if solver == "auto":
+        if get_method("cpsat").available()[0]:
+            return "cpsat"
+    return solver
+
+
+def solve_wdp(
+    instance: Instance,
+    *,
+    solver: str | Callable[..., Any],
+    time_limit: float | None,
+    threads: int | None = None,
+    hint: Iterable[str] | None = None,
+) -> Allocation:
+    """Solve the winner determination problem; pass ``hint`` only to methods that take one."""
+    options: dict[str, Any] = {}
+    if hint is not None and isinstance(solver, str) and solver in HINT_METHODS:
+        options["hint"] = list(hint)
+    if instance.n_bids == 0:
+        from ..solvers.result import finish
+
+        import numpy as np
+
+        return finish(instance, np.zeros(0), method=str(solver), proven_optimal=True, bound=0.0, build=0.0, solve=0.0)
+    return solve(instance, method=solver, time_limit=time_limit, threads=threads, options=options or None)
+
+
+def winning_bids(instance: Instance, allocation: Allocation) -> dict[str, Bid]:
+    """The winning :class:`Bid` of every winning bidder."""
+    index = instance.bid_index
+    out: dict[str, Bid] = {}
+    for w in allocation.winners:
+        bid = instance.bids[index[w]]
+        out[bid.bidder] = bid
+    return out
+
+
+def apply_budgets(
+    instance: Instance,
+    payments: dict[str, float],
+    bounds: dict[str, tuple[float, float]],
+) -> tuple[dict[str, float], dict[str, tuple[float, float]], tuple[str, ...]]:
+    """Cap every payment (and its interval) at the bidder's budget; return the capped bidders."""
+    capped: list[str] = []
+    budgets = instance.budgets
+    for bidder, p in list(payments.items()):
+        budget = budgets.get(bidder)
+        if budget is None:
+            continue
+        lo, hi = bounds[bidder]
+        if p > budget + TOL:
+            payments[bidder] = float(budget)
+            capped.append(bidder)
+        bounds[bidder] = (min(lo, budget), min(hi, budget))
+    return payments, bounds, tuple(capped)
+
+
+def make_outcome(
+    mechanism: str,
+    instance: Instance,
+    allocation: Allocation,
+    payments: Mapping[str, float],
+    *,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+    exact: bool,
+    message: str = "",
+    details: Mapping[str, Any] | None = None,
+    budgets: bool = True,
+) -> Outcome:
+    """Fill in losers (payment 0), apply budgets, compute utilities and revenue."""
+    pay = {b: 0.0 for b in instance.bidder_ids}
+    for b, p in payments.items():
+        pay[b] = float(p)
+    bnd = {b: (pay[b], pay[b]) for b in instance.bidder_ids}
+    if bounds is not None:
+        for b, (lo, hi) in bounds.items():
+            bnd[b] = (float(lo), float(hi))
+    capped: tuple[str, ...] = ()
+    if budgets:
+        pay, bnd, capped = apply_budgets(instance, pay, bnd)
+    won = winning_bids(instance, allocation)
+    util = {b: (won[b].value if b in won else 0.0) - pay[b] for b in instance.bidder_ids}
+    msgs = [message] if message else []
+    if capped:
+        msgs.append(f"payments of {len(capped)} bidder(s) capped at their budget: {', '.join(capped)}")
+    if allocation.status not in (Status.OPTIMAL, Status.FEASIBLE):
+        msgs.append(f"winner determination ended with status {allocation.status.value}: {allocation.message}")
+    revenue = float(math.fsum(pay.values()))
+    return Outcome(
+        mechanism=mechanism,
+        allocation=allocation,
+        payments=MappingProxyType(pay),
+        utilities=MappingProxyType(util),
+        revenue=revenue,
+        payment_bounds=MappingProxyType(bnd),
+        exact=bool(exact),
+        budget_capped=capped,
+        message="; ".join(msgs),
+        details=MappingProxyType(dict(details or {})),
+    )
