@@ -61,12 +61,12 @@ class Family:
     needs_traces: bool = False
 
 
-def _expanding(make: Callable[..., Any]) -> Callable[..., Instance]:
+def _expanding(family: str, make: Callable[..., Any]) -> Callable[..., Instance]:
     def build(*, seed: int, **params: Any) -> Instance:
         rnd = make(seed=seed, **params)
         inst = rnd.expand()
         meta = dict(inst.metadata)
-        meta.update({"seed": seed, "params": params})
+        meta.update({"family": family, "seed": seed, "params": params})
         return Instance(inst.slots, inst.bids, inst.bidders, inst.name, meta)
     return build
 
@@ -84,10 +84,10 @@ _FAMILIES: dict[str, Family] = {
     "matching": Family("matching", cats.matching, "CATS matching (airport take-off/landing slots)"),
     "scheduling": Family("scheduling", cats.scheduling, "CATS temporal scheduling (time slots of a machine)"),
     **{k: Family(k, _legacy(k), f"CATS legacy distribution {k}") for k in LEGACY},
-    "gpu": Family("gpu", _expanding(gpu.gpu_round), "synthetic GPU-sharing round on heterogeneous GPUs (24/40/80/141 GB)"),
-    "trace-alibaba": Family("trace-alibaba", _expanding(lambda **kw: gpu.trace_round("alibaba", **kw)),
+    "gpu": Family("gpu", _expanding("gpu", gpu.gpu_round), "synthetic GPU-sharing round on heterogeneous GPUs (24/40/80/141 GB)"),
+    "trace-alibaba": Family("trace-alibaba", _expanding("trace-alibaba", lambda **kw: gpu.trace_round("alibaba", **kw)),
                             "queue snapshot of the Alibaba 2023 GPU trace (Weng et al., ATC 2023)", True),
-    "trace-philly": Family("trace-philly", _expanding(lambda **kw: gpu.trace_round("philly", **kw)),
+    "trace-philly": Family("trace-philly", _expanding("trace-philly", lambda **kw: gpu.trace_round("philly", **kw)),
                            "queue snapshot of the Philly trace (Jeon et al., ATC 2019)", True),
 }
 
