@@ -1,0 +1,69 @@
+"""Executor adapters: turn a cleared round into running processes on real or simulated GPUs.
+
+- :func:`to_plan` lays an allocation out as per-device timelines (:class:`ExecutionPlan`, JSON
+  schema ``gensolver.plan/v1``: :func:`read_plan`, :func:`write_plan`), :func:`check_plan`
+  certifies it independently, :func:`plot_plan` draws it.
+- Backends behind :class:`GpuBackend`: :class:`NvmlBackend` (NVIDIA devices through NVML) and
+  :class:`SimulatedBackend` (declared devices; processes report usage themselves).
+- :class:`Executor` launches, watches, preempts and journals the processes; its
+  :class:`ExecutionReport` carries one :class:`UsageFeedback` per task for the market.
+- In the launched processes: :func:`report_usage` and :func:`apply_memory_limit`.
+"""
+
+from .backends import (
+    NVML_ERRORS,
+    BackendError,
+    DeviceInfo,
+    DeviceNotFoundError,
+    GpuBackend,
+    MemoryInfo,
+    NvmlBackend,
+    NvmlError,
+    NvmlGpuLostError,
+    NvmlNotSupportedError,
+    NvmlPermissionError,
+    NvmlUnavailableError,
+    SimDevice,
+    SimulatedBackend,
+    Utilization,
+    parse_memory,
+)
+from .check import PlanCheck, PlanViolation, check_plan
+from .child import apply_memory_limit, report_usage
+from .gantt import plot_plan
+from .journal import Journal, JournalError, read_journal
+from .plan import (
+    PLAN_SCHEMA,
+    DevicePlan,
+    ExecutionPlan,
+    PlanEntry,
+    PlanError,
+    PlanTask,
+    PreemptionPoint,
+    Run,
+    plan_from_dict,
+    read_plan,
+    to_plan,
+    write_plan,
+)
+from .runner import (
+    FEEDBACK_SCHEMA,
+    ExecutionReport,
+    Executor,
+    ExecutorError,
+    ExecutorPolicy,
+    UsageFeedback,
+    resolve_devices,
+)
+
+__all__ = [
+    "PLAN_SCHEMA", "FEEDBACK_SCHEMA", "NVML_ERRORS",
+    "ExecutionPlan", "DevicePlan", "PlanEntry", "PlanTask", "PreemptionPoint", "Run", "PlanError",
+    "to_plan", "plan_from_dict", "read_plan", "write_plan", "check_plan", "PlanCheck", "PlanViolation", "plot_plan",
+    "GpuBackend", "DeviceInfo", "MemoryInfo", "Utilization", "NvmlBackend", "SimulatedBackend", "SimDevice",
+    "parse_memory", "BackendError", "DeviceNotFoundError", "NvmlError", "NvmlUnavailableError",
+    "NvmlPermissionError", "NvmlNotSupportedError", "NvmlGpuLostError",
+    "Executor", "ExecutorPolicy", "ExecutionReport", "UsageFeedback", "ExecutorError", "resolve_devices",
+    "Journal", "JournalError", "read_journal",
+    "report_usage", "apply_memory_limit",
+]

@@ -1,0 +1,139 @@
+"""The executor's append-only journal: one JSON object per line, each flushed and fsync'd.
+
+Every state change of an :class:`~gensolver.executor.Executor` is a record
+``{"seq": n, "time": <seconds since the epoch>, "event": "<name>", ...}`` written *before* the
+executor acts on it in memory, so the journal alone rebuilds the executor's state after a
+crash. A last line cut short by a crash (no newline, or not JSON) is dropped when the journal
+is reopened. An exclusive ``flock`` keeps two executors off one journal; the kernel releases
+it when the holder dies, so a killed executor's journal can be reopened at once.
+
+Events (fields besides seq, time, event)
+----------------------------------------
+``plan``            plan, digest, t0 (epoch of plan time 0), time_scale, pid
+``restart``         pid (an executor reopened the journal)
+``waiting``         task, run, free, need (memory was not free at the run's start)
+``launching``       task, run, attempt, run_id (written before the process is spawned)
+``started``         task, run, attempt, run_id, pid, pid_start, devices, grants, argv
+``adopted``         task, run, attempt, pid (a restarted executor took over a live process)
+``lost``            task, run, attempt, pid, action (``restart`` or ``skip``)
+``usage``           task, run, attempt, pid, peak (bytes; written when the peak grows)
+``over_grant``      task, run, attempt, pid, device, used, grant, action
+``suspended``       task, run, attempt, pid, reason (``preemption`` or ``over_grant``), next_run
+``resumed``         task, run, attempt, pid
+``signalled``       task, run, attempt, pid, signal, reason
+``exited``          task, run, attempt, pid, exit_code, outcome, run_seconds, peak
+``skipped``         task, run, reason
+``task_finished``   task, outcome, exit_code
+``finished``        (the executor's loop ended)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Journal", "JournalError", "read_journal"]
+
+
+class JournalError(RuntimeError):
+    """The journal cannot be used (locked by another executor, or for another plan)."""
+
+
+def _parse(data: bytes) -> tuple[list[dict[str, Any]], int]:
+    """Records and the byte length of the intact prefix."""
+    records: list[dict[str, Any]] = []
+    good = 0
+    pos = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break  # torn tail
+        line = data[pos:nl]
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            break
+        if not isinstance(rec, dict):
+            break
+        records.append(rec)
+        pos = nl + 1
+        good = pos
+    return records, good
+
+
+def read_journal(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every intact record of the journal at ``path`` (empty if it does not exist)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return []
+    return _parse(data)[0]
+
+
+class Journal:
+    """An append-only JSON-lines journal (in memory only when ``path`` is ``None``).
+
+    Parameters
+    ----------
+    path : path or None
+        The journal file; created if missing, its records read back if present.
+
+    Raises
+    ------
+    JournalError
+        Another live process holds the journal's lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = None if path is None else Path(path)
+        self.records: list[dict[str, Any]] = []
+        self._fd: int | None = None
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise JournalError(f"{self.path} is in use by another executor (locked)") from None
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, size, 0) if size else b""
+        self.records, good = _parse(data)
+        if good != size:  # drop a torn tail left by a crash
+            os.ftruncate(fd, good)
+            os.fsync(fd)
+        os.lseek(fd, 0, os.SEEK_END)
+        self._fd = fd
+
+    def append(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Write one record (flushed and fsync'd before returning) and return it."""
+        rec = {"seq": len(self.records), "time": time.time(), "event": event, **fields}
+        if self._fd is not None:
+            line = (json.dumps(rec, allow_nan=False, default=str) + "\n").encode()
+            view = memoryview(line)
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+            os.fsync(self._fd)
+        self.records.append(rec)
+        return rec
+
+    def close(self) -> None:
+        """Release the lock and the file (idempotent)."""
+        if self._fd is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> "Journal":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
