@@ -1,0 +1,526 @@
+"""The round-by-round GPU market.
+
+At every round the market turns the tasks that want GPUs (waiting ones, and running
+preemptible ones that must win again to keep their GPUs) into a combinatorial auction over the
+free capacity of the next ``horizon`` steps, clears it with a registered mechanism, charges
+payments in *credits* per tenant, refills budgets on a schedule and adjusts each tenant's weight
+from what it obtained.
+
+Auction of one round (documented model)
+---------------------------------------
+- **Supply.** The horizon is ``blocks`` blocks of ``lease`` steps. Each up GPU gives one slot
+  per block, with its memory and compute minus what tasks that keep their GPUs (non-preemptible
+  running ones, :class:`Reservation`) hold during that block.
+- **Bids.** Each :class:`Candidate` task bids, XOR, on bundles (GPU group, memory level, start
+  block) as in :meth:`gensolver.model.tasks.GpuRound.options`: a bundle holds its group with
+  the level's memory and the task's compute for ``task_steps(residual, m)`` steps (the residual
+  work; plus ``checkpoint_steps`` when a running task would move or pause), truncated at the
+  horizon. At most ``max_gpu_options`` groups (best fit first, plus the current one) are offered
+  per level and block.
+- **Values.** A bundle finishing at absolute step ``f`` is worth
+  ``task_value(task, f) * weight[tenant] * (1 + aging * waited / duration)``
+  (:func:`gensolver.model.tasks.task_value`); the second factor is the tenant weight, the third
+  ages tasks that waited, so no task starves (its bid grows without bound while it waits).
+  Bids are then scaled down, per task, so that no bid exceeds
+  ``balance[tenant] / (number of the tenant's bidding tasks)``: a tenant can always pay.
+- **Clearing.** ``run_mechanism(instance, mechanism=..., solver=..., time_limit=...)`` of
+  :mod:`gensolver.mechanisms` when present; ``"pay-as-bid"`` is built in (``solve`` + each
+  winner pays its bid) so the market works without it. Instances with more than
+  ``greedy_above`` bids are solved with ``"greedy"`` to keep rounds fast.
+- **Commitment.** Only winning bundles that start in block 0 are committed (the rest is a
+  plan, re-auctioned next round). A running task whose winning bundle is on its current GPUs
+  keeps running (its memory may change); any other outcome preempts it.
+- **Charging.** A committed non-preemptible task pays its whole payment now (it keeps its
+  GPUs to the end); a preemptible one pays ``payment * min(1, lease / length)`` per round, the
+  share of its bundle that the lease covers.
+- **Budgets.** A tenant starts with ``budget`` credits and receives ``refill`` credits every
+  ``refill_every`` steps, its balance capped at ``budget_cap``.
+- **Fairness rule (weights).** After each round, every tenant that bid gets its *share*
+  ``s_i = won memory / asked memory`` (over its candidates); with ``s̄`` the mean share,
+  ``w_i <- clip(w_i * exp(eta * (s̄ - s_i)), w_min, w_max)``: tenants served less than average
+  bid more next round, tenants served more bid less.
+- **Feedback.** :meth:`Market.observe` records a task's observed memory use and progress (e.g.
+  from :mod:`gensolver.executor`); the next round bids with ``preferred = max(min, observed)``
+  and the residual work ``(1 - progress) * duration``.
+
+References
+----------
+.. [1] Lehmann, O'Callaghan & Shoham, J. ACM 49(5), 2002 (greedy winner determination).
+.. [2] K. Mahajan et al., "Themis: Fair and Efficient GPU Cluster Scheduling", NSDI 2020
+   (rounds of leases, finish-time fairness).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..model.instance import Bid, Bidder, Instance, Slot
+from ..model.tasks import GpuSpec, Task, task_steps, task_value
+from ..model.validate import _mark
+from ..solvers import solve
+
+__all__ = ["MarketConfig", "Candidate", "Reservation", "Assignment", "Clearing", "CreditEntry", "Market",
+           "MECHANISMS_BUILTIN"]
+
+#: mechanisms the market implements itself when :mod:`gensolver.mechanisms` is absent
+MECHANISMS_BUILTIN = ("pay-as-bid",)
+
+
+@dataclass(frozen=True)
+class MarketConfig:
+    """Options of the market (all keyword-only; see the module docstring).
+
+    Attributes
+    ----------
+    lease : int
+        Steps per round.
+    blocks : int
+        Horizon length in leases (``horizon = blocks * lease`` steps).
+    mechanism : str
+        A :func:`gensolver.mechanisms.run_mechanism` name, or ``"pay-as-bid"``.
+    solver : str
+        Winner-determination method (``gensolver methods``).
+    time_limit : float
+        Seconds for each round's solve (``None``: unlimited; keep rounds fast).
+    greedy_above : int
+        Use ``"greedy"`` when an instance has more bids than this.
+    memory_levels : int
+        Memory levels offered per task (min .. preferred).
+    max_gpu_options : int
+        GPU groups offered per task, level and block.
+    max_bidders : int
+        Tasks admitted to one round (running first, then by aged value per GiB).
+    checkpoint_steps : float
+        Work added when a preemptible task moves or pauses.
+    aging : float
+        Value multiplier growth per waited duration (see module docstring).
+    budget, refill, refill_every, budget_cap : float
+        Credits: initial balance, refill amount, refill period (steps), balance cap.
+    eta, w_min, w_max : float
+        Weight update rate and bounds.
+    """
+
+    lease: int = 5
+    blocks: int = 3
+    mechanism: str = "pay-as-bid"
+    solver: str = "auto"
+    time_limit: float | None = 0.2
+    greedy_above: int = 3000
+    memory_levels: int = 3
+    max_gpu_options: int = 4
+    max_bidders: int = 48
+    checkpoint_steps: float = 1.0
+    aging: float = 1.0
+    budget: float = 1000.0
+    refill: float = 500.0
+    refill_every: int = 60
+    budget_cap: float = 5000.0
+    eta: float = 0.5
+    w_min: float = 0.25
+    w_max: float = 4.0
+
+    def __post_init__(self) -> None:
+        for name in ("lease", "blocks", "memory_levels", "max_gpu_options", "max_bidders", "refill_every", "greedy_above"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"MarketConfig.{name} must be a positive integer, got {v!r}")
+        for name in ("checkpoint_steps", "aging", "budget", "refill", "budget_cap", "eta", "w_min", "w_max"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"MarketConfig.{name} must be a finite non-negative number, got {v!r}")
+        if self.time_limit is not None and not self.time_limit > 0:
+            raise ValueError(f"MarketConfig.time_limit must be positive or None, got {self.time_limit!r}")
+        if not 0 < self.w_min <= 1 <= self.w_max:
+            raise ValueError("MarketConfig needs 0 < w_min <= 1 <= w_max")
+
+    @property
+    def horizon(self) -> int:
+        return self.lease * self.blocks
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A task that wants GPUs this round.
+
+    Attributes
+    ----------
+    task : Task
+        ``release`` is its arrival step (used by the value decay).
+    remaining : float
+        Work left, in steps at preferred memory.
+    waited : float
+        Steps it has waited (not running) so far.
+    placement : tuple of str or None
+        GPUs it runs on now (running preemptible tasks), else ``None``.
+    memory : float or None
+        Memory per GPU it has now, when running.
+    """
+
+    task: Task
+    remaining: float
+    waited: float = 0.0
+    placement: tuple[str, ...] | None = None
+    memory: float | None = None
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Capacity held on ``gpu`` for the next ``steps`` steps by a task that keeps its GPU."""
+
+    gpu: str
+    memory: float
+    compute: float
+    steps: float
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A committed winner: start now on ``gpus`` with ``memory`` GiB per GPU."""
+
+    task: str
+    gpus: tuple[str, ...]
+    memory: float
+    length: int
+    value: float
+    keep: bool
+
+
+@dataclass(frozen=True)
+class CreditEntry:
+    """One change of a tenant's balance (``reason``: budget, refill, payment)."""
+
+    time: float
+    tenant: str
+    amount: float
+    reason: str
+    task: str = ""
+
+
+@dataclass(frozen=True)
+class Clearing:
+    """Frozen result of one round (:meth:`Market.clear`).
+
+    Attributes
+    ----------
+    time : float
+    assignments : Mapping[str, Assignment]
+        Committed winners (start now, or keep running) by task id.
+    preempted : tuple of str
+        Running candidates that lost their GPUs.
+    charges : Mapping[str, float]
+        Credits charged per task this round.
+    candidates, bids : int
+    mechanism, method, status : str
+    welfare : float
+    seconds : float
+        Wall-clock time of the clearing (mechanism and solves).
+    build_seconds : float
+        Time to build the auction.
+    """
+
+    time: float
+    assignments: Mapping[str, Assignment]
+    preempted: tuple[str, ...]
+    charges: Mapping[str, float]
+    candidates: int
+    bids: int
+    mechanism: str
+    method: str
+    status: str
+    welfare: float
+    seconds: float
+    build_seconds: float
+
+
+@dataclass
+class _Obs:
+    memory: float | None = None
+    progress: float | None = None
+
+
+class Market:
+    """A stateful market (tenants' balances and weights, observations, ledger).
+
+    Parameters
+    ----------
+    config : MarketConfig, optional
+    **options
+        Overrides of :class:`MarketConfig` fields (keyword-only).
+    """
+
+    def __init__(self, config: MarketConfig | None = None, **options: Any) -> None:
+        cfg = config or MarketConfig()
+        if options:
+            unknown = set(options) - set(MarketConfig.__dataclass_fields__)
+            if unknown:
+                raise ValueError(f"unknown market option(s) {sorted(unknown)}; valid: {sorted(MarketConfig.__dataclass_fields__)}")
+            cfg = replace(cfg, **options)
+        self.config = cfg
+        self.balances: dict[str, float] = {}
+        self.weights: dict[str, float] = {}
+        self.ledger: list[CreditEntry] = []
+        self.observations: dict[str, _Obs] = {}
+        self._refills_done = 0
+        self._check_mechanism(cfg.mechanism)
+
+    @staticmethod
+    def _check_mechanism(name: str) -> None:
+        try:
+            from ..mechanisms import list_mechanisms  # type: ignore[attr-defined]
+        except ImportError:
+            list_mechanisms = None
+        if name in MECHANISMS_BUILTIN:
+            return
+        if list_mechanisms is None:
+            try:
+                from ..mechanisms import run_mechanism  # noqa: F401
+            except ImportError:
+                raise ValueError(f"unknown mechanism {name!r}; available here: {', '.join(MECHANISMS_BUILTIN)}") from None
+            return
+        names = list(list_mechanisms())
+        names = [n if isinstance(n, str) else getattr(n, "name", str(n)) for n in names]
+        if name not in names:
+            raise ValueError(f"unknown mechanism {name!r}; valid mechanisms: {', '.join(sorted(set(names) | set(MECHANISMS_BUILTIN)))}")
+
+    # ------------------------------------------------------------ credits
+    def tenant(self, name: str, now: float = 0.0) -> None:
+        """Open an account for ``name`` with the initial budget (idempotent)."""
+        if name not in self.balances:
+            self.balances[name] = 0.0
+            self.weights[name] = 1.0
+            self._credit(now, name, self.config.budget, "budget")
+
+    def _credit(self, now: float, tenant: str, amount: float, reason: str, task: str = "") -> None:
+        if amount == 0:
+            return
+        self.balances[tenant] += amount
+        self.ledger.append(CreditEntry(float(now), tenant, float(amount), reason, task))
+
+    def refill(self, now: float) -> None:
+        """Apply every scheduled refill due by ``now`` (one per ``refill_every`` steps)."""
+        due = int(math.floor(now / self.config.refill_every + 1e-9))
+        while self._refills_done < due:
+            self._refills_done += 1
+            for name in sorted(self.balances):
+                room = max(0.0, self.config.budget_cap - self.balances[name])
+                self._credit(now, name, min(self.config.refill, room), "refill")
+
+    # ------------------------------------------------------------ feedback
+    def observe(self, task_id: str, *, memory_gib: float | None = None, progress: float | None = None) -> None:
+        """Record what a task was seen to use (memory per GPU, GiB) and its progress in [0, 1].
+
+        The next round bids for ``max(min_memory, memory_gib)`` as the task's preferred memory
+        and for the residual work ``(1 - progress) * duration``.
+        """
+        if memory_gib is not None and (not math.isfinite(memory_gib) or memory_gib <= 0):
+            raise ValueError(f"memory_gib must be positive and finite, got {memory_gib!r}")
+        if progress is not None and not 0 <= progress <= 1:
+            raise ValueError(f"progress must be in [0, 1], got {progress!r}")
+        obs = self.observations.setdefault(task_id, _Obs())
+        if memory_gib is not None:
+            obs.memory = float(memory_gib)
+        if progress is not None:
+            obs.progress = float(progress)
+
+    def forget(self, task_id: str) -> None:
+        """Drop the observations of a finished task."""
+        self.observations.pop(task_id, None)
+
+    def _adjusted(self, cand: Candidate) -> Candidate:
+        obs = self.observations.get(cand.task.id)
+        if obs is None:
+            return cand
+        task, remaining = cand.task, cand.remaining
+        if obs.memory is not None:
+            pref = min(task.preferred_memory, max(task.min_memory, obs.memory))
+            task = replace(task, preferred_memory=pref)
+        if obs.progress is not None:
+            remaining = (1.0 - obs.progress) * cand.task.duration
+        return replace(cand, task=task, remaining=remaining)
+
+    # ------------------------------------------------------------ the auction
+    def build(self, now: float, gpus: Sequence[GpuSpec], candidates: Sequence[Candidate],
+              reservations: Sequence[Reservation] = ()) -> tuple[Instance | None, dict[str, tuple[Candidate, tuple[str, ...], float, int, int, float]]]:
+        """The round's instance and, per bid id, ``(candidate, gpus, memory, start block, length, value)``."""
+        cfg = self.config
+        B, L = cfg.blocks, cfg.lease
+        gpu_ids = [g.id for g in gpus]
+        node_of = {g.id: g.node for g in gpus}
+        cap = {g.id: np.array([[g.memory, g.compute]] * B, dtype=float) for g in gpus}
+        for r in reservations:
+            if r.gpu in cap:
+                nb = min(B, max(1, math.ceil(r.steps / L - 1e-9)))
+                cap[r.gpu][:nb] -= (r.memory, r.compute)
+        for g in cap.values():
+            np.maximum(g, 0.0, out=g)
+        by_node: dict[str, list[str]] = {}
+        for g in gpu_ids:
+            by_node.setdefault(node_of[g], []).append(g)
+        slots = [Slot(f"{g}@b{b}", {"memory": float(cap[g][b, 0]), "compute": float(cap[g][b, 1])}, g,
+                      float(b * L), float((b + 1) * L)) for g in gpu_ids for b in range(B)]
+        bids: list[Bid] = []
+        meta: dict[str, tuple[Candidate, tuple[str, ...], float, int, int, float]] = {}
+        for cand in candidates:
+            cand = self._adjusted(cand)
+            t = cand.task
+            tenant = t.tenant
+            w = self.weights.get(tenant, 1.0) * (1.0 + cfg.aging * cand.waited / t.duration)
+            groups = _groups(by_node, t.gpus)
+            residual = replace(t, duration=max(1, math.ceil(cand.remaining - 1e-9)), release=0, deadline=None)
+            options: list[tuple[tuple[str, ...], float, int, int, float]] = []
+            for level, mem in enumerate(t.memory_levels(cfg.memory_levels)):
+                mem = float(mem)
+                for b in range(B):
+                    fits = []
+                    for grp in groups:
+                        if all(cap[g][b, 0] + 1e-9 >= mem and cap[g][b, 1] + 1e-9 >= t.compute for g in grp):
+                            fits.append((sum(cap[g][b, 0] - mem for g in grp), grp))
+                    fits.sort()
+                    chosen = [grp for _, grp in fits[:cfg.max_gpu_options]]
+                    if cand.placement is not None and b == 0 and cand.placement not in chosen and \
+                            any(grp == cand.placement for _, grp in fits):
+                        chosen.append(cand.placement)
+                    for grp in chosen:
+                        stay = cand.placement is not None and grp == cand.placement and b == 0
+                        extra = 0 if (cand.placement is None or stay) else cfg.checkpoint_steps
+                        if extra:
+                            res2 = replace(residual, duration=max(1, math.ceil(cand.remaining + extra - 1e-9)))
+                            length = task_steps(res2, mem)
+                        else:
+                            length = task_steps(residual, mem)
+                        finish = now + b * L + length
+                        value = task_value(t, finish) * w
+                        if t.deadline is not None and finish > t.deadline:
+                            continue
+                        if value <= 0:
+                            continue
+                        options.append((grp, mem, b, length, value))
+            if not options:
+                continue
+            cap_value = self.balances.get(tenant, cfg.budget) / max(1, sum(1 for c in candidates if c.task.tenant == tenant))
+            top = max(o[4] for o in options)
+            scale = min(1.0, cap_value / top) if top > 0 else 0.0
+            for k, (grp, mem, b, length, value) in enumerate(options):
+                v = value * scale
+                if v <= 0:
+                    continue
+                nb = min(B, b + math.ceil(length / L - 1e-9))
+                demand = {f"{g}@b{bb}": {"memory": mem, "compute": t.compute} for g in grp for bb in range(b, nb)}
+                bid_id = f"{t.id}|{k}"
+                bids.append(Bid(bid_id, t.id, float(v), demand))
+                meta[bid_id] = (cand, grp, mem, b, length, float(v))
+        if not bids:
+            return None, meta
+        bidders = tuple(Bidder(tid, None) for tid in dict.fromkeys(b.bidder for b in bids))
+        inst = _mark(Instance(tuple(slots), tuple(bids), bidders, f"market@{now:g}",
+                              {"family": "market-round", "time": now, "lease": L, "blocks": B}))
+        return inst, meta
+
+    def clear(self, now: float, *, gpus: Sequence[GpuSpec], candidates: Sequence[Candidate],
+              reservations: Sequence[Reservation] = (), mechanism: str | None = None, solver: str | None = None,
+              time_limit: float | None | str = "config") -> Clearing:
+        """Run one round at step ``now``.
+
+        Parameters
+        ----------
+        now : float
+        gpus : sequence of GpuSpec, keyword-only
+            The GPUs that are up.
+        candidates : sequence of Candidate, keyword-only
+            Waiting tasks and running preemptible ones.
+        reservations : sequence of Reservation, keyword-only
+            Capacity held by tasks that keep their GPUs.
+        mechanism, solver, time_limit : keyword-only
+            Override the configuration for this round.
+
+        Returns
+        -------
+        Clearing
+        """
+        cfg = self.config
+        self.refill(now)
+        for c in candidates:
+            self.tenant(c.task.tenant, now)
+        mech = mechanism or cfg.mechanism
+        limit = cfg.time_limit if time_limit == "config" else time_limit
+        cands = list(candidates)
+        if len(cands) > cfg.max_bidders:
+            running = [c for c in cands if c.placement is not None]
+            waiting = [c for c in cands if c.placement is None]
+            waiting.sort(key=lambda c: -(c.task.value * (1 + cfg.aging * c.waited / c.task.duration)
+                                         / (c.task.preferred_memory * c.task.gpus * c.task.duration)))
+            cands = (running + waiting)[:max(cfg.max_bidders, len(running))]
+        t0 = time.perf_counter()
+        inst, meta = self.build(now, gpus, cands, reservations)
+        t1 = time.perf_counter()
+        if inst is None:
+            preempted = tuple(c.task.id for c in cands if c.placement is not None)
+            return Clearing(float(now), MappingProxyType({}), preempted, MappingProxyType({}), len(cands), 0, mech,
+                            "", "empty", 0.0, 0.0, t1 - t0)
+        method = solver or cfg.solver
+        if inst.n_bids > cfg.greedy_above:
+            method = "greedy"
+        winners, payments, status, welfare, used = self._run(inst, mech, method, limit)
+        t2 = time.perf_counter()
+        assignments: dict[str, Assignment] = {}
+        charges: dict[str, float] = {}
+        won_mem: dict[str, float] = {}
+        for bid_id in winners:
+            cand, grp, mem, b, length, value = meta[bid_id]
+            if b != 0:
+                continue
+            tid = cand.task.id
+            keep = cand.placement is not None and grp == cand.placement
+            assignments[tid] = Assignment(tid, grp, mem, length, value, keep)
+            pay = float(payments.get(tid, 0.0))
+            charge = pay if not cand.task.preemptible else pay * min(1.0, cfg.lease / length)
+            charge = min(charge, max(0.0, self.balances[cand.task.tenant]))
+            if charge > 0:
+                charges[tid] = charge
+                self._credit(now, cand.task.tenant, -charge, "payment", tid)
+            won_mem[cand.task.tenant] = won_mem.get(cand.task.tenant, 0.0) + mem * cand.task.gpus
+        preempted = tuple(c.task.id for c in cands if c.placement is not None and c.task.id not in assignments)
+        self._update_weights(cands, won_mem)
+        return Clearing(float(now), MappingProxyType(assignments), preempted, MappingProxyType(charges), len(cands),
+                        inst.n_bids, mech, used, status, welfare, t2 - t1, t1 - t0)
+
+    def _run(self, inst: Instance, mech: str, method: str, limit: float | None):
+        if mech == "pay-as-bid":
+            alloc = solve(inst, method=method, time_limit=limit)
+            index = inst.bid_index
+            pays = {inst.bids[index[w]].bidder: inst.bids[index[w]].value for w in alloc.winners}
+            return alloc.winners, pays, alloc.status.value, alloc.welfare, alloc.method
+        from ..mechanisms import run_mechanism
+
+        out = run_mechanism(inst, mechanism=mech, solver=method, time_limit=limit)
+        a = out.allocation
+        return a.winners, dict(out.payments), a.status.value, a.welfare, a.method
+
+    def _update_weights(self, cands: Sequence[Candidate], won_mem: Mapping[str, float]) -> None:
+        cfg = self.config
+        asked: dict[str, float] = {}
+        for c in cands:
+            asked[c.task.tenant] = asked.get(c.task.tenant, 0.0) + c.task.preferred_memory * c.task.gpus
+        if len(asked) < 2:
+            return
+        share = {k: min(1.0, won_mem.get(k, 0.0) / v) if v > 0 else 1.0 for k, v in asked.items()}
+        mean = sum(share.values()) / len(share)
+        for k, s in share.items():
+            self.weights[k] = float(min(cfg.w_max, max(cfg.w_min, self.weights.get(k, 1.0) * math.exp(cfg.eta * (mean - s)))))
+
+
+def _groups(by_node: Mapping[str, list[str]], k: int) -> list[tuple[str, ...]]:
+    """Aligned blocks of ``k`` GPUs on one node (as :meth:`GpuRound.gpu_groups`)."""
+    out = []
+    for members in by_node.values():
+        if k == 1:
+            out.extend((g,) for g in members)
+        else:
+            out.extend(tuple(members[i:i + k]) for i in range(0, len(members) - k + 1, k))
+    return out

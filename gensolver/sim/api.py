@@ -1,0 +1,137 @@
+"""The front end :func:`simulate` and its frozen result :class:`SimResult`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ..model.tasks import GpuSpec, Task
+from .engine import Cluster, Event
+from .faults import Fault, parse_fault
+from .metrics import Metrics, TaskRecord, compute_metrics
+from .policies import Policy, get_policy
+from .workload import Workload
+
+__all__ = ["simulate", "SimResult"]
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Frozen result of :func:`simulate`.
+
+    Attributes
+    ----------
+    policy : str
+    workload : str
+    events : tuple of Event
+        The full event log (see :class:`gensolver.sim.engine.Event`), input of the audit.
+    tasks : Mapping[str, TaskRecord]
+    metrics : Metrics
+    gpus : tuple of GpuSpec
+    rounds : tuple of Mapping
+        Per clearing (auction): time, boundary, waiting, candidates, bids, seconds, method...
+    balances : Mapping[str, float]
+        Final credit balance per tenant (auction; empty otherwise).
+    end_time : float
+        Simulated time at the end (steps).
+    complete : bool
+        Every accepted task finished.
+    stalled : bool
+        The run stopped because nothing could ever start again (e.g. permanent failures).
+    wall_seconds : float
+    step_seconds : float
+    """
+
+    policy: str
+    workload: str
+    events: tuple[Event, ...]
+    tasks: Mapping[str, TaskRecord]
+    metrics: Metrics
+    gpus: tuple[GpuSpec, ...]
+    rounds: tuple[Mapping[str, Any], ...]
+    balances: Mapping[str, float]
+    end_time: float
+    complete: bool
+    stalled: bool
+    wall_seconds: float
+    step_seconds: float = 60.0
+
+    def jct(self) -> dict[str, float]:
+        """JCT per finished task (steps)."""
+        return {k: r.jct for k, r in self.tasks.items() if r.jct is not None}
+
+
+def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Callable[..., Policy] = "fcfs-packing",
+             gpus: Sequence[GpuSpec] | None = None, until: float | None = None, seed: int = 0,
+             faults: Iterable[Fault | str] = (), lease: int = 5, checkpoint_steps: float = 1.0,
+             policy_options: Mapping[str, Any] | None = None) -> SimResult:
+    """Run one policy on one workload.
+
+    Parameters
+    ----------
+    workload : Workload or sequence of Task
+        Tasks (``release`` = arrival step).
+    policy : str, Policy or factory, keyword-only
+        A registry name (:func:`gensolver.sim.list_policies`), an instance or a factory.
+    gpus : sequence of GpuSpec, keyword-only
+        The cluster (default: the workload's GPUs).
+    until : float, keyword-only
+        Stop at this step (default: when every task is done).
+    seed : int, keyword-only
+        Seeds the simulation (policies here are deterministic; kept for stochastic ones).
+    faults : iterable of Fault or str, keyword-only
+        Failures (``"gpu:ID@T1-T2"``, ``"node:NAME@T1-T2"`` or :class:`Fault`).
+    lease : int, keyword-only
+        Round length in steps (checkpoints, round-boundary decisions).
+    checkpoint_steps : float, keyword-only
+        Work added to a preempted task (restore cost).
+    policy_options : mapping, keyword-only
+        Options for the policy factory (e.g. ``{"mechanism": "vcg", "time_limit": 0.1}``).
+
+    Returns
+    -------
+    SimResult
+    """
+    if isinstance(workload, Workload):
+        tasks, name, default_gpus, step_s = workload.tasks, workload.name, workload.gpus, workload.step_seconds
+    else:
+        tasks, name, default_gpus, step_s = tuple(workload), "tasks", (), 60.0
+    gpus = tuple(gpus if gpus is not None else default_gpus)
+    if not gpus:
+        raise ValueError("no GPUs: pass gpus=... or a Workload with GPUs")
+    if isinstance(lease, bool) or not isinstance(lease, int) or lease < 1:
+        raise ValueError(f"lease must be a positive integer, got {lease!r}")
+    if until is not None and not until > 0:
+        raise ValueError(f"until must be positive, got {until!r}")
+    flist = [parse_fault(f) if isinstance(f, str) else f for f in faults]
+    pol = get_policy(policy, **dict(policy_options or {}))
+    t0 = time.perf_counter()
+    cluster = Cluster(gpus, tasks, lease=lease, checkpoint_steps=checkpoint_steps)
+    for f in flist:
+        cluster.fault_targets(f)  # validate targets before running
+    pol.attach(cluster)
+    cluster.on_pass = lambda boundary: pol.schedule(cluster, boundary)
+    env = cluster.env
+    env.process(cluster.arrivals())
+    env.process(cluster.ticks(lambda: pol.schedule(cluster, True)))
+    if flist:
+        env.process(cluster.fault_process(flist))
+    env.run(until=until)
+    wall = time.perf_counter() - t0
+    records = {
+        s.id: TaskRecord(s.id, s.task.tenant, s.arrival, float(s.task.duration), s.first_start, s.finish,
+                         s.preemptions, s.faults, s.lost)
+        for s in cluster.tasks.values() if s.state != "rejected" and s.state != "pending"
+    }
+    rounds = tuple(MappingProxyType(dict(r)) for r in pol.rounds)
+    events = tuple(cluster.log)
+    metrics = compute_metrics(events, records, rounds)
+    balances: dict[str, float] = {}
+    market = getattr(pol, "market", None)
+    if market is not None:
+        balances = dict(market.balances)
+    return SimResult(getattr(pol, "name", type(pol).__name__), name, events, MappingProxyType(records), metrics, gpus,
+                     rounds, MappingProxyType(balances), float(env.now), cluster.unfinished == 0, cluster.stalled, wall,
+                     step_s)

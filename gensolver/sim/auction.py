@@ -1,0 +1,121 @@
+"""The ``auction`` policy: the cluster driven by :class:`gensolver.market.Market`.
+
+At every round boundary (every ``lease`` steps) the waiting tasks and the running preemptible
+ones bid for the capacity that non-preemptible running tasks leave free over the horizon; the
+market's committed winners start (or keep running, possibly with a new memory level) and the
+running candidates that lost are preempted (checkpoint cost). Between boundaries, when
+capacity frees (a task finishes, a GPU comes back) or tasks arrive, the market also clears a
+*between-rounds* auction of the waiting tasks only over the capacity that is free right now,
+with the faster ``between_solver`` (default ``"greedy"``; ``None`` waits for the next boundary).
+
+Keeping rounds fast (documented option): each boundary solve is limited to
+``MarketConfig.time_limit`` seconds (default 0.2 s with ``solver="auto"``, an anytime portfolio
+never worse than greedy), instances over ``greedy_above`` bids use ``"greedy"``, and at most
+``max_bidders`` tasks bid per round.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..market import Candidate, Market, MarketConfig, Reservation
+from .engine import TOL, Cluster
+from .policies import Policy
+
+__all__ = ["AuctionPolicy"]
+
+
+class AuctionPolicy(Policy):
+    """Market-cleared scheduling (see the module docstring).
+
+    Parameters
+    ----------
+    market : Market, optional
+        A market to use (its ``lease`` should equal the simulator's); else one is built from
+        ``options``.
+    between_solver : str or None, keyword-only
+        Solver for between-rounds clearings; ``None`` disables them.
+    **options
+        :class:`gensolver.market.MarketConfig` fields (``mechanism``, ``solver``,
+        ``time_limit``, ``budget``, ...).
+    """
+
+    name = "auction"
+
+    def __init__(self, *, market: Market | None = None, between_solver: str | None = "greedy", **options: Any) -> None:
+        super().__init__()
+        self.market = market if market is not None else Market(MarketConfig(), **options)
+        self.between_solver = between_solver
+        self._ledger_seen = 0
+
+    def attach(self, cluster: Cluster) -> None:
+        from dataclasses import replace
+
+        self.market.config = replace(self.market.config, lease=cluster.lease,
+                                     checkpoint_steps=cluster.checkpoint_steps)
+
+    def _flush_ledger(self, cluster: Cluster) -> None:
+        for e in self.market.ledger[self._ledger_seen:]:
+            cluster.emit("credit", tenant=e.tenant, amount=e.amount, note=e.reason, task=e.task)
+        self._ledger_seen = len(self.market.ledger)
+
+    def schedule(self, cluster: Cluster, boundary: bool) -> None:
+        now = cluster.now
+        waiting = cluster.waiting()
+        if not boundary:
+            if self.between_solver is None or not waiting:
+                self._flush_ledger(cluster)
+                return
+            # only worth a clearing when some waiting task fits in the free capacity now
+            if not any(any(g.fits(s.task.min_memory, s.task.compute) for g in cluster.up_gpus()) for s in waiting):
+                self._flush_ledger(cluster)
+                return
+        running = cluster.running()
+        cands = [Candidate(s.task, s.remaining, now - s.waiting_since + _waited_before(s), None, None) for s in waiting]
+        reservations = []
+        for s in running:
+            if boundary and s.task.preemptible:
+                cands.append(Candidate(s.task, s.remaining, _waited_before(s), s.gpus, s.memory))
+            else:
+                steps = s.remaining / s.speed if s.speed > 0 else float("inf")
+                reservations.extend(Reservation(g, s.memory, s.compute, steps) for g in s.gpus)
+        if not cands:
+            self.market.refill(now)
+            self._flush_ledger(cluster)
+            return
+        gpus = [g.spec for g in cluster.up_gpus()]
+        if not gpus:
+            self._flush_ledger(cluster)
+            return
+        kw: dict[str, Any] = {}
+        if not boundary:
+            kw = {"solver": self.between_solver, "mechanism": self.market.config.mechanism}
+        clearing = self.market.clear(now, gpus=gpus, candidates=cands, reservations=reservations, **kw)
+        self.rounds.append({"time": now, "boundary": boundary, "waiting": len(waiting), "candidates": clearing.candidates,
+                            "bids": clearing.bids, "seconds": clearing.seconds, "build_seconds": clearing.build_seconds,
+                            "method": clearing.method, "status": clearing.status, "welfare": clearing.welfare,
+                            "winners": len(clearing.assignments)})
+        # apply: stops, shrinks, grows, starts
+        for tid in clearing.preempted:
+            cluster.stop(tid, reason="preempt")
+        for tid, a in clearing.assignments.items():
+            st = cluster.tasks[tid]
+            if st.state == "running" and not a.keep:
+                cluster.stop(tid, reason="preempt")
+        keeps = [(tid, a) for tid, a in clearing.assignments.items() if a.keep and cluster.tasks[tid].state == "running"]
+        for tid, a in sorted(keeps, key=lambda p: p[1].memory - cluster.tasks[p[0]].memory):
+            st = cluster.tasks[tid]
+            if a.memory < st.memory - TOL or all(cluster.gpus[g].free_memory + TOL >= a.memory - st.memory for g in st.gpus):
+                cluster.resize(tid, a.memory)
+        for tid, a in clearing.assignments.items():
+            st = cluster.tasks[tid]
+            if st.state == "waiting" and all(cluster.gpus[g].fits(a.memory, st.task.compute) for g in a.gpus):
+                cluster.start(tid, a.gpus, a.memory)
+        self._flush_ledger(cluster)
+
+
+def _waited_before(s) -> float:
+    """Steps a task has waited before its current state began (queueing so far)."""
+    if s.first_start is None:
+        return 0.0
+    return max(0.0, s.first_start - s.arrival)

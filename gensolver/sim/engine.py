@@ -1,0 +1,484 @@
+"""The discrete-event cluster model (on :mod:`simpy`) that every policy drives.
+
+Time is measured in *steps* (``step_seconds`` each, for display only); it is continuous, so
+a task slowed down by elasticity finishes between steps.
+
+Execution model (documented; :mod:`gensolver.sim.audit` checks it from the event log alone)
+-----------------------------------------------------------------------------------------
+- A GPU has ``memory`` (GiB) and ``compute`` (share of the device) capacities, both hard: the
+  sums over the tasks placed on it never exceed them. A task takes the same memory ``m`` and
+  ``compute`` on each of its ``gpus`` GPUs, all on one node (gangs).
+- A task with ``m`` GiB runs at speed ``(min(m, preferred) / preferred) ** elasticity``
+  (:func:`gensolver.model.tasks.task_steps`'s utility model); co-located tasks do not slow
+  each other down (compute is a hard share). Whole-GPU placement allocates the device's whole
+  memory and compute to the task.
+- A task's *work* is ``duration`` (steps at speed 1). Stopping a preemptible task at a round
+  boundary keeps its progress but adds ``checkpoint_steps`` of work (restore cost).
+  Preemptible tasks checkpoint at every round boundary (multiples of ``lease``); a GPU failure
+  rolls them back to their last checkpoint, and restarts non-preemptible tasks from scratch;
+  the rolled-back work is logged as *lost*.
+- The event log records every state change (``arrive``, ``start``, ``resize``, ``stop``,
+  ``finish``, ``gpu_up``, ``gpu_down``, ``credit``, ``reject``) with its time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+import simpy
+
+from ..model.tasks import GpuSpec, Task
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .faults import Fault
+
+__all__ = ["Event", "GpuState", "TaskState", "Cluster", "SimError", "speed_of"]
+
+TOL = 1e-9
+
+
+class SimError(RuntimeError):
+    """A policy asked for something the cluster cannot do (a bug in the policy)."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of the event log.
+
+    Attributes
+    ----------
+    time : float
+        Steps from the start.
+    kind : str
+        ``arrive``, ``reject``, ``start``, ``resize``, ``stop``, ``finish``, ``gpu_up``,
+        ``gpu_down`` or ``credit``.
+    task : str
+        Task id (``""`` for GPU and credit events).
+    gpus : tuple of str
+        GPUs concerned (``start``: the placement; ``gpu_*``: the device).
+    memory, compute : float
+        Per-GPU allocation (``start``/``resize``), capacity (``gpu_up``), or the task's preferred
+        memory (``arrive``).
+    speed : float
+        Progress per step from this event on (``start``/``resize``).
+    work : float
+        ``arrive``: the task's work (duration); ``stop``: work added by a checkpoint restore.
+    lost : float
+        ``stop`` after a fault: work rolled back.
+    amount : float
+        ``credit``: change of the tenant's balance (payments negative).
+    tenant : str
+    note : str
+        ``stop``: ``"preempt"`` or ``"fault"``; ``credit``: ``"budget"``, ``"refill"``,
+        ``"payment"``; ``arrive``: ``"preemptible"`` or ``"fixed"``.
+    """
+
+    time: float
+    kind: str
+    task: str = ""
+    gpus: tuple[str, ...] = ()
+    memory: float = 0.0
+    compute: float = 0.0
+    speed: float = 0.0
+    work: float = 0.0
+    lost: float = 0.0
+    amount: float = 0.0
+    tenant: str = ""
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (JSON-ready)."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["gpus"] = list(self.gpus)
+        return d
+
+
+def speed_of(task: Task, memory: float) -> float:
+    """Speed of ``task`` with ``memory`` GiB per GPU: ``(min(m, pref) / pref) ** elasticity``."""
+    m = min(memory, task.preferred_memory)
+    return float((m / task.preferred_memory) ** task.elasticity)
+
+
+@dataclass
+class GpuState:
+    """Mutable state of one GPU inside the simulation."""
+
+    spec: GpuSpec
+    up: bool = True
+    memory_used: float = 0.0
+    compute_used: float = 0.0
+    tasks: set[str] = field(default_factory=set)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def node(self) -> str:
+        return self.spec.node
+
+    @property
+    def free_memory(self) -> float:
+        return self.spec.memory - self.memory_used if self.up else 0.0
+
+    @property
+    def free_compute(self) -> float:
+        return self.spec.compute - self.compute_used if self.up else 0.0
+
+    def fits(self, memory: float, compute: float) -> bool:
+        return self.up and self.free_memory + TOL >= memory and self.free_compute + TOL >= compute
+
+
+@dataclass
+class TaskState:
+    """Mutable state of one task inside the simulation."""
+
+    task: Task
+    state: str = "pending"  # pending -> waiting -> running -> done (or rejected)
+    remaining: float = 0.0
+    executed: float = 0.0
+    ckpt_remaining: float = 0.0
+    gpus: tuple[str, ...] = ()
+    memory: float = 0.0
+    compute: float = 0.0
+    speed: float = 0.0
+    since: float = 0.0
+    gen: int = 0
+    first_start: float | None = None
+    finish: float | None = None
+    waiting_since: float = 0.0
+    last_start: float = 0.0
+    preemptions: int = 0
+    faults: int = 0
+    lost: float = 0.0
+    overhead: float = 0.0
+
+    @property
+    def id(self) -> str:
+        return self.task.id
+
+    @property
+    def arrival(self) -> float:
+        return float(self.task.release)
+
+
+class Cluster:
+    """The simulated cluster: GPUs, tasks, the simpy environment and the event log.
+
+    Policies act only through :meth:`start`, :meth:`stop` and :meth:`resize`, and read
+    :meth:`waiting`, :meth:`running` and :attr:`gpus`.
+
+    Parameters
+    ----------
+    gpus : sequence of GpuSpec
+    tasks : sequence of Task
+        ``release`` is the arrival step.
+    lease : int
+        Round length in steps (checkpoints and round-boundary decisions).
+    checkpoint_steps : float
+        Work added when a preemptible task is preempted (restore cost).
+    """
+
+    def __init__(self, gpus: Sequence[GpuSpec], tasks: Sequence[Task], *, lease: int = 5,
+                 checkpoint_steps: float = 1.0) -> None:
+        self.env = simpy.Environment()
+        self.gpus: dict[str, GpuState] = {g.id: GpuState(g) for g in gpus}
+        self.nodes: dict[str, list[str]] = {}
+        for g in gpus:
+            self.nodes.setdefault(g.node, []).append(g.id)
+        self.tasks: dict[str, TaskState] = {}
+        for t in sorted(tasks, key=lambda t: (t.release, t.id)):
+            if t.id in self.tasks:
+                raise SimError(f"duplicate task id {t.id!r}")
+            self.tasks[t.id] = TaskState(t, remaining=float(t.duration), ckpt_remaining=float(t.duration))
+        self.lease = int(lease)
+        self.checkpoint_steps = float(checkpoint_steps)
+        self.log: list[Event] = []
+        self.unfinished = len(self.tasks)
+        self._pass_pending = False
+        self.on_pass: Callable[[bool], None] | None = None
+        self.on_finish: Callable[[TaskState], None] | None = None
+        self.recoveries_pending = 0
+        self.stalled = False
+        for g in gpus:
+            self.emit("gpu_up", gpus=(g.id,), memory=g.memory, compute=g.compute)
+
+    # ------------------------------------------------------------ reading
+    @property
+    def now(self) -> float:
+        return float(self.env.now)
+
+    def waiting(self) -> list[TaskState]:
+        """Waiting tasks in arrival order (ties by id)."""
+        return [s for s in self.tasks.values() if s.state == "waiting"]
+
+    def running(self) -> list[TaskState]:
+        """Running tasks in arrival order."""
+        return [s for s in self.tasks.values() if s.state == "running"]
+
+    def up_gpus(self) -> list[GpuState]:
+        return [g for g in self.gpus.values() if g.up]
+
+    def emit(self, kind: str, **kw: Any) -> None:
+        self.log.append(Event(self.now, kind, **kw))
+
+    def feasible_anywhere(self, task: Task) -> bool:
+        """Whether ``task`` could ever run on this cluster (empty, all GPUs up)."""
+        for members in self.nodes.values():
+            ok = [g for g in members if self.gpus[g].spec.memory + TOL >= task.min_memory
+                  and self.gpus[g].spec.compute + TOL >= task.compute]
+            if len(ok) >= task.gpus:
+                return True
+        return False
+
+    # ------------------------------------------------------------ acting
+    def _advance(self, st: TaskState) -> None:
+        dt = self.now - st.since
+        if dt > 0 and st.state == "running":
+            done = dt * st.speed
+            st.executed += done
+            st.remaining = max(0.0, st.remaining - done)
+        st.since = self.now
+
+    def _countdown(self, st: TaskState, gen: int):
+        delay = st.remaining / st.speed if st.speed > 0 else math.inf
+        yield self.env.timeout(max(0.0, delay))
+        if st.gen == gen and st.state == "running":
+            self._finish(st)
+
+    def _arm(self, st: TaskState) -> None:
+        st.gen += 1
+        self.env.process(self._countdown(st, st.gen))
+
+    def start(self, task_id: str, gpus: Sequence[str], memory: float, *, whole: bool = False) -> None:
+        """Start a waiting task on ``gpus`` with ``memory`` GiB per GPU.
+
+        ``whole=True`` allocates each GPU entirely (memory and compute) to the task.
+        """
+        st = self.tasks[task_id]
+        t = st.task
+        if st.state != "waiting":
+            raise SimError(f"cannot start task {task_id!r} in state {st.state}")
+        gpus = tuple(gpus)
+        if len(gpus) != t.gpus or len(set(gpus)) != len(gpus):
+            raise SimError(f"task {task_id!r} needs {t.gpus} distinct GPUs, got {gpus}")
+        if len({self.gpus[g].node for g in gpus}) != 1:
+            raise SimError(f"task {task_id!r}: a gang must stay on one node, got {gpus}")
+        if memory + TOL < t.min_memory:
+            raise SimError(f"task {task_id!r}: memory {memory} below its minimum {t.min_memory}")
+        if whole:
+            if any(self.gpus[g].tasks for g in gpus):
+                raise SimError(f"task {task_id!r}: whole GPUs requested but some are shared")
+        alloc = []
+        for g in gpus:
+            gs = self.gpus[g]
+            mem = gs.spec.memory if whole else memory
+            comp = gs.spec.compute if whole else t.compute
+            if not gs.fits(mem, comp):
+                raise SimError(f"task {task_id!r} does not fit on {g} (free {gs.free_memory:.3f} GiB, "
+                               f"{gs.free_compute:.3f} compute; asks {mem:.3f}, {comp:.3f})")
+            alloc.append((gs, mem, comp))
+        mem_alloc = alloc[0][1]
+        comp_alloc = alloc[0][2]
+        if whole and len({(a[1], a[2]) for a in alloc}) != 1:
+            raise SimError(f"task {task_id!r}: whole-GPU gangs need identical GPUs")
+        for gs, mem, comp in alloc:
+            gs.memory_used += mem
+            gs.compute_used += comp
+            gs.tasks.add(task_id)
+        st.state = "running"
+        st.gpus, st.memory, st.compute = gpus, mem_alloc, comp_alloc
+        st.speed = speed_of(t, min(mem_alloc, t.preferred_memory) if whole else memory)
+        st.since = self.now
+        st.last_start = self.now
+        if st.first_start is None:
+            st.first_start = self.now
+        self.emit("start", task=task_id, gpus=gpus, memory=mem_alloc, compute=comp_alloc, speed=st.speed,
+                  tenant=t.tenant)
+        self._arm(st)
+
+    def resize(self, task_id: str, memory: float) -> None:
+        """Change a running task's memory (per GPU) in place; its speed follows."""
+        st = self.tasks[task_id]
+        if st.state != "running":
+            raise SimError(f"cannot resize task {task_id!r} in state {st.state}")
+        if memory + TOL < st.task.min_memory:
+            raise SimError(f"task {task_id!r}: memory {memory} below its minimum")
+        delta = memory - st.memory
+        if abs(delta) <= TOL:
+            return
+        for g in st.gpus:
+            if self.gpus[g].free_memory + TOL < delta:
+                raise SimError(f"task {task_id!r}: cannot grow by {delta:.3f} GiB on {g}")
+        self._advance(st)
+        for g in st.gpus:
+            self.gpus[g].memory_used += delta
+        st.memory = memory
+        st.speed = speed_of(st.task, memory)
+        self.emit("resize", task=task_id, gpus=st.gpus, memory=memory, compute=st.compute, speed=st.speed,
+                  tenant=st.task.tenant)
+        self._arm(st)
+
+    def _release(self, st: TaskState) -> None:
+        for g in st.gpus:
+            gs = self.gpus[g]
+            gs.memory_used -= st.memory
+            gs.compute_used -= st.compute
+            gs.tasks.discard(st.id)
+            if not gs.tasks:
+                gs.memory_used = 0.0
+                gs.compute_used = 0.0
+        st.gpus, st.memory, st.compute, st.speed = (), 0.0, 0.0, 0.0
+        st.gen += 1
+
+    def stop(self, task_id: str, *, reason: str = "preempt") -> None:
+        """Stop a running task and requeue it.
+
+        ``reason="preempt"``: only preemptible tasks; progress kept, ``checkpoint_steps`` of work
+        added. ``reason="fault"``: progress rolls back to the last checkpoint (preemptible) or to
+        zero (non-preemptible); the rolled-back work is logged as lost.
+        """
+        st = self.tasks[task_id]
+        if st.state != "running":
+            raise SimError(f"cannot stop task {task_id!r} in state {st.state}")
+        self._advance(st)
+        gpus = st.gpus
+        overhead = lost = 0.0
+        if reason == "preempt":
+            if not st.task.preemptible:
+                raise SimError(f"task {task_id!r} is not preemptible")
+            overhead = self.checkpoint_steps
+            st.remaining += overhead
+            st.ckpt_remaining = st.remaining
+            st.preemptions += 1
+            st.overhead += overhead
+        elif reason == "fault":
+            target = st.ckpt_remaining if st.task.preemptible else float(st.task.duration)
+            lost = max(0.0, target - st.remaining)
+            st.remaining = target
+            st.ckpt_remaining = target
+            st.faults += 1
+            st.lost += lost
+        else:
+            raise SimError(f"unknown stop reason {reason!r}")
+        self._release(st)
+        st.state = "waiting"
+        st.waiting_since = self.now
+        self.emit("stop", task=task_id, gpus=gpus, work=overhead, lost=lost, note=reason, tenant=st.task.tenant)
+        self.request_pass()
+
+    def _finish(self, st: TaskState) -> None:
+        self._advance(st)
+        st.executed += st.remaining  # float residue of the countdown
+        st.remaining = 0.0
+        gpus = st.gpus
+        self._release(st)
+        st.state = "done"
+        st.finish = self.now
+        self.unfinished -= 1
+        self.emit("finish", task=st.id, gpus=gpus, tenant=st.task.tenant)
+        if self.on_finish is not None:
+            self.on_finish(st)
+        self.request_pass()
+
+    def checkpoint(self) -> None:
+        """Every running preemptible task saves its progress (called at round boundaries)."""
+        for st in self.running():
+            if st.task.preemptible:
+                self._advance(st)
+                st.ckpt_remaining = st.remaining
+
+    # ------------------------------------------------------------ processes
+    def request_pass(self) -> None:
+        """Ask for a scheduling pass at the current time, after the other events of this instant."""
+        if not self._pass_pending:
+            self._pass_pending = True
+            self.env.process(self._pass(False))
+
+    def _pass(self, boundary: bool):
+        yield self.env.timeout(0)
+        self._pass_pending = False
+        if self.on_pass is not None:
+            self.on_pass(boundary)
+
+    def arrivals(self):
+        """simpy process: tasks arrive at their ``release`` step."""
+        last = 0.0
+        for st in list(self.tasks.values()):
+            if st.arrival > last:
+                yield self.env.timeout(st.arrival - last)
+                last = st.arrival
+            st.since = self.now
+            st.waiting_since = self.now
+            if not self.feasible_anywhere(st.task):
+                st.state = "rejected"
+                self.unfinished -= 1
+                self.emit("reject", task=st.id, tenant=st.task.tenant,
+                          note=f"needs {st.task.gpus} GPU(s) with {st.task.min_memory:.3g} GiB on one node")
+                continue
+            st.state = "waiting"
+            self.emit("arrive", task=st.id, memory=st.task.preferred_memory, compute=st.task.compute,
+                      work=float(st.task.duration), tenant=st.task.tenant,
+                      note="preemptible" if st.task.preemptible else "fixed")
+            self.request_pass()
+
+    def ticks(self, on_tick: Callable[[], None]):
+        """simpy process: round boundaries every ``lease`` steps while work remains."""
+        while self.unfinished > 0:
+            yield self.env.timeout(self.lease)
+            self.checkpoint()
+            on_tick()
+            # stall detection: nothing can ever happen again
+            if (self.unfinished > 0 and not self.running() and self.recoveries_pending == 0
+                    and all(s.state != "pending" for s in self.tasks.values()) and self.waiting()
+                    and not self._pass_pending):
+                self.stalled = True
+                return
+
+    def fault_process(self, faults: Iterable["Fault"]):
+        """simpy process: take GPUs down and bring them back."""
+        timeline: list[tuple[float, int, str, tuple[str, ...]]] = []
+        for f in faults:
+            gids = self.fault_targets(f)
+            timeline.append((f.start, 0, "down", gids))
+            if f.end is not None:
+                timeline.append((f.end, 1, "up", gids))
+                self.recoveries_pending += 1
+        timeline.sort()
+        for t, _, what, gids in timeline:
+            if t > self.now:
+                yield self.env.timeout(t - self.now)
+            if what == "down":
+                self._fail(gids)
+            else:
+                self._recover(gids)
+
+    def fault_targets(self, f: "Fault") -> tuple[str, ...]:
+        if f.kind == "gpu":
+            if f.target not in self.gpus:
+                raise SimError(f"fault names unknown GPU {f.target!r}; GPUs: {', '.join(list(self.gpus)[:8])}...")
+            return (f.target,)
+        if f.target not in self.nodes:
+            raise SimError(f"fault names unknown node {f.target!r}; nodes: {', '.join(list(self.nodes)[:8])}...")
+        return tuple(self.nodes[f.target])
+
+    def _fail(self, gids: tuple[str, ...]) -> None:
+        victims = sorted({tid for g in gids for tid in self.gpus[g].tasks}, key=lambda t: list(self.tasks).index(t))
+        for tid in victims:
+            self.stop(tid, reason="fault")
+        for g in gids:
+            if self.gpus[g].up:
+                self.gpus[g].up = False
+                self.emit("gpu_down", gpus=(g,))
+
+    def _recover(self, gids: tuple[str, ...]) -> None:
+        self.recoveries_pending -= 1
+        for g in gids:
+            gs = self.gpus[g]
+            if not gs.up:
+                gs.up = True
+                gs.memory_used = gs.compute_used = 0.0
+                self.emit("gpu_up", gpus=(g,), memory=gs.spec.memory, compute=gs.spec.compute)
+        self.request_pass()

@@ -1,0 +1,55 @@
+"""Fault schedules: a GPU or a whole node fails at a time and (optionally) comes back."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+__all__ = ["Fault", "parse_fault", "FaultError"]
+
+
+class FaultError(ValueError):
+    """A malformed fault specification."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """``kind`` (``"gpu"`` or ``"node"``) ``target`` is down from ``start`` to ``end`` (steps).
+
+    ``end=None`` means it never comes back. Running tasks are requeued when it fails:
+    preemptible ones from their last checkpoint, the others from the start.
+    """
+
+    kind: str
+    target: str
+    start: float
+    end: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("gpu", "node"):
+            raise FaultError(f"fault kind must be 'gpu' or 'node', got {self.kind!r}")
+        if not self.target:
+            raise FaultError("fault target must not be empty")
+        if not math.isfinite(self.start) or self.start < 0:
+            raise FaultError(f"fault start must be a non-negative time, got {self.start!r}")
+        if self.end is not None and not self.end > self.start:
+            raise FaultError(f"fault end must come after its start, got {self.start}-{self.end}")
+
+
+_SPEC = re.compile(r"^(gpu|node):([^@\s]+)@(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?$")
+
+
+def parse_fault(text: str) -> Fault:
+    """Parse ``gpu:ID@T1-T2`` or ``node:NAME@T1`` (times in steps; no ``-T2``: permanent).
+
+    Raises
+    ------
+    FaultError
+        Naming the expected form.
+    """
+    m = _SPEC.match(text.strip())
+    if not m:
+        raise FaultError(f"bad fault {text!r}: expected gpu:ID@T1-T2 or node:NAME@T1-T2 (times in steps)")
+    kind, target, t1, t2 = m.groups()
+    return Fault(kind, target, float(t1), None if t2 is None else float(t2))

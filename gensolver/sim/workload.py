@@ -1,0 +1,139 @@
+"""Workloads for the simulator: a frozen :class:`Workload` (tasks + default GPUs) and a
+synthetic generator.
+
+Synthetic model (documented)
+----------------------------
+``synthetic_workload(n, seed=...)`` draws, with :func:`numpy.random.default_rng`:
+
+- arrivals: a Poisson process of ``rate`` tasks per step (inter-arrival times exponential),
+  rounded down to whole steps (``rate=None``: all tasks arrive at step 0, a *batch*);
+- preferred memory: one of ``memory_choices`` GiB (uniform); minimum memory
+  ``preferred * U[min_fraction, 1]`` rounded to 0.5 GiB;
+- duration: log-uniform integer in ``[duration_min, duration_max]`` steps;
+- compute share: ``U[0.2, 0.6]`` rounded to 0.05; elasticity ``U[0.5, 1.0]``;
+- urgency ``U[0.2, 0.8]``, value ``duration * preferred / 10`` credits, preemptible with
+  probability ``preemptible_share``, tenants ``tenant0 .. tenant{tenants-1}`` round robin,
+  gangs of 2 GPUs with probability ``gang_share``.
+
+GPUs: ``gpus`` as a list of memories (GiB), ``per_node`` to a node (:func:`uniform_gpus`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..model.tasks import GpuSpec, Task, uniform_gpus
+
+__all__ = ["Workload", "synthetic_workload", "parse_synthetic", "WorkloadError", "DEFAULT_SYNTHETIC_GPUS"]
+
+DEFAULT_SYNTHETIC_GPUS = (80.0, 80.0, 40.0, 40.0, 24.0, 24.0, 16.0, 16.0)
+
+
+class WorkloadError(ValueError):
+    """A bad workload specification (names the offending key or line)."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Tasks (``release`` = arrival step) and the default GPUs to run them on.
+
+    Attributes
+    ----------
+    name : str
+    tasks : tuple of Task
+    gpus : tuple of GpuSpec
+    step_seconds : float
+        Length of one step (display only).
+    info : Mapping
+        Provenance (trace, window, scaling, dropped jobs...).
+    """
+
+    name: str
+    tasks: tuple[Task, ...]
+    gpus: tuple[GpuSpec, ...]
+    step_seconds: float = 60.0
+    info: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tasks", tuple(self.tasks))
+        object.__setattr__(self, "gpus", tuple(self.gpus))
+        object.__setattr__(self, "info", MappingProxyType(dict(self.info)))
+
+
+def synthetic_workload(n: int = 50, *, seed: int = 0, rate: float | None = 0.5,
+                       gpus: Sequence[float] = DEFAULT_SYNTHETIC_GPUS, per_node: int = 4,
+                       memory_choices: Sequence[float] = (4, 8, 12, 16, 24, 32), min_fraction: float = 0.5,
+                       duration_min: int = 2, duration_max: int = 40, preemptible_share: float = 0.7,
+                       tenants: int = 4, gang_share: float = 0.0, name: str = "") -> Workload:
+    """A reproducible random workload (see the module docstring for the model)."""
+    if n < 1:
+        raise WorkloadError(f"n must be a positive integer, got {n!r}")
+    if not 0 < min_fraction <= 1:
+        raise WorkloadError(f"min_fraction must be in (0, 1], got {min_fraction!r}")
+    if duration_min < 1 or duration_max < duration_min:
+        raise WorkloadError(f"need 1 <= duration_min <= duration_max, got {duration_min}, {duration_max}")
+    rng = np.random.default_rng(seed)
+    if rate is None:
+        arrivals = np.zeros(n, dtype=int)
+    else:
+        if not rate > 0:
+            raise WorkloadError(f"rate must be positive (tasks per step), got {rate!r}")
+        arrivals = np.floor(np.cumsum(rng.exponential(1.0 / rate, size=n)) - 0).astype(int)
+        arrivals -= arrivals[0]
+    max_mem = max(gpus)
+    tasks = []
+    for i in range(n):
+        pref = float(rng.choice([m for m in memory_choices if m <= max_mem] or [max_mem]))
+        mini = max(0.5, round(pref * rng.uniform(min_fraction, 1.0) * 2) / 2)
+        mini = min(mini, pref)
+        dur = int(round(math.exp(rng.uniform(math.log(duration_min), math.log(duration_max)))))
+        dur = max(duration_min, min(duration_max, dur))
+        comp = round(rng.uniform(0.2, 0.6) * 20) / 20
+        tasks.append(Task(
+            id=f"t{i:04d}", preferred_memory=pref, min_memory=mini, duration=dur, value=dur * pref / 10.0,
+            urgency=round(float(rng.uniform(0.2, 0.8)), 3), elasticity=round(float(rng.uniform(0.5, 1.0)), 3),
+            compute=comp, preemptible=bool(rng.random() < preemptible_share), release=int(arrivals[i]),
+            gpus=2 if rng.random() < gang_share else 1, tenant=f"tenant{i % tenants}"))
+    return Workload(name or f"synthetic(n={n},seed={seed})", tuple(tasks), uniform_gpus(list(gpus), per_node=per_node),
+                    60.0, {"source": "synthetic", "seed": seed, "n": n, "rate": rate})
+
+
+_KEYS = {"n": int, "seed": int, "rate": float, "per_node": int, "min_fraction": float, "duration_min": int,
+         "duration_max": int, "preemptible_share": float, "tenants": int, "gang_share": float}
+
+
+def parse_synthetic(spec: str) -> Workload:
+    """``synthetic:n=50,seed=1,rate=0.5,gpus=80+40+24`` (``rate=batch``: all at step 0).
+
+    Raises
+    ------
+    WorkloadError
+        Naming the bad key and listing the valid ones.
+    """
+    if not spec.startswith("synthetic"):
+        raise WorkloadError(f"not a synthetic spec: {spec!r}")
+    rest = spec[len("synthetic"):].lstrip(":")
+    kw: dict[str, Any] = {}
+    for part in filter(None, rest.split(",")):
+        if "=" not in part:
+            raise WorkloadError(f"synthetic spec: expected key=value, got {part!r}")
+        k, v = (s.strip() for s in part.split("=", 1))
+        try:
+            if k == "gpus":
+                kw["gpus"] = tuple(float(x) for x in v.split("+"))
+            elif k == "rate" and v == "batch":
+                kw["rate"] = None
+            elif k in _KEYS:
+                kw[k] = _KEYS[k](v)
+            else:
+                raise WorkloadError(f"synthetic spec: unknown key {k!r}; valid keys: gpus, {', '.join(_KEYS)}")
+        except ValueError as exc:
+            if isinstance(exc, WorkloadError):
+                raise
+            raise WorkloadError(f"synthetic spec: bad value for {k!r}: {v!r}") from None
+    return synthetic_workload(**kw)
