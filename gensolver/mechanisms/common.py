@@ -44,12 +44,27 @@ def check_options(options: Mapping[str, Any] | None, allowed: Mapping[str, Any],
     return opts
 
 
-def pivot_solver(solver: str | Callable[..., Any]) -> str | Callable[..., Any]:
-    """The method used for re-solves: ``auto`` becomes ``cpsat`` (warm-startable) when usable."""
-    if solver == "auto":
-        if get_method("cpsat").available()[0]:
-            return "cpsat"
-    return solver
+def pivot_solver(solver: str | Callable[..., Any], instance: Instance | None = None) -> str | Callable[..., Any]:
+    """Resolve ``"auto"`` to an exact, warm-startable backend for ``instance``.
+
+    CP-SAT needs integer data: values that do not scale to integers with at most 6 decimals
+    are rounded, and CP-SAT then (correctly) does not claim optimality for the original
+    problem. So ``"auto"`` becomes ``"cpsat"`` when the values scale exactly, otherwise the
+    first usable floating-point MILP backend of ``scip`` (takes warm starts), ``highs``,
+    ``cbc``; and the ``auto`` portfolio when none is installed. Other names pass through.
+    """
+    if solver != "auto":
+        return solver
+    exact_values = True
+    if instance is not None and instance.n_bids:
+        from ..solvers.exact.cpsat import integer_scale
+
+        exact_values = integer_scale(instance.values, 6, limit=2.0**53)[1]
+    candidates = ("cpsat", "scip", "highs", "cbc") if exact_values else ("scip", "highs", "cbc", "cpsat")
+    for name in candidates:
+        if get_method(name).available()[0]:
+            return name
+    return "auto"
 
 
 def solve_wdp(

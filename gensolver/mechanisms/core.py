@@ -176,7 +176,7 @@ def core(
     p = vcg_p.copy()
     exact = base.exact
     certified = False
-    psolver = pivot_solver(solver)
+    psolver = pivot_solver(solver, instance)
     iterations = 0
     coalitions: list[list[str]] = []
     while winners and iterations < int(opts["max_iterations"]):

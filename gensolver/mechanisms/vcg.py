@@ -115,9 +115,9 @@ def vcg(
     instance : Instance
         Reported bids.
     solver : str or callable, keyword-only
-        Winner determination method (:func:`gensolver.solve`). ``"auto"`` solves the main
-        problem with the ``auto`` portfolio and the pivots with CP-SAT (which takes warm
-        starts) when installed.
+        Winner determination method (:func:`gensolver.solve`). ``"auto"`` picks an exact
+        backend for the instance (:func:`gensolver.mechanisms.common.pivot_solver`: CP-SAT
+        when the values scale to integers exactly, else SCIP / HiGHS / CBC).
     time_limit : float, optional
         Seconds for *each* solve (the main one and every pivot).
     executor : concurrent.futures.Executor, optional
@@ -135,12 +135,12 @@ def vcg(
     opts = check_options(options, _DEFAULTS, "vcg")
     threads = opts["threads"]
     t0 = time.perf_counter()
-    main = solve_wdp(instance, solver=solver, time_limit=time_limit, threads=threads)
+    psolver = pivot_solver(solver, instance)
+    main = solve_wdp(instance, solver=psolver, time_limit=time_limit, threads=threads)
     t_main = time.perf_counter() - t0
     main_ok = main.status is Status.OPTIMAL
     main_bound = main.bound if main.bound is not None else trivial_bound(instance)
     won = winning_bids(instance, main)
-    psolver = pivot_solver(solver)
 
     jobs: dict[str, tuple[Any, list[str] | None]] = {}
     for bidder, bid in won.items():

@@ -1,0 +1,134 @@
+"""run_mechanism: registry, errors, budgets, a shared conformance suite, parallel pivots."""
+
+from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import pytest
+from hypothesis import given, settings
+
+from gensolver import from_dict
+from gensolver.mechanisms import MECHANISMS, Outcome, UnknownMechanismError, run_mechanism
+from gensolver.model import Bid, Instance, Slot, validate
+from gensolver.testing import instances
+from gensolver.verify import is_budget_feasible, is_individually_rational
+
+from .helpers import EXACT, goods_instance
+
+ALL = sorted(MECHANISMS)
+
+
+def test_unknown_mechanism_lists_valid_ones():
+    inst = goods_instance([("x", "X", 1, ["A"])], ["A"])
+    with pytest.raises(UnknownMechanismError, match="valid mechanisms: core, greedy-critical, pay-as-bid, vcg"):
+        run_mechanism(inst, mechanism="vickrey")
+
+
+def test_bad_arguments():
+    inst = goods_instance([("x", "X", 1, ["A"])], ["A"])
+    with pytest.raises(ValueError, match="time_limit"):
+        run_mechanism(inst, time_limit=-1)
+    with pytest.raises(ValueError, match="executor"):
+        run_mechanism(inst, executor=object())
+    with pytest.raises(ValueError, match="options must be a mapping"):
+        run_mechanism(inst, options=[1])
+
+
+def test_callable_mechanism():
+    def free(instance, *, solver, time_limit, executor, options):
+        out = run_mechanism(instance, mechanism="pay-as-bid", solver=solver)
+        return dataclasses.replace(out, mechanism="free", payments={b: 0.0 for b in out.payments}, revenue=0.0)
+
+    inst = goods_instance([("x", "X", 3, ["A"])], ["A"])
+    assert run_mechanism(inst, mechanism=free).mechanism == "free"
+
+
+def test_outcome_is_frozen_and_serialisable():
+    inst = goods_instance([("x", "X", 3, ["A"]), ("y", "Y", 2, ["A"])], ["A"])
+    out = run_mechanism(inst, mechanism="vcg", **EXACT)
+    assert isinstance(out, Outcome)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        out.revenue = 0.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        out.payments["X"] = 0.0  # type: ignore[index]
+    doc = out.to_dict()
+    assert doc["payments"] == {"X": 2.0, "Y": 0.0} and doc["payment_bounds"]["X"] == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("mechanism", ALL)
+def test_budget_caps_payment(mechanism):
+    """X bids 10 with budget 3, Y bids 8: every mechanism here would charge X at least 8 ...
+    except greedy-critical (critical value 8 too); all must cap at 3 and flag X."""
+    inst = goods_instance([("x", "X", 10, ["A"]), ("y", "Y", 8, ["A"])], ["A"],
+                          bidders=[{"id": "X", "budget": 3.0}])
+    out = run_mechanism(inst, mechanism=mechanism, **({} if mechanism == "greedy-critical" else EXACT))
+    assert out.allocation.winners == ("x",)
+    assert out.payments["X"] == 3.0
+    assert out.budget_capped == ("X",)
+    assert "budget" in out.message
+    assert is_budget_feasible(out, inst)
+    assert out.payment_bounds["X"][1] <= 3.0
+
+
+def test_budget_check_can_fail():
+    inst = goods_instance([("x", "X", 10, ["A"]), ("y", "Y", 8, ["A"])], ["A"], bidders=[{"id": "X", "budget": 3.0}])
+    out = run_mechanism(inst, mechanism="pay-as-bid", **EXACT)
+    over = dataclasses.replace(out, payments={**out.payments, "X": 5.0})
+    assert not is_budget_feasible(over, inst)
+    assert not is_individually_rational(dataclasses.replace(out, payments={**out.payments, "X": 11.0}), inst)
+
+
+class TestConformance:
+    """Shared behaviour of every registered mechanism."""
+
+    @pytest.mark.parametrize("mechanism", ALL)
+    @settings(max_examples=10, deadline=None)
+    @given(inst=instances(max_slots=3, max_bidders=4, max_bids_per_bidder=2, budgets=True))
+    def test_ir_budget_and_accounting(self, mechanism, inst):
+        kw = {} if mechanism == "greedy-critical" else EXACT
+        out = run_mechanism(inst, mechanism=mechanism, **kw)
+        assert set(out.payments) == set(inst.bidder_ids) == set(out.utilities) == set(out.payment_bounds)
+        assert is_individually_rational(out, inst), is_individually_rational(out, inst).violations
+        assert is_budget_feasible(out, inst)
+        assert out.revenue == pytest.approx(sum(out.payments.values()))
+        winners = {inst.bids[inst.bid_index[w]].bidder for w in out.allocation.winners}
+        for b in inst.bidder_ids:
+            if b not in winners:
+                assert out.payments[b] == 0.0
+            lo, hi = out.payment_bounds[b]
+            assert lo <= hi + 1e-12
+
+    @pytest.mark.parametrize("mechanism", ALL)
+    def test_empty_and_single_bid(self, mechanism):
+        inst = goods_instance([("x", "X", 4, ["A"])], ["A"])
+        out = run_mechanism(inst, mechanism=mechanism)
+        assert out.allocation.winners == ("x",)
+        assert 0.0 <= out.payments["X"] <= 4.0
+
+
+def _medium_instance() -> Instance:
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    slots = [Slot(f"s{k}", {"units": 1.0}) for k in range(12)]
+    bids = []
+    for j in range(40):
+        goods = rng.choice(12, size=int(rng.integers(1, 4)), replace=False)
+        bids.append(Bid(f"b{j}", f"B{j // 2}", float(rng.integers(10, 100)), {f"s{g}": {"units": 1.0} for g in goods}))
+    return validate(Instance(tuple(slots), tuple(bids)))
+
+
+def test_parallel_pivots_match_serial():
+    inst = _medium_instance()
+    serial = run_mechanism(inst, mechanism="vcg", **EXACT)
+    assert serial.exact and len(serial.details["pivots"]) >= 3
+    with ThreadPoolExecutor(2) as pool:
+        threaded = run_mechanism(inst, mechanism="vcg", executor=pool, **EXACT)
+    with ProcessPoolExecutor(2) as pool:
+        processes = run_mechanism(inst, mechanism="vcg", executor=pool, **EXACT)
+    for out in (threaded, processes):
+        assert out.exact
+        assert out.allocation.winners == serial.allocation.winners
+        assert dict(out.payments) == pytest.approx(dict(serial.payments), abs=1e-9)
+    assert processes.details["executor"] == "ProcessPoolExecutor"
