@@ -1,0 +1,628 @@
+"""The benchmark runner: every (instance, method) cell of a suite, resumable and parallel.
+
+:func:`run_suite` runs each cell on any :class:`concurrent.futures.Executor` (a local process
+pool by default, a Dask cluster's ``Client.get_executor()`` for distributed runs), appends each
+finished cell to a journal (``cells.jsonl``, one JSON line, flushed and fsync'd) so that an
+interrupted run resumes without redoing finished cells, and writes the results (CSV, JSON, a
+Markdown report and PNG plots) atomically.
+
+A cell solves the instance with its method under the per-cell ``time_limit`` (passed to the
+solver), checks the answer with :func:`gensolver.verify.check_allocation` (an infeasible answer
+is an error), and, when a mechanism is asked, times :func:`gensolver.mechanisms.run_mechanism`
+and measures :func:`gensolver.verify.max_regret` over the first ``regret_bidders`` winning
+bidders (a lower bound on the mechanism's regret; columns are reported as unavailable when
+those modules are not importable). A corrupt instance file fails only its own cells.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+import platform
+import socket
+import time
+import traceback
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ..model import atomic_write
+from .suites import Suite, SuiteEntry, decode_instance, load_suite, materialize
+
+__all__ = ["CellResult", "BenchResult", "run_suite", "run_cell", "DEFAULT_METHODS", "JOURNAL", "read_journal"]
+
+#: methods run when none are given (those usable here)
+DEFAULT_METHODS: tuple[str, ...] = ("cpsat", "highs", "greedy", "lp")
+#: file name of the journal of finished cells in the output folder
+JOURNAL = "cells.jsonl"
+UNAVAILABLE = "unavailable"
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One finished (instance, method) cell.
+
+    Always present: ``key``, ``instance``, ``family``, ``method``, ``status`` (a solver status
+    value, or ``"error"``), ``welfare``, ``seconds`` (the solver's own build + solve time; ``wall_seconds`` adds the
+    call overhead in the worker, e.g. a backend's first import),
+    ``slots``, ``bids``, ``bidders``. ``None`` when not applicable: ``bound`` (the solver's
+    proven bound), ``best_known`` / ``best_bound`` (from the manifest, lifted by this run's
+    results), ``pct_best`` (``100 * welfare / best_known``), ``gap_to_bound``
+    (``(best_bound - welfare) / best_bound``), ``payments_seconds``, ``revenue``,
+    ``max_regret``. ``mechanism_note`` says why the mechanism columns are empty
+    (``"unavailable"`` when :mod:`gensolver.mechanisms` cannot be imported). ``error`` holds the
+    message of a failed cell.
+    """
+
+    key: str
+    instance: str
+    family: str
+    method: str
+    status: str
+    welfare: float
+    seconds: float
+    slots: int = 0
+    bids: int = 0
+    bidders: int = 0
+    bound: float | None = None
+    best_known: float | None = None
+    best_bound: float | None = None
+    pct_best: float | None = None
+    gap_to_bound: float | None = None
+    mechanism: str | None = None
+    payments_seconds: float | None = None
+    revenue: float | None = None
+    max_regret: float | None = None
+    mechanism_note: str = ""
+    error: str = ""
+    worker: str = ""
+    wall_seconds: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Frozen result of :func:`run_suite`.
+
+    Attributes
+    ----------
+    suite : str
+    cells : tuple of CellResult
+        Every requested cell, in suite order then method order.
+    methods : tuple of str
+    ran : int
+        Cells run by this call.
+    resumed : int
+        Cells taken from the journal of an earlier run.
+    seconds : float
+        Wall clock of this call.
+    out_dir : Path
+    files : Mapping[str, Path]
+        ``results_csv``, ``results_json``, ``report``, ``journal`` and the plots.
+    """
+
+    suite: str
+    cells: tuple[CellResult, ...]
+    methods: tuple[str, ...]
+    ran: int
+    resumed: int
+    seconds: float
+    out_dir: Path
+    files: Mapping[str, Path] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> tuple[CellResult, ...]:
+        """Cells that failed."""
+        return tuple(c for c in self.cells if c.status == "error")
+
+    def welfare_table(self) -> dict[tuple[str, str], float]:
+        """``{(instance, method): welfare}``."""
+        return {(c.instance, c.method): c.welfare for c in self.cells}
+
+
+# ------------------------------------------------------------------------------ the cell
+def _method_name(method: str | Callable[..., Any]) -> str:
+    return method if isinstance(method, str) else getattr(method, "__name__", type(method).__name__)
+
+
+def run_cell(payload: bytes | None, load_error: str, file: str, sha256: str, method: str | Callable[..., Any],
+             time_limit: float | None, mechanism: str | None, regret_bidders: int) -> dict[str, Any]:
+    """Run one cell in a worker; returns a plain dict (never raises for a cell failure).
+
+    Parameters
+    ----------
+    payload : bytes or None
+        The instance file's bytes (``None`` when the parent could not read it).
+    load_error : str
+        The parent's read error (then the cell fails with it).
+    file, sha256 : str
+        File name (for messages) and expected checksum.
+    method : str or callable
+        A :func:`gensolver.solve` method (a callable must be picklable, i.e. module level).
+    time_limit : float or None
+        Per-cell solver limit in seconds.
+    mechanism : str or None
+        Also run this mechanism (payments time, revenue, max regret).
+    regret_bidders : int
+        Winning bidders whose regret is measured (0: none).
+    """
+    from ..solvers import solve
+    from ..verify import check_allocation
+
+    out: dict[str, Any] = {"worker": f"{socket.gethostname()}:{os.getpid()}"}
+    if payload is None:
+        out.update(status="error", error=f"instance: {load_error}")
+        return out
+    try:
+        inst = decode_instance(payload, expected_sha256=sha256, name=file)
+    except Exception as exc:  # noqa: BLE001 - the cell records it
+        out.update(status="error", error=f"instance: {exc}")
+        return out
+    out.update(slots=inst.n_slots, bids=inst.n_bids, bidders=inst.n_bidders)
+    try:
+        t0 = time.perf_counter()
+        alloc = solve(inst, method=method, time_limit=time_limit)
+        out["wall_seconds"] = time.perf_counter() - t0
+        out["seconds"] = float(alloc.seconds.total)
+    except Exception as exc:  # noqa: BLE001
+        out.update(status="error", error=f"solve: {type(exc).__name__}: {exc}")
+        return out
+    cert = check_allocation(inst, alloc.winners, welfare=alloc.welfare)
+    if alloc.status.value == "error" or not cert.feasible:
+        why = alloc.message if alloc.status.value == "error" else "; ".join(cert.violations[:3])
+        out.update(status="error", error=f"solve: {why}")
+        return out
+    out.update(status=alloc.status.value, welfare=alloc.welfare, bound=alloc.bound)
+    if mechanism:
+        try:
+            from ..mechanisms import run_mechanism
+        except ImportError:
+            out["mechanism_note"] = UNAVAILABLE
+            return out
+        try:
+            t0 = time.perf_counter()
+            outcome = run_mechanism(inst, mechanism=mechanism, solver=method, time_limit=time_limit)
+            out["payments_seconds"] = time.perf_counter() - t0
+            out["revenue"] = float(outcome.revenue)
+        except Exception as exc:  # noqa: BLE001
+            out["mechanism_note"] = f"mechanism failed: {type(exc).__name__}: {exc}"
+            return out
+        if regret_bidders > 0:
+            try:
+                from ..verify import max_regret
+            except ImportError:
+                out["mechanism_note"] = "max_regret unavailable"
+                return out
+            index = inst.bid_index
+            winners = list(dict.fromkeys(inst.bids[index[w]].bidder for w in outcome.allocation.winners))
+            try:
+                res = max_regret(mechanism, inst, bidders=winners[:regret_bidders], solver=method, time_limit=time_limit)
+                out["max_regret"] = float(res.regret)
+            except Exception as exc:  # noqa: BLE001
+                out["mechanism_note"] = f"regret failed: {type(exc).__name__}: {exc}"
+    return out
+
+
+# ------------------------------------------------------------------------------ journal
+def cell_key(entry: SuiteEntry, method: str, mechanism: str | None, time_limit: float | None) -> str:
+    """Identity of a cell in the journal: instance and checksum, method, mechanism, limit."""
+    return f"{entry.name}|{entry.sha256[:16]}|{method}|{mechanism or '-'}|{time_limit if time_limit is not None else '-'}"
+
+
+def read_journal(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """Finished cells by key; a torn last line (a crash mid-write) is ignored."""
+    p = Path(path)
+    out: dict[str, dict[str, Any]] = {}
+    if not p.exists():
+        return out
+    for line in p.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and "key" in row:
+            out[row["key"]] = row
+    return out
+
+
+class _Journal:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size:
+            with open(path, "rb") as fh:  # a torn last line must not glue onto the next one
+                fh.seek(-1, os.SEEK_END)
+                torn = fh.read(1) != b"\n"
+            if torn:
+                with open(path, "ab") as fh:
+                    fh.write(b"\n")
+        self.fh = open(path, "a", encoding="utf-8")
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        self.fh.write(json.dumps(row, allow_nan=False, default=_jsonable) + "\n")
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    return str(obj)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# ------------------------------------------------------------------------------ run_suite
+def _check_methods(methods: Sequence[str | Callable[..., Any]] | None) -> list[str | Callable[..., Any]]:
+    from ..solvers import get_method
+
+    if methods is None:
+        out: list[str | Callable[..., Any]] = []
+        for m in DEFAULT_METHODS:
+            if get_method(m).available()[0]:
+                out.append(m)
+        return out
+    if isinstance(methods, str):
+        raise ValueError("methods must be a sequence of names, not a string (use ['cpsat', ...])")
+    out = []
+    for m in methods:
+        if isinstance(m, str):
+            ok, why = get_method(m).available()  # UnknownMethodError lists the valid names
+            if not ok:
+                raise ValueError(f"method {m!r} is not usable here: {why}")
+        elif not callable(m):
+            raise ValueError(f"a method must be a name or a callable, got {m!r}")
+        out.append(m)
+    if not out:
+        raise ValueError("methods must not be empty")
+    if len({_method_name(m) for m in out}) != len(out):
+        raise ValueError("duplicate method names")
+    return out
+
+
+def run_suite(
+    suite: str | os.PathLike[str] | Suite,
+    *,
+    methods: Sequence[str | Callable[..., Any]] | None = None,
+    time_limit: float | None = 10.0,
+    executor: Executor | None = None,
+    jobs: int = 1,
+    out_dir: str | os.PathLike[str] = "bench-out",
+    mechanism: str | None = None,
+    regret_bidders: int = 3,
+    resume: bool = True,
+    progress: bool = True,
+    plots: bool = True,
+    executor_label: str | None = None,
+) -> BenchResult:
+    """Run every (instance, method) cell of a suite and write the results.
+
+    Parameters
+    ----------
+    suite : str, path or Suite
+        A bundled suite name (``smoke``, ``small``, ``medium``, ``large``), a folder or a
+        manifest. Missing instance files are generated from their seeds first.
+    methods : sequence of str or callable, keyword-only
+        Solver methods (default: :data:`DEFAULT_METHODS` that are usable here). Callables follow
+        :func:`gensolver.solve`'s contract and must be picklable for process or Dask executors.
+    time_limit : float or None
+        Per-cell solver time limit in seconds.
+    executor : concurrent.futures.Executor, optional
+        Where cells run. Default: a local :class:`~concurrent.futures.ProcessPoolExecutor` with
+        ``jobs`` workers (spawned, so no state leaks between runs), shut down at the end. For a
+        Dask cluster pass ``distributed.Client(address).get_executor()``.
+    jobs : int
+        Workers of the default pool.
+    out_dir : path-like
+        Output folder: ``cells.jsonl`` (journal), ``results.csv``, ``results.json``,
+        ``report.md``, ``quality_vs_time.png``, ``time_vs_size.png``.
+    mechanism : str, optional
+        Also run this mechanism per cell (payments time, revenue, max regret).
+    regret_bidders : int
+        Winning bidders whose regret is measured when ``mechanism`` is given.
+    resume : bool
+        Skip cells already in the journal (default). ``False`` starts a new journal.
+    progress : bool
+        Show a rich progress bar on stderr.
+    plots : bool
+        Write the PNG plots.
+    executor_label : str, optional
+        How the executor is named in the report.
+
+    Returns
+    -------
+    BenchResult
+
+    Raises
+    ------
+    gensolver.bench.SuiteError
+        Unknown suite or malformed manifest.
+    ValueError
+        Unknown or unusable methods, bad ``time_limit``, ``jobs`` or ``regret_bidders``.
+    """
+    t_start = time.perf_counter()
+    s = suite if isinstance(suite, Suite) else load_suite(suite)
+    meths = _check_methods(methods)
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not math.isfinite(time_limit) or time_limit <= 0):
+        raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if isinstance(regret_bidders, bool) or not isinstance(regret_bidders, int) or regret_bidders < 0:
+        raise ValueError(f"regret_bidders must be a non-negative integer, got {regret_bidders!r}")
+    if executor is not None and not isinstance(executor, Executor):
+        raise ValueError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    journal_path = out / JOURNAL
+    if not resume and journal_path.exists():
+        journal_path.unlink()
+    if any(not s.path_of(e).exists() for e in s.entries):
+        materialize(s)
+    done = read_journal(journal_path)
+
+    cells = [(e, m) for e in s.entries for m in meths]
+    todo = [(e, m) for e, m in cells if cell_key(e, _method_name(m), mechanism, time_limit) not in done]
+    resumed = len(cells) - len(todo)
+    payloads: dict[str, tuple[bytes | None, str]] = {}
+    for e in {e.name: e for e, _ in todo}.values():
+        try:
+            payloads[e.name] = (s.path_of(e).read_bytes(), "")
+        except OSError as exc:
+            payloads[e.name] = (None, f"{e.file}: cannot read: {exc.strerror or exc}")
+
+    own = executor is None
+    label = executor_label or ("local process pool" if own else type(executor).__name__)
+    if own and todo:
+        executor = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    journal = _Journal(journal_path)
+    bar = None
+    try:
+        if progress:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            from ..cli.common import err_console
+
+            bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                           TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err_console, transient=False)
+            bar.start()
+            task = bar.add_task(f"bench {s.name}", total=len(cells), completed=resumed, last="")
+        futures: dict[Future[dict[str, Any]], tuple[SuiteEntry, str]] = {}
+        for e, m in todo:
+            payload, err = payloads[e.name]
+            fut = executor.submit(run_cell, payload, err, e.file, e.sha256, m, time_limit, mechanism,  # type: ignore[union-attr]
+                                  regret_bidders)
+            futures[fut] = (e, _method_name(m))
+        for fut in as_completed(futures):
+            e, name = futures[fut]
+            try:
+                res = fut.result()
+            except Exception as exc:  # noqa: BLE001 - a crashed worker fails its cell only
+                res = {"status": "error", "error": f"worker: {type(exc).__name__}: {exc}"}
+            row = {"key": cell_key(e, name, mechanism, time_limit), "instance": e.name, "family": e.family,
+                   "method": name, "mechanism": mechanism, "time_limit": time_limit,
+                   "finished": time.time(), **{k: _clean(v) for k, v in res.items()}}
+            row.setdefault("welfare", 0.0)
+            row.setdefault("seconds", 0.0)
+            journal.append(row)
+            done[row["key"]] = row
+            if bar is not None:
+                bar.update(task, advance=1, last=f"{e.name} / {name}: {row['status']}")
+    finally:
+        journal.close()
+        if bar is not None:
+            bar.stop()
+        if own and executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+    rows = [done[cell_key(e, _method_name(m), mechanism, time_limit)] for e, m in cells]
+    results = _derive(s, rows)
+    names = tuple(_method_name(m) for m in meths)
+    files = write_outputs(s, results, out, methods=names, time_limit=time_limit, mechanism=mechanism,
+                          executor_label=label, jobs=jobs if own else None, plots=plots)
+    files = {**files, "journal": journal_path}
+    return BenchResult(s.name, tuple(results), names, len(todo), resumed, time.perf_counter() - t_start, out,
+                       MappingProxyType(files))
+
+
+def _derive(suite: Suite, rows: Iterable[Mapping[str, Any]]) -> list[CellResult]:
+    rows = list(rows)
+    entries = {e.name: e for e in suite.entries}
+    best: dict[str, float | None] = {}
+    bound: dict[str, float | None] = {}
+    for name, e in entries.items():
+        found = [float(r["welfare"]) for r in rows if r["instance"] == name and r.get("status") in ("optimal", "feasible")]
+        cands = [v for v in [e.best_welfare, *found] if v is not None]
+        best[name] = max(cands) if cands else None
+        bounds = [float(r["bound"]) for r in rows if r["instance"] == name and r.get("bound") is not None
+                  and r.get("status") in ("optimal", "feasible")]
+        bcands = [v for v in [e.bound_value, *bounds] if v is not None]
+        bound[name] = min(bcands) if bcands else None
+    fields = set(CellResult.__dataclass_fields__)
+    out = []
+    for r in rows:
+        e = entries[r["instance"]]
+        ok = r.get("status") in ("optimal", "feasible")
+        welfare = float(r.get("welfare") or 0.0)
+        b, ub = best[e.name], bound[e.name]
+        extra = {
+            "best_known": b,
+            "best_bound": ub,
+            "pct_best": (100.0 * welfare / b if b and b > 0 else (100.0 if b == 0 else None)) if ok else None,
+            "gap_to_bound": (max(0.0, (ub - welfare) / ub) if ub and ub > 0 else (0.0 if ub == 0 else None)) if ok else None,
+            "slots": r.get("slots") or e.size.get("slots", 0),
+            "bids": r.get("bids") or e.size.get("bids", 0),
+            "bidders": r.get("bidders") or e.size.get("bidders", 0),
+        }
+        kw = {k: v for k, v in r.items() if k in fields}
+        kw.update(extra)
+        kw["welfare"] = welfare
+        kw["seconds"] = float(r.get("seconds") or 0.0)
+        kw["error"] = r.get("error") or ""
+        kw["mechanism_note"] = r.get("mechanism_note") or ""
+        kw["worker"] = r.get("worker") or ""
+        out.append(CellResult(**kw))
+    return out
+
+
+# ------------------------------------------------------------------------------ outputs
+COLUMNS = ("instance", "family", "bids", "method", "status", "welfare", "pct_best", "gap_to_bound", "seconds",
+           "payments_seconds", "max_regret", "error")
+
+
+def _fmt(v: Any, kind: str = "") -> str:
+    if v is None:
+        return "—"
+    if kind == "pct":
+        return f"{v:.2f}"
+    if kind == "gap":
+        return f"{100 * v:.3f} %"
+    if isinstance(v, float):
+        return f"{v:.6g}" if kind != "s" else f"{v:.3f}"
+    return str(v)
+
+
+def table_rows(cells: Sequence[CellResult], *, mechanism: str | None) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the results table (as printed by the CLI and the report)."""
+    head = ["instance", "bids", "method", "status", "welfare", "% best", "gap to bound", "seconds"]
+    if mechanism:
+        head += ["payments s", "max regret"]
+    rows = []
+    for c in cells:
+        row = [c.instance, str(c.bids), c.method, c.status, _fmt(c.welfare) if c.status != "error" else "—",
+               _fmt(c.pct_best, "pct"), _fmt(c.gap_to_bound, "gap"), _fmt(c.seconds, "s")]
+        if mechanism:
+            if c.mechanism_note:
+                row += [c.mechanism_note if c.payments_seconds is None else _fmt(c.payments_seconds, "s"),
+                        c.mechanism_note if c.max_regret is None else _fmt(c.max_regret)]
+            else:
+                row += [_fmt(c.payments_seconds, "s"), _fmt(c.max_regret)]
+        rows.append(row)
+    return head, rows
+
+
+def _markdown(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(r).replace("\n", " ") + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def summary_rows(cells: Sequence[CellResult], methods: Sequence[str]) -> list[list[str]]:
+    """Per method: cells, errors, optimal, mean % of best known, total and max seconds."""
+    out = []
+    for m in methods:
+        mine = [c for c in cells if c.method == m]
+        ok = [c for c in mine if c.pct_best is not None]
+        pct = sum(c.pct_best for c in ok) / len(ok) if ok else None  # type: ignore[misc]
+        out.append([m, str(len(mine)), str(sum(c.status == "error" for c in mine)),
+                    str(sum(c.status == "optimal" for c in mine)), _fmt(pct, "pct"),
+                    f"{sum(c.seconds for c in mine):.3f}", f"{max((c.seconds for c in mine), default=0.0):.3f}"])
+    return out
+
+
+def write_outputs(suite: Suite, cells: Sequence[CellResult], out: Path, *, methods: Sequence[str],
+                  time_limit: float | None, mechanism: str | None, executor_label: str, jobs: int | None,
+                  plots: bool = True) -> dict[str, Path]:
+    """Write ``results.csv``, ``results.json``, ``report.md`` and the plots, each atomically."""
+    import csv
+    import io
+
+    files: dict[str, Path] = {}
+    buf = io.StringIO()
+    names = list(CellResult.__dataclass_fields__)
+    w = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
+    w.writeheader()
+    for c in cells:
+        w.writerow({k: ("" if v is None else v) for k, v in c.to_dict().items()})
+    files["results_csv"] = out / "results.csv"
+    with atomic_write(files["results_csv"], "w") as fh:
+        fh.write(buf.getvalue())
+    meta = {"suite": suite.name, "methods": list(methods), "time_limit": time_limit, "mechanism": mechanism,
+            "executor": executor_label, "jobs": jobs, "host": platform.node(), "cpus": os.cpu_count(),
+            "python": platform.python_version()}
+    files["results_json"] = out / "results.json"
+    with atomic_write(files["results_json"], "w") as fh:
+        json.dump({"meta": meta, "cells": [c.to_dict() for c in cells]}, fh, indent=1, allow_nan=False)
+    if plots:
+        files.update(_plots(cells, methods, out, suite.name))
+    head, rows = table_rows(cells, mechanism=mechanism)
+    md = [f"# Benchmark: suite `{suite.name}`", "",
+          f"- methods: {', '.join(methods)}; time limit per cell: {time_limit if time_limit is not None else 'none'} s",
+          f"- executor: {executor_label}" + (f" ({jobs} workers)" if jobs else "") + f"; {os.cpu_count()} CPUs",
+          f"- mechanism: {mechanism or 'none'}"]
+    if mechanism and any(c.mechanism_note == UNAVAILABLE for c in cells):
+        md.append("- payments and regret: unavailable (gensolver.mechanisms could not be imported)")
+    md += ["- `% best`: welfare / best known (manifest, or better found in this run); `gap to bound`: "
+           "(best bound - welfare) / best bound", "", "## Results", "", _markdown(head, rows), "",
+           "## Per method", "",
+           _markdown(["method", "cells", "errors", "optimal", "mean % best", "total s", "max s"], summary_rows(cells, methods))]
+    errors = [c for c in cells if c.status == "error"]
+    if errors:
+        md += ["", "## Errors", ""] + [f"- `{c.instance}` / `{c.method}`: {c.error}" for c in errors]
+    if plots:
+        md += ["", "## Plots", "", "![quality vs time](quality_vs_time.png)", "", "![solve time vs size](time_vs_size.png)"]
+    files["report"] = out / "report.md"
+    with atomic_write(files["report"], "w") as fh:
+        fh.write("\n".join(md) + "\n")
+    return files
+
+
+def _plots(cells: Sequence[CellResult], methods: Sequence[str], out: Path, suite: str) -> dict[str, Path]:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = {}
+    markers = "osD^v<>ph*"
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, m in enumerate(methods):
+        pts = [(max(c.seconds, 1e-4), c.pct_best) for c in cells if c.method == m and c.pct_best is not None]
+        if pts:
+            ax.scatter(*zip(*pts), label=m, marker=markers[k % len(markers)], alpha=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("solve time per cell (s, log)")
+    ax.set_ylabel("welfare, % of best known")
+    ax.set_title(f"{suite}: quality vs time")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right")
+    files["plot_quality"] = _save(fig, out / "quality_vs_time.png", io)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, m in enumerate(methods):
+        pts = sorted((max(c.bids, 1), max(c.seconds, 1e-4)) for c in cells if c.method == m and c.status != "error")
+        if pts:
+            ax.plot(*zip(*pts), label=m, marker=markers[k % len(markers)], linestyle="", alpha=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("bids (log)")
+    ax.set_ylabel("solve time (s, log)")
+    ax.set_title(f"{suite}: solve time vs size")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left")
+    files["plot_time"] = _save(fig, out / "time_vs_size.png", io)
+    plt.close(fig)
+    return files
+
+
+def _save(fig: Any, path: Path, io: Any) -> Path:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    with atomic_write(path, "wb") as fh:
+        fh.write(buf.getvalue())
+    return path
