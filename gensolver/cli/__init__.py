@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gensolver.cli.bench_cmd",
     "gensolver.cli.sim_cmd",
     "gensolver.cli.run_cmd",
+    "gensolver.cli.verify_cmd",
 )
 
 for _name in COMMAND_MODULES:

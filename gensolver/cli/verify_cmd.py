@@ -1,0 +1,80 @@
+"""``gensolver verify``: empirical regret of a mechanism on one instance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ..model import InstanceError, read_instance
+from ..solvers import BackendUnavailableError, UnknownMethodError
+from .common import console, fail, print_json
+
+__all__ = ["register"]
+
+
+def verify_command(
+    file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text."),
+    mechanism: str = typer.Option("vcg", "--mechanism", "-M", help="Mechanism: vcg, greedy-critical, pay-as-bid, core."),
+    solver: str = typer.Option("auto", "--solver", "-s", help="Winner determination method (see `gensolver methods`)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for each solve."),
+    families: Optional[str] = typer.Option(
+        None, "--families", help="Comma-separated misreport families (default: all of scale, bid, drop, subset, superset, false-name)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+) -> None:
+    """Run MECHANISM on FILE and report each bidder's regret over a finite family of misreports."""
+    from ..mechanisms import UnknownMechanismError
+    from ..verify.regret import FAMILIES, max_regret
+
+    try:
+        instance = read_instance(file)
+    except InstanceError as exc:
+        fail(f"{file}: {exc}")
+    fams = FAMILIES if families is None else tuple(f.strip() for f in families.split(",") if f.strip())
+    try:
+        res = max_regret(mechanism, instance, families=fams, solver=solver, time_limit=time_limit)
+    except (UnknownMechanismError, UnknownMethodError, BackendUnavailableError, ValueError) as exc:
+        fail(str(exc))
+    worst = res.worst
+    if as_json:
+        print_json({
+            "mechanism": mechanism,
+            "instance": instance.name or file.name,
+            "max_regret": res.regret,
+            "families": list(fams),
+            "bidders": {
+                b: {
+                    "regret": r.regret,
+                    "truthful_utility": r.truthful_utility,
+                    "best_utility": r.best_utility if r.evaluated else None,
+                    "best_misreport": r.best_misreport.description if r.best_misreport and r.regret > 0 else None,
+                    "misreports_tried": r.evaluated,
+                }
+                for b, r in res.per_bidder.items()
+            },
+            "worst": None if worst is None or worst.regret <= 0 else {
+                "bidder": worst.bidder, "regret": worst.regret,
+                "misreport": worst.best_misreport.description if worst.best_misreport else None,
+                "family": worst.best_misreport.family if worst.best_misreport else None,
+            },
+        })
+        return
+    table = Table("bidder", "truthful utility", "regret", "best misreport", "tried",
+                  title=f"{mechanism} on {instance.name or file.name}")
+    for b, r in res.per_bidder.items():
+        desc = r.best_misreport.description if r.best_misreport is not None and r.regret > 0 else "—"
+        table.add_row(b, f"{r.truthful_utility:.6g}", f"{r.regret:.6g}", desc, str(r.evaluated))
+    console.print(table)
+    if worst is None or worst.regret <= 0:
+        console.print(f"max regret 0: no misreport in families {', '.join(fams)} helps any bidder")
+    else:
+        assert worst.best_misreport is not None
+        console.print(f"max regret [bold red]{worst.regret:.6g}[/]: bidder {worst.bidder} by "
+                      f"'{worst.best_misreport.description}' ({worst.best_misreport.family})")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``verify`` to ``app``."""
+    app.command("verify")(verify_command)
