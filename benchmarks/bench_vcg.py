@@ -1,0 +1,70 @@
+"""VCG timing: main solve versus all pivot re-solves (cold, warm-started, parallel).
+
+Usage::
+
+    python benchmarks/bench_vcg.py            # CATS arbitrary 100 goods x 500 bids, GPU round ~1,500 bids
+    python benchmarks/bench_vcg.py --quick    # smaller instances (a smoke run)
+
+For each instance it runs VCG three times with the same solver: pivots serially without warm
+start, serially warm-started (hint: main winners minus the bidder), and warm-started on a
+``ProcessPoolExecutor`` with ``--workers`` workers; it checks that all three give the same
+payments and prints the seconds of the main solve and of all pivots, and the ratio
+``pivots / main`` (the goal: at most 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+from gensolver.mechanisms import run_mechanism
+
+
+def _instances(quick: bool):
+    from gensolver.instances.cats import arbitrary
+    from gensolver.instances.gpu import gpu_round
+
+    if quick:
+        return [("cats-arbitrary 40x150", arbitrary(40, 150, seed=1)),
+                ("gpu round (8 GPUs, 6 tasks)", gpu_round(n_gpus=8, n_tasks=6, steps=12, seed=1).expand())]
+    return [("cats-arbitrary 100x500", arbitrary(100, 500, seed=1)),
+            ("gpu round (8 GPUs, 16 tasks)", gpu_round(n_gpus=8, n_tasks=16, steps=12, seed=1).expand())]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small instances")
+    ap.add_argument("--solver", default="auto", help="winner determination method (default: auto)")
+    ap.add_argument("--workers", type=int, default=2, help="processes for the parallel run")
+    ap.add_argument("--threads", type=int, default=None, help="solver threads per solve")
+    args = ap.parse_args()
+    rows = []
+    with ProcessPoolExecutor(args.workers) as pool:
+        pool.submit(int, 0).result()  # start the workers outside the timings
+        for label, inst in _instances(args.quick):
+            runs = {}
+            for mode, opts, ex in (("serial cold", {"warm_start": False}, None),
+                                   ("serial warm", {"warm_start": True}, None),
+                                   (f"parallel warm ({args.workers} proc)", {"warm_start": True}, pool)):
+                t0 = time.perf_counter()
+                out = run_mechanism(inst, mechanism="vcg", solver=args.solver, executor=ex,
+                                    options={**opts, "threads": args.threads})
+                wall = time.perf_counter() - t0
+                runs[mode] = (out, wall)
+            ref = next(iter(runs.values()))[0]
+            for mode, (out, wall) in runs.items():
+                same = all(abs(out.payments[b] - ref.payments[b]) <= 1e-6 * max(1.0, ref.payments[b]) for b in ref.payments)
+                sec = out.details["seconds"]
+                rows.append((label, f"{inst.n_bids} bids / {len(out.details['pivots'])} winners", mode,
+                             out.details["pivot_solver"], sec["main"], sec["pivots"], sec["pivots"] / sec["main"],
+                             out.exact, same))
+    head = ("instance", "size", "pivots", "solver", "main s", "pivots s", "pivots/main", "exact", "same payments")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in rows:
+        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.2f} | {r[5]:.2f} | {r[6]:.2f} | {r[7]} | {r[8]} |")
+
+
+if __name__ == "__main__":
+    main()
