@@ -97,7 +97,25 @@ def _pulp_check(solver_name: str) -> Callable[[], tuple[bool, str]]:
     return check
 
 
+def _ortools_highs_check() -> tuple[bool, str]:
+    """OR-Tools' bundled HiGHS is unsafe once PuLP is imported next to highspy.
+
+    On import, PuLP loads highspy's native core with ``RTLD_GLOBAL``; its HiGHS symbols then
+    take precedence over the (different) HiGHS version bundled in OR-Tools, and
+    ``pywraplp``'s HiGHS crashes the process (segmentation fault) on its next solve. Report
+    the method unavailable instead of letting it crash.
+    """
+    import sys
+
+    if "pulp" in sys.modules and importlib.util.find_spec("highspy") is not None:
+        return False, ("PuLP has loaded highspy's HiGHS globally in this process, which clashes with "
+                       "OR-Tools' bundled HiGHS (segfault); use 'pulp-highs', or 'highs' in a process "
+                       "that has not imported pulp")
+    return True, ""
+
+
 _EXTRA_CHECKS: dict[str, Callable[[], tuple[bool, str]]] = {
+    "highs": _ortools_highs_check,
     "pulp-cbc": _pulp_check("PULP_CBC_CMD"),
     "pulp-highs": _pulp_check("HiGHS"),
 }
@@ -132,7 +150,7 @@ _ORTOOLS = ("ortools",)
 _PULP = ("pulp",)
 for _m in (
     Method("auto", "gensolver.solvers.auto:solve_auto", True, (),
-           "anytime portfolio: greedy orderings, then CP-SAT warm-started from the best; never worse than greedy"),
+           "anytime: greedy, column-generation LP bound, reduced-cost fixing + LNS with SCIP; never worse than greedy"),
     Method("cpsat", "gensolver.solvers.exact.cpsat:solve_cpsat", True, _ORTOOLS, "OR-Tools CP-SAT"),
     Method("scip", "gensolver.solvers.exact.ortools_linear:solve_scip", True, _ORTOOLS, "SCIP through OR-Tools' linear solver wrapper"),
     Method("highs", "gensolver.solvers.exact.ortools_linear:solve_highs", True, _ORTOOLS, "HiGHS MIP through OR-Tools' linear solver wrapper"),

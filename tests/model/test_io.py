@@ -148,7 +148,7 @@ bids 5
 
 
 @pytest.mark.parametrize("shape", sorted(CATS_SHAPES))
-@pytest.mark.parametrize("method", ["cpsat", "highs", "greedy", "auto"])
+@pytest.mark.parametrize("method", ["cpsat", "scip", "greedy", "auto"])
 def test_cats_shapes_read_and_solve(shape: str, method: str) -> None:
     inst = parse_cats(CATS_SHAPES[shape], name=shape)
     assert inst.metadata["format"] == "cats"

@@ -8,7 +8,7 @@ import pytest
 import gensolver
 from gensolver import Allocation, InstanceError, Status, solve
 from gensolver.model import Bid, Bidder, Instance, Slot
-from gensolver.solvers import UnknownMethodError, list_methods
+from gensolver.solvers import UnknownMethodError, get_method, list_methods
 from gensolver.solvers.result import Timing
 from gensolver.verify import brute_force, check_allocation
 
@@ -102,8 +102,11 @@ def test_options_must_be_a_mapping(value) -> None:
         solve(BIDS, SLOTS, method="greedy", options=value)
 
 
-@pytest.mark.parametrize("method", [m.name for m in list_methods(only_available=True)])
+@pytest.mark.parametrize("method", [m.name for m in list_methods()])
 def test_unknown_option_lists_valid_ones(method) -> None:
+    ok, why = get_method(method).available()
+    if not ok:
+        pytest.skip(why)
     with pytest.raises(ValueError, match=rf"method '{method}' does not take option\(s\) \['bogus'\]"):
         solve(BIDS, SLOTS, method=method, options={"bogus": 1})
 
@@ -221,3 +224,43 @@ def test_top_level_exports() -> None:
     for name in gensolver.__all__:
         assert hasattr(gensolver, name)
     assert solve(BIDS, SLOTS, method="greedy").winners == solve(BIDS, SLOTS, method="greedy").winners
+
+
+def test_ortools_highs_refused_after_pulp_import_instead_of_crashing() -> None:
+    """PuLP loads highspy's HiGHS with RTLD_GLOBAL, which crashes OR-Tools' HiGHS; the
+    registry must report the method unavailable rather than let the process segfault."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("pulp") is None or importlib.util.find_spec("highspy") is None:
+        pytest.skip("needs pulp and highspy")
+    code = (
+        "import pulp, gensolver\n"
+        "from gensolver.solvers import BackendUnavailableError\n"
+        "slots = [{'id': 's', 'capacity': {'m': 80}}]\n"
+        "bids = [{'id': f'b{j}', 'bidder': f'i{j % 3}', 'value': 1 + j % 5, 'demand': {'s': {'m': 10 + 7 * j % 50}}}"
+        " for j in range(12)]\n"
+        "try:\n"
+        "    gensolver.solve(bids, slots, method='highs')\n"
+        "except BackendUnavailableError as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "refused: method 'highs' is unavailable: PuLP has loaded highspy" in proc.stdout
+
+
+@pytest.mark.parametrize("method", [m.name for m in list_methods() if m.exact])
+def test_changing_threads_between_solves(method) -> None:
+    """HiGHS sizes a process-wide thread pool on first use; later solves with another
+    ``threads`` must still be solved (regression: pulp-highs answered "no solution")."""
+    ok, why = get_method(method).available()
+    if not ok:
+        pytest.skip(why)
+    inst = Instance(tuple(Slot(s["id"], s["capacity"]) for s in SLOTS), tuple(as_objects()[0]))
+    opt, _ = brute_force(inst)
+    for threads in (None, 1, 2, None):
+        res = solve(inst, method=method, threads=threads)
+        assert res.status is Status.OPTIMAL, (threads, res.message, dict(res.details))
+        assert res.welfare == pytest.approx(opt)

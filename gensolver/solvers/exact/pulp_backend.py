@@ -117,6 +117,14 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
                                    warmStart=hint is not None, logPath=log_path,
                                    options=[f"randomSeed {int(seed) + 1}"])
     else:
+        if threads is not None:
+            # HiGHS keeps one global thread pool per process, sized by the first solve; a later
+            # solve asking another size is refused ("Not Solved"). Reset it so ``threads`` holds.
+            import highspy
+
+            reset = getattr(highspy.Highs, "resetGlobalScheduler", None)
+            if reset is not None:
+                reset(True)
         solver = pulp.HiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads,
                             warmStart=hint is not None, random_seed=int(seed))
     t1 = time.perf_counter()
@@ -140,7 +148,8 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
             xv = np.fromiter(((v.varValue or 0.0) for v in x), dtype=np.float64, count=len(x))
         welfare = float(instance.values[xv > 0.5].sum())
         bound = None
-        if which == "highs":
+        if which == "highs" and status is not None:
+            # Without an incumbent HiGHS's info holds no valid dual bound (it reads 0).
             model = getattr(prob, "solverModel", None)
             if model is not None:
                 info = model.getInfo()
