@@ -21,7 +21,14 @@ Auction of one round (documented model)
   ``task_value(task, f) * weight[tenant] * (1 + aging * waited / duration)``
   (:func:`gensolver.model.tasks.task_value`); the second factor is the tenant weight, the third
   ages tasks that waited, so no task starves (its bid grows without bound while it waits).
-  Bids are then scaled down, per task, so that no bid exceeds
+  With ``bid_model="deferral"`` (default) the first factor is replaced by the *cost of
+  deferral* ``task_value(task, f) - (1 - deferral_floor) * task_value(task, now + horizon +
+  length)``: what the task loses if it is served a horizon later instead (an outside option the
+  finite horizon cannot express); without it, tasks too long for the horizon look as if they
+  lose everything by waiting, and welfare-optimal rounds favour long tasks over short ones.
+  ``bid_model="absolute"`` bids the plain utility.
+  A running task's bundles that move or pause it are worth ``1 - switch_penalty`` as much.
+  Bids are then scaled down, per task, so that no *charge* (see Charging) exceeds
   ``balance[tenant] / (number of the tenant's bidding tasks)``: a tenant can always pay.
 - **Clearing.** ``run_mechanism(instance, mechanism=..., solver=..., time_limit=...)`` of
   :mod:`gensolver.mechanisms` when present; ``"pay-as-bid"`` is built in (``solve`` + each
@@ -100,6 +107,9 @@ class MarketConfig:
         Work added when a preemptible task moves or pauses.
     aging : float
         Value multiplier growth per waited duration (see module docstring).
+    switch_penalty : float
+        Fraction of value a running task's bundle loses when it moves or pauses (switching
+        cost beyond the checkpoint steps; keeps optimal solvers from reshuffling ties).
     budget, refill, refill_every, budget_cap : float
         Credits: initial balance, refill amount, refill period (steps), balance cap.
     eta, w_min, w_max : float
@@ -107,7 +117,7 @@ class MarketConfig:
     """
 
     lease: int = 5
-    blocks: int = 3
+    blocks: int = 2
     mechanism: str = "pay-as-bid"
     solver: str = "auto"
     time_limit: float | None = 0.2
@@ -117,6 +127,9 @@ class MarketConfig:
     max_bidders: int = 48
     checkpoint_steps: float = 1.0
     aging: float = 1.0
+    switch_penalty: float = 0.2
+    bid_model: str = "deferral"
+    deferral_floor: float = 0.05
     budget: float = 1000.0
     refill: float = 500.0
     refill_every: int = 60
@@ -130,6 +143,12 @@ class MarketConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"MarketConfig.{name} must be a positive integer, got {v!r}")
+        if self.bid_model not in ("deferral", "absolute"):
+            raise ValueError(f"MarketConfig.bid_model must be 'deferral' or 'absolute', got {self.bid_model!r}")
+        if not 0 < self.deferral_floor <= 1:
+            raise ValueError(f"MarketConfig.deferral_floor must be in (0, 1], got {self.deferral_floor!r}")
+        if not 0 <= self.switch_penalty < 1:
+            raise ValueError(f"MarketConfig.switch_penalty must be in [0, 1), got {self.switch_penalty!r}")
         for name in ("checkpoint_steps", "aging", "budget", "refill", "budget_cap", "eta", "w_min", "w_max"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
@@ -267,26 +286,21 @@ class Market:
         self.ledger: list[CreditEntry] = []
         self.observations: dict[str, _Obs] = {}
         self._refills_done = 0
+        #: solver failures the market recovered from (fell back to greedy)
+        self.errors: list[str] = []
         self._check_mechanism(cfg.mechanism)
 
     @staticmethod
     def _check_mechanism(name: str) -> None:
+        names = set(MECHANISMS_BUILTIN)
         try:
-            from ..mechanisms import list_mechanisms  # type: ignore[attr-defined]
-        except ImportError:
-            list_mechanisms = None
-        if name in MECHANISMS_BUILTIN:
-            return
-        if list_mechanisms is None:
-            try:
-                from ..mechanisms import run_mechanism  # noqa: F401
-            except ImportError:
-                raise ValueError(f"unknown mechanism {name!r}; available here: {', '.join(MECHANISMS_BUILTIN)}") from None
-            return
-        names = list(list_mechanisms())
-        names = [n if isinstance(n, str) else getattr(n, "name", str(n)) for n in names]
+            from ..mechanisms import MECHANISMS
+
+            names |= set(MECHANISMS)
+        except ImportError:  # pragma: no cover - mechanisms ship with the package
+            pass
         if name not in names:
-            raise ValueError(f"unknown mechanism {name!r}; valid mechanisms: {', '.join(sorted(set(names) | set(MECHANISMS_BUILTIN)))}")
+            raise ValueError(f"unknown mechanism {name!r}; valid mechanisms: {', '.join(sorted(names))}")
 
     # ------------------------------------------------------------ credits
     def tenant(self, name: str, now: float = 0.0) -> None:
@@ -374,6 +388,7 @@ class Market:
             groups = _groups(by_node, t.gpus)
             residual = replace(t, duration=max(1, math.ceil(cand.remaining - 1e-9)), release=0, deadline=None)
             options: list[tuple[tuple[str, ...], float, int, int, float]] = []
+            pref_len = task_steps(residual, t.preferred_memory)
             for level, mem in enumerate(t.memory_levels(cfg.memory_levels)):
                 mem = float(mem)
                 for b in range(B):
@@ -395,7 +410,12 @@ class Market:
                         else:
                             length = task_steps(residual, mem)
                         finish = now + b * L + length
-                        value = task_value(t, finish) * w
+                        value = task_value(t, finish)
+                        if cfg.bid_model == "deferral":
+                            value -= (1.0 - cfg.deferral_floor) * task_value(t, now + cfg.horizon + pref_len)
+                        value *= w
+                        if cand.placement is not None and not stay:
+                            value *= 1.0 - cfg.switch_penalty
                         if t.deadline is not None and finish > t.deadline:
                             continue
                         if value <= 0:
@@ -404,7 +424,7 @@ class Market:
             if not options:
                 continue
             cap_value = self.balances.get(tenant, cfg.budget) / max(1, sum(1 for c in candidates if c.task.tenant == tenant))
-            top = max(o[4] for o in options)
+            top = max(o[4] * (min(1.0, L / o[3]) if t.preemptible else 1.0) for o in options)
             scale = min(1.0, cap_value / top) if top > 0 else 0.0
             for k, (grp, mem, b, length, value) in enumerate(options):
                 v = value * scale
@@ -491,13 +511,24 @@ class Market:
                         inst.n_bids, mech, used, status, welfare, t2 - t1, t1 - t0)
 
     def _run(self, inst: Instance, mech: str, method: str, limit: float | None):
-        if mech == "pay-as-bid":
+        try:
+            return self._run_once(inst, mech, method, limit)
+        except Exception as exc:  # a failing backend must not stop the market: fall back to greedy
+            if method == "greedy":
+                raise
+            self.errors.append(f"{mech}/{method} failed ({type(exc).__name__}: {exc}); used greedy")
+            return self._run_once(inst, mech, "greedy", limit)
+
+    def _run_once(self, inst: Instance, mech: str, method: str, limit: float | None):
+        try:
+            from ..mechanisms import run_mechanism
+        except ImportError:  # pragma: no cover - mechanisms ship with the package
+            run_mechanism = None
+        if run_mechanism is None and mech == "pay-as-bid":
             alloc = solve(inst, method=method, time_limit=limit)
             index = inst.bid_index
             pays = {inst.bids[index[w]].bidder: inst.bids[index[w]].value for w in alloc.winners}
             return alloc.winners, pays, alloc.status.value, alloc.welfare, alloc.method
-        from ..mechanisms import run_mechanism
-
         out = run_mechanism(inst, mechanism=mech, solver=method, time_limit=limit)
         a = out.allocation
         return a.winners, dict(out.payments), a.status.value, a.welfare, a.method

@@ -1,0 +1,138 @@
+"""Trace replay: Alibaba 2023 (fractional GPUs) and Philly (whole GPUs) as :class:`Workload`.
+
+Both use the readers of :mod:`gensolver.traces` (and their documented GPU-memory model) and
+scale the replay so that it fits a laptop:
+
+- **window** ``(t0, t1)`` seconds of arrivals, and ``max_jobs``;
+- **nodes**: a subset of the cluster (Alibaba: ``nodes`` nodes sampled across GPU models in
+  proportion to their GPU counts, or explicit ids; Philly: ``nodes`` synthetic 8-GPU nodes);
+- **compress**: arrival gaps are divided by this factor (more load on fewer nodes);
+- **step_seconds** and **max_duration** (steps): durations become
+  ``min(max_duration, max(1, ceil(duration_s / step_seconds)))`` steps (truncation is counted
+  in ``info['truncated']``).
+
+Mapping to :class:`~gensolver.model.tasks.Task` (documented assumptions):
+
+- Alibaba: ``compute = gpu_fraction``, memory per GPU from the trace model; tenant = ``qos``;
+  ``LS`` and ``Guaranteed`` pods are non-preemptible with urgency 0.8, ``BE`` and ``Burstable``
+  preemptible with urgency 0.4. GPUs: the selected nodes' GPUs (``<node>/g<k>``).
+- Philly: whole-GPU jobs of ``num_gpus`` GPUs (gangs above 8 are capped at 8, counted in
+  ``info['capped']``), ``compute = 1`` (a training job uses its device), memory per GPU from the
+  trace model; tenant = virtual cluster; preemptible; urgency 0.5. GPUs: ``nodes`` nodes of 8
+  GPUs of ``gpu_memory`` GiB (24 GiB: Philly's P40s [2]_).
+- Both: ``value = duration * preferred * gpus / 10`` credits, elasticity 1.
+
+References
+----------
+.. [1] Q. Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with
+   Fragmentation Gradient Descent", USENIX ATC 2023.
+.. [2] M. Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN Training
+   Workloads", USENIX ATC 2019.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Sequence
+
+from ..model.tasks import GpuSpec, Task
+from .workload import Workload, WorkloadError
+
+__all__ = ["alibaba_workload", "philly_workload", "DEFAULT_ALIBABA_WINDOW", "DEFAULT_PHILLY_WINDOW"]
+
+#: a busy stretch of the Alibaba trace (seconds of ``creation_time``)
+DEFAULT_ALIBABA_WINDOW = (11_400_000.0, 11_800_000.0)
+#: day 40 of the Philly trace, 8 hours
+DEFAULT_PHILLY_WINDOW = (40 * 86400.0, 40 * 86400.0 + 8 * 3600.0)
+
+
+def _steps(seconds: float, step: float, cap: int | None) -> tuple[int, bool]:
+    n = max(1, math.ceil(seconds / step - 1e-9))
+    if cap is not None and n > cap:
+        return cap, True
+    return n, False
+
+
+def alibaba_workload(directory: str | Path, *, window: tuple[float, float] | None = DEFAULT_ALIBABA_WINDOW,
+                     max_jobs: int | None = 500, nodes: int | Sequence[str] = 16, step_seconds: float = 300.0,
+                     compress: float = 1.0, max_duration: int | None = 288, seed: int = 0) -> Workload:
+    """Replay a window of the Alibaba GPU trace (see the module docstring).
+
+    Raises
+    ------
+    gensolver.traces.TraceError
+        A malformed trace file (names the file and line).
+    """
+    from ..traces import read_alibaba, read_alibaba_nodes
+    from ..traces.readers import ALIBABA_NODE_FILE
+
+    if not compress > 0:
+        raise WorkloadError(f"compress must be positive, got {compress!r}")
+    d = Path(directory)
+    if isinstance(nodes, int):
+        all_nodes = read_alibaba_nodes(d / ALIBABA_NODE_FILE)
+        by_model: dict[str, list] = {}
+        for n in all_nodes:
+            by_model.setdefault(n.gpu_model, []).append(n)
+        total = sum(n.gpus for n in all_nodes)
+        picked: list[str] = []
+        for model, ns in sorted(by_model.items(), key=lambda kv: -sum(n.gpus for n in kv[1])):
+            share = sum(n.gpus for n in ns) / total
+            k = max(1, round(share * nodes)) if len(picked) < nodes else 0
+            picked.extend(n.id for n in ns[:k])
+        node_ids: Sequence[str] = picked[:max(nodes, 1)]
+    else:
+        node_ids = list(nodes)
+    trace = read_alibaba(d, seed=seed, window=window, max_jobs=max_jobs, nodes=node_ids)
+    gpus = tuple(GpuSpec(f"{n.id}/g{k}", float(n.gpu_memory_gib), 1.0, n.id, n.gpu_model)
+                 for n in trace.nodes for k in range(n.gpus))
+    if not trace.jobs:
+        raise WorkloadError("the Alibaba window holds no GPU pods")
+    t0 = trace.jobs[0].arrival_s
+    tasks, truncated = [], 0
+    for j in trace.jobs:
+        dur, cut = _steps(j.duration_s, step_seconds, max_duration)
+        truncated += cut
+        fixed = j.group in ("LS", "Guaranteed")
+        pref = float(j.memory_gib_preferred)
+        tasks.append(Task(id=j.id, preferred_memory=pref, min_memory=float(min(j.memory_gib_min, pref)), duration=dur,
+                          value=dur * pref * j.num_gpus / 10.0, urgency=0.8 if fixed else 0.4, elasticity=1.0,
+                          compute=float(j.gpu_fraction), preemptible=not fixed,
+                          release=int((j.arrival_s - t0) / (step_seconds * compress)), gpus=int(j.num_gpus),
+                          tenant=j.group or "default"))
+    info = {"source": "alibaba-2023", "window": window, "jobs": len(tasks), "nodes": len(trace.nodes),
+            "gpus": len(gpus), "compress": compress, "truncated": truncated, "step_seconds": step_seconds}
+    return Workload(f"alibaba[{len(tasks)} pods, {len(trace.nodes)} nodes]", tuple(tasks), gpus, step_seconds, info)
+
+
+def philly_workload(path: str | Path, *, window: tuple[float, float] | None = DEFAULT_PHILLY_WINDOW,
+                    max_jobs: int | None = 500, nodes: int = 8, gpu_memory: float = 24.0,
+                    step_seconds: float = 300.0, compress: float = 1.0, max_duration: int | None = 288,
+                    clusters: Sequence[str] | None = None, seed: int = 0) -> Workload:
+    """Replay a window of the Philly trace on ``nodes`` 8-GPU nodes (see the module docstring)."""
+    from ..traces import read_philly
+
+    if not compress > 0:
+        raise WorkloadError(f"compress must be positive, got {compress!r}")
+    if nodes < 1:
+        raise WorkloadError(f"nodes must be positive, got {nodes!r}")
+    jobs = read_philly(path, seed=seed, window=window, max_jobs=max_jobs, clusters=clusters)
+    if not jobs:
+        raise WorkloadError("the Philly window holds no jobs")
+    gpus = tuple(GpuSpec(f"n{i}/g{k}", float(gpu_memory), 1.0, f"n{i}", "P40") for i in range(nodes) for k in range(8))
+    t0 = jobs[0].arrival_s
+    tasks, truncated, capped = [], 0, 0
+    for j in jobs:
+        dur, cut = _steps(j.duration_s, step_seconds, max_duration)
+        truncated += cut
+        k = min(8, int(j.num_gpus))
+        capped += k != j.num_gpus
+        pref = float(min(j.memory_gib_preferred, gpu_memory))
+        mini = float(min(j.memory_gib_min, pref))
+        tasks.append(Task(id=j.id, preferred_memory=pref, min_memory=mini, duration=dur, value=dur * pref * k / 10.0,
+                          urgency=0.5, elasticity=1.0, compute=1.0, preemptible=True,
+                          release=int((j.arrival_s - t0) / (step_seconds * compress)), gpus=k, tenant=j.group or "default"))
+    info = {"source": "philly", "window": window, "jobs": len(tasks), "nodes": nodes, "gpus": len(gpus),
+            "compress": compress, "truncated": truncated, "capped": capped, "step_seconds": step_seconds}
+    return Workload(f"philly[{len(tasks)} jobs, {nodes} nodes]", tuple(tasks), gpus, step_seconds, info)
