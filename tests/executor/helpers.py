@@ -17,7 +17,8 @@ MIB = 1 << 20
 GIB = 1 << 30
 
 #: A real child: writes a marker (its environment and start time), reports its usage through the
-#: documented simulated channel, sleeps, exits. argv: MARKER_DIR BYTES SECONDS EXIT [RESUME_SECONDS]
+#: documented simulated channel, sleeps, exits. argv: MARKER_DIR BYTES SECONDS EXIT [RESUME_SECONDS];
+#: SECONDS < 0: wait until the file MARKER_DIR/release exists.
 CHILD = r"""
 import json, os, sys, time
 marker, use, sleep, code = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
@@ -34,7 +35,12 @@ if p:
     with open(tmp, "w") as f:
         json.dump({"pid": os.getpid(), "bytes": use, "devices": os.environ.get("CUDA_VISIBLE_DEVICES", "")}, f)
     os.replace(tmp, p)
-time.sleep(sleep)
+if sleep < 0:  # wait for the test to release it
+    deadline = time.time() + 120
+    while not os.path.exists(os.path.join(marker, "release")) and time.time() < deadline:
+        time.sleep(0.02)
+else:
+    time.sleep(sleep)
 sys.exit(code)
 """
 

@@ -78,7 +78,7 @@ def test_start_order_times_env_and_feedback(harness: Harness) -> None:
         "a": {"at": [("gpu0", 0, 4)], "memory": 0.25, "compute": 0.5, "command": child(m, 100 * MIB, 0.8)},
         "b": {"at": [("gpu0", 2, 4)], "memory": 0.5, "compute": 0.25, "command": child(m, 200 * MIB, 0.3)},
     })
-    scale = 0.5
+    scale = 1.0
     ex = harness.executor(plan, time_scale=scale)
     harness.start(ex)
     report = harness.join()
@@ -173,8 +173,8 @@ class _nothing:
 def test_preemption_suspend_resume_and_checkpoint_move(harness: Harness) -> None:
     m = harness.marker
     plan = plan_of({"gpu0": 1, "gpu1": 1}, {
-        # gap on gpu0: suspended at t=1, resumed at t=2, expires at t=3
-        "s": {"at": [("gpu0", 0, 1), ("gpu0", 2, 3)], "memory": 0.25, "command": child(m, 50 * MIB, 30)},
+        # gap on gpu0: suspended at t=2, resumed at t=3, expires at t=4
+        "s": {"at": [("gpu0", 0, 2), ("gpu0", 3, 4)], "memory": 0.25, "command": child(m, 50 * MIB, 30)},
         # moves gpu0 -> gpu1 at t=2: SIGTERM, relaunched on gpu1 with GENSOLVER_RESUME=1
         "c": {"at": [("gpu0", 0, 2), ("gpu1", 2, 4)], "memory": 0.25, "command": child(m, 50 * MIB, 30, 0, 0.2)},
     })
@@ -201,7 +201,7 @@ def test_crashing_task_is_recorded(harness: Harness) -> None:
                                         "command": child(harness.marker, MIB, 0.0, 3)},
                                  "missing": {"at": [("gpu0", 0, 5)], "memory": 0.25,
                                              "command": ["/nonexistent/gensolver-test-binary"]}})
-    report = harness.executor(plan, time_scale=0.2).run(timeout=60)
+    report = harness.executor(plan, time_scale=1.0).run(timeout=60)
     assert report.outcomes == {"bad": "crashed", "missing": "crashed"}
     assert report.for_task("bad").exit_code == 3
     assert report.for_task("missing").exit_code == 127
