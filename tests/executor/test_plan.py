@@ -159,3 +159,17 @@ def test_plan_from_a_real_solved_gpu_round(tmp_path) -> None:
     plot_plan(plan, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert read_plan(write_plan(plan, tmp_path / "p.json") or tmp_path / "p.json").to_dict() == plan.to_dict()
+
+
+def test_plan_command_writes_a_checked_plan_and_gantt(tmp_path) -> None:
+    from gensolver.cli import main
+
+    rnd = GpuRound(uniform_gpus([1, 1]), (Task("a", 0.25, 0.25, 2, 10.0, command=("true",)),
+                                          Task("b", 0.5, 0.5, 1, 8.0, command=("sleep", "0.1"))), steps=3, step_seconds=1)
+    src = tmp_path / "round.json"
+    src.write_text(json.dumps(rnd.to_dict()))
+    assert main(["plan", str(src), "-o", str(tmp_path / "plan.json"), "--gantt", str(tmp_path / "plan.png")]) == 0
+    plan = read_plan(tmp_path / "plan.json")
+    assert check_plan(plan).ok and {t.id for t in plan.tasks} == {"a", "b"}
+    assert plan.task("b").command == ("sleep", "0.1")
+    assert (tmp_path / "plan.png").read_bytes()[:4] == b"\x89PNG"
