@@ -125,6 +125,8 @@ def _solve(instance: Instance, backend: str, name: str, *, time_limit: float | N
             bound = float(solver.Objective().BestBound())
         except Exception:  # pragma: no cover - backend without a bound
             bound = None
+        if bound is not None and abs(bound) >= solver.infinity():
+            bound = None  # the backend's "infinity" (e.g. SCIP's 1e20 before the root LP) bounds nothing
     return finish(instance, xv, method=name, proven_optimal=status is Status.OPTIMAL, bound=bound,
                   build=t1 - t0, solve=t2 - t1, details=details, message=message)
 
