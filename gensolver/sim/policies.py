@@ -85,7 +85,7 @@ def find_placement(cluster: Cluster, st: TaskState, memory: float, *, fit: str =
                 ok.append((gs.spec.memory - t.preferred_memory if gs.spec.memory >= t.preferred_memory
                            else 1e6 + t.preferred_memory - gs.spec.memory, g))
             elif fm + TOL >= memory and fc + TOL >= t.compute:
-                ok.append((fm - memory, g))
+                ok.append((fm - memory + 1e-6 * gs.spec.memory, g))  # ties: the smaller card
         if len(ok) < k:
             continue
         if fit == "first":
