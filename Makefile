@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/gensolver demo
+	$(VENV)/bin/gensolver bench smoke --jobs 2 --fresh --quiet --out bench-out/smoke
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q

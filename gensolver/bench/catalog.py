@@ -65,7 +65,7 @@ CATALOG: dict[str, dict[str, Any]] = {
     },
     "large": {
         "description": "CATS 256 goods x 2000 bids, GPU rounds of 64 GPUs; generated from seeds on demand",
-        "committed": False, "time_limit": 120.0,
+        "committed": False, "time_limit": 60.0,
         "instances": [
             *_cats("large", 256, 2000, ("arbitrary", "regions", "paths", "matching", "scheduling", "L3"), seed0=300),
             *_gpu("large", 64, 300, 12, (21,)),

@@ -302,7 +302,7 @@ def run_suite(
     jobs: int = 1,
     out_dir: str | os.PathLike[str] = "bench-out",
     mechanism: str | None = None,
-    regret_bidders: int = 3,
+    regret_bidders: int = 2,
     resume: bool = True,
     progress: bool = True,
     plots: bool = True,
