@@ -115,12 +115,12 @@ def simulate_command(
         cols = ["policy", "done", "avg_jct", "p95_jct", "avg_wait", "makespan", "mem_util", "compute_util",
                 "preemptions", "lost_work", "jain", "rho_max", "credits", "solver_s_per_round", "sim_seconds"]
         for c in cols:
-            table.add_column(c, justify="left" if c == "policy" else "right")
+            table.add_column(c, justify="left" if c == "policy" else "right", no_wrap=True, min_width=len(c))
         for row in rows:
             table.add_row(*[row[c] if isinstance(row[c], str) else f"{row[c]:.3g}" for c in cols])
         from rich.console import Console
 
-        Console(width=max(console.width, 170)).print(table)
+        Console(width=max(console.width, 240)).print(table)
     if out is not None:
         from ..sim.plots import write_plots
 

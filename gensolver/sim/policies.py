@@ -86,6 +86,11 @@ def find_placement(cluster: Cluster, st: TaskState, memory: float, *, fit: str =
                            else 1e6 + t.preferred_memory - gs.spec.memory, g))
             elif fm + TOL >= memory and fc + TOL >= t.compute:
                 ok.append((fm - memory + 1e-6 * gs.spec.memory, g))  # ties: the smaller card
+        if whole and k > 1:  # a whole-GPU gang takes identical devices
+            buckets: dict[float, list[tuple[float, str]]] = {}
+            for sc, g in ok:
+                buckets.setdefault(cluster.gpus[g].spec.memory, []).append((sc, g))
+            ok = min((b for b in buckets.values() if len(b) >= k), key=lambda b: b[0][0], default=[])
         if len(ok) < k:
             continue
         if fit == "first":
