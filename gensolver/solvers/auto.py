@@ -1,101 +1,92 @@
-"""``auto``: an anytime portfolio that is never worse than the greedy.
+"""``auto``: the anytime method — never worse than the greedy, always with a proven bound.
 
-Steps, within ``time_limit`` (unbounded when ``None``):
+Within ``time_limit`` (``None``: until optimality is proven) it runs the stages of
+:mod:`gensolver.solvers.anytime.engine`: greedy incumbents from several LOS orderings, an LP
+bound by column generation (certified by Lagrangian duality), LP-guided rounding, then
+reduced-cost fixing and large-neighbourhood search with warm-started restricted MIPs (SCIP).
+The first incumbent is the greedy's, so the answer is never worse than ``greedy``; every
+reported bound is a valid upper bound on the optimum.
 
-1. Greedy incumbents from several orderings (LOS ``alpha`` in 0.5, 1, 0) — milliseconds.
-2. A certified bound from the LP relaxation's repaired dual (:mod:`.approximation.lp`), with
-   LP-guided rounding as one more incumbent, when the LP fits in a fraction of the budget.
-3. CP-SAT on the full model, warm-started (solution hint) from the best incumbent, for the
-   remaining time; its bound tightens the LP bound.
+The same engine solves a compact :class:`~gensolver.model.GpuRound` without materialising its
+bundles (:func:`solve_round`).
 
-The answer is the best incumbent found; the bound the smallest valid one. If the instance is
-proven optimal by the bound alone (welfare meets it), the exact stage is skipped.
+Determinism: for a fixed seed the sequence of stages is fixed; restricted MIPs are stopped by
+wall-clock slices, so with a time limit two runs on differently loaded machines can return
+different (equally valid) answers. Without a time limit the result is deterministic.
 
 References
 ----------
-Lehmann, O'Callaghan & Shoham, J. ACM 49(5), 2002 (greedy); Perron & Didier, CP-SAT.
+See :mod:`gensolver.solvers.anytime.engine`.
 """
 
 from __future__ import annotations
 
 import time
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from ..model import Instance
-from .approximation.greedy import first_fit, greedy_order, trivial_bound
-from .approximation.lp import lp_relaxation
-from .result import Allocation, Status, finish
+from ..model.tasks import GpuRound
+from .anytime.engine import _feasible, anytime_solve
+from .anytime.problem import from_instance, from_round
+from .result import Allocation, Status, Timing, finish, relative_gap
 
-__all__ = ["solve_auto"]
+__all__ = ["solve_auto", "solve_round"]
 
-_OPTIONS = {"exact", "lp", "alphas"}
+_OPTIONS = {"lp_share", "k0", "full_lp_nnz", "sub_solver", "exact_share"}
+
+
+def _opts(options: dict[str, Any] | None) -> dict[str, Any]:
+    opts = dict(options or {})
+    unknown = set(opts) - _OPTIONS
+    if unknown:
+        raise ValueError(f"method 'auto' does not take option(s) {sorted(unknown)}; valid options: {sorted(_OPTIONS)}")
+    return opts
 
 
 def solve_auto(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
                options: dict[str, Any] | None = None) -> Allocation:
     """Anytime portfolio (see module docstring).
 
-    Options: ``exact`` (backend for stage 3, default ``"cpsat"``, ``None`` to skip),
-    ``lp`` (bool, default True), ``alphas`` (greedy exponents).
+    Options: ``lp_share`` (largest fraction of the budget for the LP bound, default 0.35),
+    ``k0`` (largest restricted-MIP size in columns), ``full_lp_nnz`` (up to this many
+    non-zeros the LP is solved over all columns at once; above it, by column generation).
     """
-    from .registry import get_method
-
-    opts = dict(options or {})
-    unknown = set(opts) - _OPTIONS
-    if unknown:
-        raise ValueError(f"method 'auto' does not take option(s) {sorted(unknown)}; valid options: {sorted(_OPTIONS)}")
+    opts = _opts(options)
     t0 = time.perf_counter()
-    deadline = None if time_limit is None else t0 + time_limit
-    _ = instance.capacity_matrix, instance.normalised_size
-    t_build = time.perf_counter() - t0
-    values = instance.values
-    best_x = None
-    best_val = -1.0
-    source = ""
-    for alpha in opts.get("alphas", (0.5, 1.0, 0.0)):
-        x = first_fit(instance, greedy_order(instance, alpha))
-        val = float(values @ x)
-        if val > best_val:
-            best_x, best_val, source = x, val, f"greedy(alpha={alpha})"
-    bound = trivial_bound(instance)
-    stages: dict[str, Any] = {"greedy": best_val}
-    if opts.get("lp", True):
-        remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
-        if remaining is None or remaining > 0.05:
-            relax = lp_relaxation(instance, time_limit=None if remaining is None else 0.5 * remaining)
-            bound = min(bound, relax.bound)
-            stages["lp_bound"] = relax.bound
-            if relax.x is not None:
-                order = np.lexsort((-values, -np.round(relax.x, 9)))
-                x = first_fit(instance, order)
-                val = float(values @ x)
-                if val > best_val:
-                    best_x, best_val, source = x, val, "lp-rounding"
-    exact = opts.get("exact", "cpsat")
-    proven = best_val >= bound - 1e-9 * max(1.0, abs(bound))
-    details: dict[str, Any] = {"stages": stages}
-    if exact and not proven:
-        method = get_method(exact)
-        if method.available()[0]:
-            remaining = None if deadline is None else deadline - time.perf_counter()
-            if remaining is None or remaining > 0.05:
-                res = method.load()(instance, time_limit=remaining, threads=threads, seed=seed,
-                                    options={"hint": best_x})
-                stages[exact] = {"status": res.status.value, "welfare": res.welfare, "bound": res.bound}
-                if res.status in (Status.OPTIMAL, Status.FEASIBLE):
-                    if res.bound is not None:
-                        bound = min(bound, res.bound)
-                    if res.welfare > best_val:
-                        idx = instance.bid_index
-                        best_x = np.zeros(instance.n_bids)
-                        best_x[[idx[w] for w in res.winners]] = 1.0
-                        best_val, source = res.welfare, exact
-                    proven = proven or res.status is Status.OPTIMAL
-        else:
-            details["exact_skipped"] = method.available()[1]
-    details["incumbent"] = source
-    total = time.perf_counter() - t0
-    return finish(instance, best_x, method="auto", proven_optimal=proven, bound=bound, build=t_build,
-                  solve=total - t_build, details=details)
+    P = from_instance(instance)
+    t1 = time.perf_counter()
+    remaining = None if time_limit is None else max(0.05, time_limit - (t1 - t0))
+    res = anytime_solve(P, time_limit=remaining, seed=seed, threads=threads, **opts)
+    t2 = time.perf_counter()
+    return finish(instance, res.x, method="auto", proven_optimal=res.proven, bound=res.bound, build=t1 - t0,
+                  solve=t2 - t1, details={"stages": list(res.stages)})
+
+
+def solve_round(rnd: GpuRound, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
+                options: dict[str, Any] | None = None) -> Allocation:
+    """Solve a compact :class:`GpuRound` without materialising its bundles as bids.
+
+    The constraint matrix is built vectorised from the round's options
+    (:func:`~gensolver.solvers.anytime.problem.from_round`); winners are reported by the same
+    bid ids :meth:`GpuRound.expand` would give, so the answer can be checked against the
+    expansion.
+    """
+    opts = _opts(options)
+    t0 = time.perf_counter()
+    P, _cols = from_round(rnd)
+    t1 = time.perf_counter()
+    remaining = None if time_limit is None else max(0.05, time_limit - (t1 - t0))
+    res = anytime_solve(P, time_limit=remaining, seed=seed, threads=threads, **opts)
+    t2 = time.perf_counter()
+    details = {"stages": list(res.stages), "columns": P.n, "nnz": int(P.A.nnz), "compact": True}
+    if not _feasible(P, res.x):  # pragma: no cover - guarded by construction
+        return Allocation(Status.ERROR, (), 0.0, "auto", Timing(t1 - t0, t2 - t1, t2 - t0), None, None,
+                          MappingProxyType(details), "infeasible answer")
+    winners = tuple(P.column_id(int(j)) for j in np.flatnonzero(res.x > 0.5))
+    gap = relative_gap(res.welfare, res.bound)
+    status = Status.OPTIMAL if (res.proven or (gap is not None and gap <= 1e-9)) else Status.FEASIBLE
+    return Allocation(status, winners, res.welfare, "auto", Timing(t1 - t0, t2 - t1, t2 - t0), res.bound, gap,
+                      MappingProxyType(details), "")

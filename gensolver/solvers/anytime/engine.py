@@ -1,0 +1,551 @@
+"""The anytime engine: greedy incumbents, a column-generation LP bound, reduced-cost fixing and
+large-neighbourhood search with restricted MIPs.
+
+Stages (each yields a better incumbent or a tighter proven bound; all work on a
+:class:`~.problem.MatrixProblem`):
+
+1. **Greedy incumbents** from a few LOS orderings (``value / size**alpha``).
+2. **LP bound by column generation.** The restricted master LP (HiGHS) over a working set of
+   columns gives row duals ``y >= 0`` and XOR duals ``u``; pricing computes every column's
+   reduced cost ``rc = v - A^T y - u_owner`` with one sparse product and adds the best
+   column of each bidder with ``rc > 0``. At every iteration the Lagrangian bound
+   ``L(y) = cap.y + sum_i max(0, max_{j in i} (v_j - A_j.y))`` is a valid upper bound; at
+   convergence it equals the LP optimum. Only the working set enters an LP, so rounds with
+   hundreds of thousands of bundles are bounded in seconds.
+3. **LP-guided rounding** (first fit in order of LP value).
+4. **Reduced-cost fixing + LNS.** With ``B = cap.y + sum(u) + sum(max(rc, 0))`` (the dual
+   objective), every feasible ``x`` satisfies ``v.x <= B + sum_j min(rc_j, 0) x_j``; so a
+   solution better than the incumbent ``W`` uses only columns with ``rc_j >= -(B - W)``.
+   Restricted MIPs (SCIP) over the incumbent's columns plus the best-``K`` eligible columns
+   are solved warm-started; ``K`` doubles whenever a restricted MIP is solved to optimality.
+   Once the restricted set contains *every* eligible column, its MIP bound ``B_R`` certifies
+   ``OPT <= max(W, B_R)`` — the method then proves optimality without a time limit.
+
+References
+----------
+Lehmann, O'Callaghan & Shoham, J. ACM 49(5), 2002 (greedy).
+Desrosiers & Lübbecke, "A primer in column generation", in *Column Generation*, Springer 2005.
+Nemhauser & Wolsey, *Integer and Combinatorial Optimization*, Wiley 1988 (reduced-cost fixing).
+Shaw, "Using constraint programming and local search methods to solve vehicle routing
+problems", CP 1998 (large neighbourhood search).
+Danna, Rothberg & Le Pape, "Exploring relaxation induced neighborhoods to improve MIP
+solutions", Math. Prog. 102, 2005 (RINS-style restricted MIPs).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from ..exact.common import quiet_native_output
+from ..result import CAPACITY_TOL
+from .problem import MatrixProblem
+
+__all__ = ["AnytimeResult", "anytime_solve", "first_fit_matrix", "lagrangian_bound", "column_generation", "LpState"]
+
+
+# ----------------------------------------------------------------------------- greedy
+def first_fit_matrix(P: MatrixProblem, order: np.ndarray, *, start: np.ndarray | None = None) -> np.ndarray:
+    """Accept columns in ``order`` while they fit (XOR and capacity); returns a 0/1 vector."""
+    A = P.A
+    indptr = A.indptr
+    indices = A.indices
+    data = A.data
+    residual = P.cap + CAPACITY_TOL
+    won = np.zeros(P.n_owners, dtype=bool)
+    x = np.zeros(P.n)
+    owner = P.owner
+    if start is not None:
+        for j in np.flatnonzero(start > 0.5):
+            x[j] = 1.0
+            won[owner[j]] = True
+            lo, hi = indptr[j], indptr[j + 1]
+            residual[indices[lo:hi]] -= data[lo:hi]
+    values = P.values
+    order = order[values[order] > 0]
+    owner_l = owner.tolist()
+    won_l = won.tolist()
+    res_l = residual.tolist()
+    ip = indptr.tolist() if P.n < 200_000 else None
+    idx_l = indices.tolist() if ip is not None else None
+    dat_l = data.tolist() if ip is not None else None
+    for j in order.tolist():
+        o = owner_l[j]
+        if won_l[o]:
+            continue
+        if ip is not None:
+            lo, hi = ip[j], ip[j + 1]
+            ok = True
+            for k in range(lo, hi):
+                if dat_l[k] > res_l[idx_l[k]]:
+                    ok = False
+                    break
+            if not ok:
+                continue
+            for k in range(lo, hi):
+                res_l[idx_l[k]] -= dat_l[k]
+        else:  # large problems: numpy slices (fewer Python objects in memory)
+            lo, hi = indptr[j], indptr[j + 1]
+            rows = indices[lo:hi]
+            if np.any(data[lo:hi] > residual[rows]):
+                continue
+            residual[rows] -= data[lo:hi]
+        won_l[o] = True
+        x[j] = 1.0
+    return x
+
+
+def los_order(P: MatrixProblem, alpha: float, size: np.ndarray) -> np.ndarray:
+    """Columns by descending ``value / size**alpha`` (ties: value, then index)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        key = np.where(size > 0, P.values / np.power(np.where(size > 0, size, 1.0), alpha), np.inf)
+    return np.lexsort((-P.values, -key))
+
+
+def trivial_bound_matrix(P: MatrixProblem) -> float:
+    """Sum over owners of the best column that fits alone."""
+    A = P.A
+    over = A.data > P.cap[A.indices] + CAPACITY_TOL
+    col = np.repeat(np.arange(P.n), np.diff(A.indptr))
+    too_big = np.zeros(P.n, dtype=bool)
+    too_big[col[over]] = True
+    best = np.zeros(P.n_owners)
+    np.maximum.at(best, P.owner, np.where(too_big, 0.0, P.values))
+    return float(best.sum())
+
+
+# ----------------------------------------------------------------------------- LP bound
+def lagrangian_bound(P: MatrixProblem, y: np.ndarray) -> tuple[float, np.ndarray]:
+    """``L(y)`` and the reduced values ``v - A^T y`` for row prices ``y >= 0``."""
+    y = np.maximum(y, 0.0)
+    d = P.values - P.A.T @ y
+    best = np.zeros(P.n_owners)
+    np.maximum.at(best, P.owner, d)
+    return float(P.cap @ y + best.sum()), d
+
+
+@dataclass
+class LpState:
+    """Column-generation state: duals, bounds, the working set and the master's primal."""
+
+    y: np.ndarray
+    u: np.ndarray
+    bound: float  # best Lagrangian bound seen
+    dual_objective: float  # B for reduced-cost fixing (with the final y, u)
+    rc: np.ndarray  # reduced costs of all columns w.r.t. (y, u)
+    cols: np.ndarray
+    x_cols: np.ndarray | None
+    lp_value: float | None
+    converged: bool
+    iterations: int
+    seconds: float
+
+
+def _master(P: MatrixProblem, cols: np.ndarray, time_limit: float | None) -> tuple[Any, np.ndarray | None, np.ndarray | None]:
+    Ac = P.A[:, cols]
+    owners = P.owner[cols]
+    Xc = sp.csr_matrix((np.ones(cols.size), (owners, np.arange(cols.size))), shape=(P.n_owners, cols.size))
+    A = sp.vstack([Ac.tocsr(), Xc], format="csr")
+    b = np.concatenate([P.cap, np.ones(P.n_owners)])
+    opts: dict[str, Any] = {}
+    if time_limit is not None:
+        opts["time_limit"] = max(1e-3, float(time_limit))
+    res = linprog(-P.values[cols], A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs", options=opts)
+    if res.status != 0 or res.x is None:
+        return res, None, None
+    duals = -np.asarray(res.ineqlin.marginals)
+    return res, np.asarray(res.x), duals
+
+
+def column_generation(P: MatrixProblem, *, init_cols: np.ndarray, deadline: float | None,
+                      max_iterations: int = 200, per_owner: int = 2) -> LpState:
+    """Column generation for the LP relaxation (see module docstring)."""
+    t0 = time.perf_counter()
+    R = P.cap.size
+    cols = np.unique(init_cols)
+    best_bound = np.inf
+    y = np.zeros(R)
+    u = np.zeros(P.n_owners)
+    x_cols = None
+    lp_value = None
+    converged = False
+    it = 0
+    for it in range(1, max_iterations + 1):
+        remaining = None if deadline is None else deadline - time.perf_counter()
+        if remaining is not None and remaining <= 0:
+            break
+        res, xc, duals = _master(P, cols, remaining)
+        if duals is None:
+            break
+        y, u = np.maximum(duals[:R], 0.0), np.maximum(duals[R:], 0.0)
+        x_cols, lp_value = xc, float(-res.fun)
+        L, d = lagrangian_bound(P, y)
+        best_bound = min(best_bound, L)
+        rc = d - u[P.owner]
+        cand = np.flatnonzero(rc > 1e-7)
+        if cand.size:
+            in_set = np.zeros(P.n, dtype=bool)
+            in_set[cols] = True
+            cand = cand[~in_set[cand]]
+        if cand.size == 0:
+            converged = True
+            break
+        # best `per_owner` new columns of each owner
+        order = np.lexsort((-rc[cand], P.owner[cand]))
+        cand = cand[order]
+        owners = P.owner[cand]
+        first = np.ones(cand.size, dtype=bool)
+        rank = np.zeros(cand.size, dtype=np.int64)
+        if cand.size > 1:
+            same = owners[1:] == owners[:-1]
+            first[1:] = ~same
+            # rank within owner group
+            grp_start = np.flatnonzero(first)
+            grp_id = np.cumsum(first) - 1
+            rank = np.arange(cand.size) - grp_start[grp_id]
+        cols = np.union1d(cols, cand[rank < per_owner])
+    d = P.values - P.A.T @ y
+    rc = d - u[P.owner]
+    dual_obj = float(P.cap @ y + u.sum() + np.maximum(rc, 0.0).sum())
+    return LpState(y, u, float(min(best_bound, dual_obj)), dual_obj, rc, cols, x_cols, lp_value, converged, it,
+                   time.perf_counter() - t0)
+
+
+# ----------------------------------------------------------------------------- restricted MIP
+@dataclass(frozen=True)
+class SubResult:
+    x: np.ndarray  # over all columns
+    optimal: bool
+    bound: float | None
+    seconds: float
+
+
+def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
+                     threads: int | None = None, cap: np.ndarray | None = None,
+                     fixed: np.ndarray | None = None) -> SubResult:
+    """Exact MIP (SCIP) over the columns ``cols``; other columns fixed to 0.
+
+    With ``cap`` (residual capacities) and ``fixed`` (0/1 vector of columns fixed to 1, whose
+    owners must not appear in ``cols``), the sub-problem is the LNS neighbourhood; the returned
+    ``x`` includes the fixed columns.
+    """
+    cap_v = P.cap if cap is None else cap
+    from ortools.linear_solver import pywraplp
+
+    t0 = time.perf_counter()
+    cols = np.asarray(cols, dtype=np.int64)
+    with quiet_native_output():
+        solver = pywraplp.Solver.CreateSolver("SCIP")
+    inf = solver.infinity()
+    x = [solver.BoolVar("") for _ in range(cols.size)]
+    Ac = P.A[:, cols].tocsr()
+    for r in np.flatnonzero(np.diff(Ac.indptr)):
+        lo, hi = Ac.indptr[r], Ac.indptr[r + 1]
+        coefs = Ac.data[lo:hi]
+        if coefs.sum() <= cap_v[r] + CAPACITY_TOL:
+            continue  # cannot bind
+        ct = solver.RowConstraint(-inf, float(cap_v[r]), "")
+        for j, a in zip(Ac.indices[lo:hi].tolist(), coefs.tolist()):
+            ct.SetCoefficient(x[j], a)
+    owners = P.owner[cols]
+    order = np.argsort(owners, kind="stable")
+    so = owners[order]
+    bounds = np.flatnonzero(np.r_[True, so[1:] != so[:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if b - a > 1:
+            ct = solver.RowConstraint(-inf, 1.0, "")
+            for j in order[a:b].tolist():
+                ct.SetCoefficient(x[j], 1.0)
+    obj = solver.Objective()
+    for j, v in enumerate(P.values[cols].tolist()):
+        obj.SetCoefficient(x[j], v)
+    obj.SetMaximization()
+    if hint is not None:
+        solver.SetHint(x, (hint[cols] > 0.5).astype(float).tolist())
+    if time_limit is not None:
+        solver.SetTimeLimit(max(1, int(time_limit * 1000)))
+    if threads:
+        solver.SetNumThreads(int(threads))
+    params = pywraplp.MPSolverParameters()
+    params.SetDoubleParam(pywraplp.MPSolverParameters.RELATIVE_MIP_GAP, 1e-9)
+    with quiet_native_output():
+        status = solver.Solve(params)
+    full = np.zeros(P.n) if fixed is None else (fixed > 0.5).astype(np.float64)
+    optimal = status == pywraplp.Solver.OPTIMAL
+    bound = None
+    if status in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
+        xs = np.fromiter((v.solution_value() for v in x), dtype=np.float64, count=len(x))
+        full[cols[xs > 0.5]] = 1.0
+        bound = float(solver.Objective().BestBound())
+        if fixed is not None:
+            bound += float(P.values @ full) - float(P.values[cols] @ (xs > 0.5))
+    return SubResult(full, optimal, bound, time.perf_counter() - t0)
+
+
+def row_neighbourhood(P: MatrixProblem, Acsr: sp.csr_matrix, x: np.ndarray, rng: np.random.Generator,
+                      free_target: int, max_cols: int, score: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An LNS neighbourhood grown from a random row: ``(cols, residual_cap, fixed_x)``.
+
+    Starting from a random row, winners touching the current rows are freed and their rows
+    added (breadth first) until ``free_target`` winners are free. Every other winner stays
+    fixed; the candidate columns are those of owners without a fixed winner that fit the
+    residual capacity on their own, best ``max_cols`` by ``score`` (freed winners always in).
+    """
+    winners = np.flatnonzero(x > 0.5)
+    is_winner = np.zeros(P.n, dtype=bool)
+    is_winner[winners] = True
+    used_rows = np.unique(P.A[:, winners].indices) if winners.size else np.arange(P.cap.size)
+    start = int(rng.choice(used_rows)) if used_rows.size else int(rng.integers(P.cap.size))
+    freed: set[int] = set()
+    seen_rows = {start}
+    frontier = [start]
+    while frontier and len(freed) < free_target:
+        r = frontier.pop(0)
+        cols_r = Acsr.indices[Acsr.indptr[r]:Acsr.indptr[r + 1]]
+        for j in cols_r[is_winner[cols_r]].tolist():
+            if j in freed:
+                continue
+            freed.add(j)
+            for rr in P.A.indices[P.A.indptr[j]:P.A.indptr[j + 1]].tolist():
+                if rr not in seen_rows:
+                    seen_rows.add(rr)
+                    frontier.append(rr)
+        if not frontier and len(freed) < free_target:  # jump to another random row
+            rest = np.setdiff1d(used_rows, np.fromiter(seen_rows, dtype=np.int64))
+            if rest.size:
+                r2 = int(rng.choice(rest))
+                seen_rows.add(r2)
+                frontier.append(r2)
+    fixed = x.copy()
+    freed_arr = np.fromiter(freed, dtype=np.int64, count=len(freed))
+    fixed[freed_arr] = 0.0
+    residual = P.cap - P.A @ fixed
+    owner_fixed = np.zeros(P.n_owners, dtype=bool)
+    owner_fixed[P.owner[fixed > 0.5]] = True
+    # columns that fit the residual capacity on their own (vectorised over all non-zeros)
+    A = P.A
+    slack = residual[A.indices] + CAPACITY_TOL - A.data
+    bad_col = np.repeat(np.arange(P.n), np.diff(A.indptr))[slack < 0]
+    fits = np.ones(P.n, dtype=bool)
+    fits[bad_col] = False
+    cand = np.flatnonzero(fits & ~owner_fixed[P.owner] & (P.values > 0))
+    if cand.size > max_cols:
+        cand = cand[np.argsort(-score[cand], kind="stable")[:max_cols]]
+    cols = np.union1d(cand, freed_arr)
+    return cols, residual, fixed
+
+
+def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
+                           threads: int | None = None, cap: np.ndarray | None = None,
+                           fixed: np.ndarray | None = None, seed: int = 0) -> SubResult:
+    """The LNS sub-MIP with CP-SAT: capacities scaled to integers (conservatively when not
+    exact), values rounded at 1e-6 of the largest. Only a heuristic: the bound is not used."""
+    from ortools.sat.python import cp_model
+
+    from ..exact.cpsat import integer_scale
+
+    t0 = time.perf_counter()
+    cap_v = P.cap if cap is None else cap
+    cols = np.asarray(cols, dtype=np.int64)
+    m = cp_model.CpModel()
+    x = [m.NewBoolVar("") for _ in range(cols.size)]
+    Ac = P.A[:, cols].tocsr()
+    for r in np.flatnonzero(np.diff(Ac.indptr)):
+        lo, hi = Ac.indptr[r], Ac.indptr[r + 1]
+        coefs = Ac.data[lo:hi]
+        c = max(0.0, float(cap_v[r]))
+        if coefs.sum() <= c + CAPACITY_TOL:
+            continue
+        scale, _ = integer_scale(np.append(coefs, c), 6)
+        ic = np.ceil(coefs * scale - 1e-9).astype(np.int64)
+        icap = int(np.floor(c * scale + 1e-6))
+        m.Add(cp_model.LinearExpr.WeightedSum([x[j] for j in Ac.indices[lo:hi].tolist()], ic.tolist()) <= icap)
+    owners = P.owner[cols]
+    order = np.argsort(owners, kind="stable")
+    so = owners[order]
+    bnd = np.flatnonzero(np.r_[True, so[1:] != so[:-1], True])
+    for a, b in zip(bnd[:-1], bnd[1:]):
+        if b - a > 1:
+            m.AddAtMostOne([x[j] for j in order[a:b].tolist()])
+    vals = P.values[cols]
+    vmax = float(vals.max()) if vals.size else 1.0
+    vscale = 1e6 / vmax if vmax > 0 else 1.0
+    m.Maximize(cp_model.LinearExpr.WeightedSum(x, np.round(vals * vscale).astype(np.int64).tolist()))
+    if hint is not None:
+        for var, h in zip(x, (hint[cols] > 0.5).tolist()):
+            m.AddHint(var, int(h))
+    solver = cp_model.CpSolver()
+    if time_limit is not None:
+        solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.num_workers = int(threads) if threads else 1
+    solver.parameters.random_seed = int(seed)
+    status = solver.Solve(m)
+    full = np.zeros(P.n) if fixed is None else (fixed > 0.5).astype(np.float64)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        xs = np.fromiter((solver.BooleanValue(v) for v in x), dtype=bool, count=len(x))
+        full[cols[xs]] = 1.0
+    return SubResult(full, status == cp_model.OPTIMAL, None, time.perf_counter() - t0)
+
+
+def _feasible(P: MatrixProblem, x: np.ndarray) -> bool:
+    if np.any(P.A @ x > P.cap + CAPACITY_TOL):
+        return False
+    per_owner = np.bincount(P.owner, weights=x, minlength=P.n_owners)
+    return bool(np.all(per_owner <= 1.5))
+
+
+# ----------------------------------------------------------------------------- driver
+@dataclass(frozen=True)
+class AnytimeResult:
+    """Best allocation (0/1 over columns), its welfare, a proven bound, and a log of stages."""
+
+    x: np.ndarray
+    welfare: float
+    bound: float
+    proven: bool
+    stages: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+
+def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, threads: int | None = None,
+                  lp_share: float = 0.35, k0: int | None = None, full_lp_nnz: int = 400_000,
+                  sub_solver: str = "cpsat", exact_share: float = 0.5) -> AnytimeResult:
+    """Run the four stages within ``time_limit`` seconds (``None``: until proven optimal)."""
+    t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + time_limit
+    rng = np.random.default_rng(seed)
+    log: list[dict[str, Any]] = []
+
+    def note(stage: str, **kw: Any) -> None:
+        log.append({"stage": stage, "t": round(time.perf_counter() - t0, 4), **kw})
+
+    def left() -> float | None:
+        return None if deadline is None else deadline - time.perf_counter()
+
+    values = P.values
+    size = P.normalised_size()
+    best_x = np.zeros(P.n)
+    W = 0.0
+    for alpha in (0.5, 1.0, 0.0):
+        x = first_fit_matrix(P, los_order(P, alpha, size))
+        w = float(values @ x)
+        if w > W:
+            best_x, W = x, w
+    note("greedy", welfare=W)
+    B = trivial_bound_matrix(P)
+    note("trivial-bound", bound=B)
+    if W >= B - 1e-9 * max(1.0, B):
+        return AnytimeResult(best_x, W, B, True, tuple(log))
+
+    # initial working set: incumbent + best few columns of each owner by density
+    dens_order = los_order(P, 0.5, size)
+    own = P.owner[dens_order]
+    first_k = np.zeros(P.n, dtype=bool)
+    seen = np.zeros(P.n_owners, dtype=np.int64)
+    # rank of each column within its owner, in density order
+    grp_order = np.lexsort((np.arange(P.n), own))
+    ranks = np.empty(P.n, dtype=np.int64)
+    so = own[grp_order]
+    starts = np.r_[0, np.flatnonzero(so[1:] != so[:-1]) + 1]
+    lens = np.diff(np.r_[starts, so.size])
+    ranks[grp_order] = np.arange(P.n) - np.repeat(starts, lens)
+    first_k[dens_order[ranks < 3]] = True
+    del seen
+    init = np.union1d(np.flatnonzero(first_k), np.flatnonzero(best_x))
+    if P.A.nnz <= full_lp_nnz:  # small enough: one LP over every column beats pricing rounds
+        init = np.arange(P.n)
+    lp_deadline = None if deadline is None else t0 + lp_share * time_limit
+    lp = column_generation(P, init_cols=init, deadline=lp_deadline)
+    B = min(B, lp.bound)
+    note("lp-bound", bound=lp.bound, lp_value=lp.lp_value, converged=lp.converged, iterations=lp.iterations,
+         working_set=int(lp.cols.size), seconds=round(lp.seconds, 3))
+    if lp.x_cols is not None:
+        prio = np.zeros(P.n)
+        prio[lp.cols] = lp.x_cols
+        x = first_fit_matrix(P, np.lexsort((-lp.rc, -np.round(prio, 9))))
+        w = float(values @ x)
+        if w > W:
+            best_x, W = x, w
+        note("lp-rounding", welfare=w)
+    try:
+        import ortools  # noqa: F401
+    except ImportError:
+        note("lns-skipped", reason="OR-Tools not installed")
+        return AnytimeResult(best_x, W, B, W >= B - 1e-9 * max(1.0, B), tuple(log))
+
+    K = k0 or max(1000, 3 * (P.cap.size + P.n_owners))
+    proven = W >= B - 1e-9 * max(1.0, B)
+    # 4a. reduced-cost fixing: if few columns can beat the incumbent, one exact restricted MIP
+    eligible = np.flatnonzero(lp.rc >= -(lp.dual_objective - W) - 1e-9)
+    note("rc-fixing", eligible=int(eligible.size), columns=P.n)
+    if not proven and eligible.size <= K:
+        remaining = left()
+        if remaining is None or remaining > 0.2:
+            W_sel = W
+            cols = np.union1d(eligible, np.flatnonzero(best_x > 0.5))
+            # with a time limit, a share of it; the rest goes to LNS if this does not finish
+            share = None if remaining is None else exact_share * remaining
+            sub = solve_restricted(P, cols, time_limit=share, hint=best_x, threads=threads)
+            w = float(values @ sub.x)
+            if w > W + 1e-12 and _feasible(P, sub.x):
+                best_x, W = sub.x, w
+            if sub.bound is not None:
+                B = min(B, max(W_sel, sub.bound))
+            proven = sub.optimal or W >= B - 1e-9 * max(1.0, B)
+            note("exact-restricted", columns=int(cols.size), optimal=sub.optimal, welfare=W, bound=B,
+                 seconds=round(sub.seconds, 3))
+    # 4b. LNS over row neighbourhoods, warm-started, with adaptive size
+    Acsr = P.A.tocsr()
+    score = lp.rc
+    n_win = max(1, int(np.count_nonzero(best_x)))
+    free_target = max(4, n_win // 4)
+    it = 0
+    no_gain = 0
+    while not proven:
+        remaining = left()
+        if remaining is None:
+            # without a time limit: prove optimality with the full restricted MIP
+            W_sel = W
+            eligible = np.flatnonzero(lp.rc >= -(lp.dual_objective - W) - 1e-9)
+            cols = np.union1d(eligible, np.flatnonzero(best_x > 0.5))
+            sub = solve_restricted(P, cols, time_limit=None, hint=best_x, threads=threads)
+            w = float(values @ sub.x)
+            if w > W + 1e-12 and _feasible(P, sub.x):
+                best_x, W = sub.x, w
+            if sub.bound is not None:
+                B = min(B, max(W_sel, sub.bound))
+            proven = sub.optimal
+            note("exact-restricted", columns=int(cols.size), optimal=sub.optimal, welfare=W, bound=B)
+            break
+        if remaining < 0.1:
+            break
+        it += 1
+        cols, residual, fixed = row_neighbourhood(P, Acsr, best_x, rng, free_target, K, score)
+        slice_s = min(remaining, max(0.5, min(3.0, remaining / 4)))
+        if sub_solver == "cpsat":
+            sub = solve_restricted_cpsat(P, cols, time_limit=slice_s, hint=best_x, threads=threads, cap=residual,
+                                         fixed=fixed, seed=seed + it)
+        else:
+            sub = solve_restricted(P, cols, time_limit=slice_s, hint=best_x, threads=threads, cap=residual, fixed=fixed)
+        w = float(values @ sub.x)
+        gained = w > W + 1e-9 * max(1.0, W) and _feasible(P, sub.x)
+        if gained:
+            best_x, W = sub.x, w
+            no_gain = 0
+        else:
+            no_gain += 1
+        # adapt: solved fast to optimality -> bigger neighbourhoods; timed out -> smaller
+        if sub.optimal and not gained:
+            free_target = min(free_target + max(1, free_target // 3), int(np.count_nonzero(best_x)) or 1)
+        elif not sub.optimal:
+            free_target = max(3, int(free_target * 0.7))
+        if it <= 50 or gained:
+            note("lns", iteration=it, columns=int(cols.size), free=free_target, optimal=sub.optimal, welfare=W,
+                 seconds=round(sub.seconds, 3))
+        proven = W >= B - 1e-9 * max(1.0, B)
+    B = max(B, W)
+    return AnytimeResult(best_x, W, B, bool(proven), tuple(log))

@@ -1,0 +1,180 @@
+"""A matrix-only view of the welfare problem, built from an instance or a compact round.
+
+:class:`MatrixProblem` holds exactly what the anytime solver needs — values, the sparse
+capacity matrix (CSC), capacities and the XOR owner of each column — without any per-bid
+Python objects. :func:`from_instance` reuses the instance's cached matrices;
+:func:`from_round` builds the matrix of a :class:`~gensolver.model.GpuRound` *vectorised*
+from its bundle options, so a round of hundreds of thousands of bundles never materialises
+:class:`~gensolver.model.Bid` objects (columns become bids only when chosen).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...model import Instance
+from ...model.tasks import GpuRound, task_steps, task_value
+
+__all__ = ["MatrixProblem", "from_instance", "from_round", "RoundColumns"]
+
+
+@dataclass(frozen=True, eq=False)
+class MatrixProblem:
+    """``max v.x  s.t.  A x <= cap,  sum_{owner(j)=i} x_j <= 1,  x binary``.
+
+    Attributes
+    ----------
+    values : float64[n]
+    A : csc_matrix [rows, n]
+    cap : float64[rows]
+    owner : int64[n]
+        XOR group (bidder) of each column.
+    n_owners : int
+    column_id : callable
+        ``column_id(j) -> str``: the bid id of column ``j``.
+    """
+
+    values: np.ndarray
+    A: sp.csc_matrix
+    cap: np.ndarray
+    owner: np.ndarray
+    n_owners: int
+    column_id: Callable[[int], str]
+
+    @property
+    def n(self) -> int:
+        """Number of columns (bids)."""
+        return int(self.values.shape[0])
+
+    @property
+    def X(self) -> sp.csr_matrix:
+        """XOR rows as a sparse matrix ``[n_owners, n]``."""
+        return sp.csr_matrix((np.ones(self.n), (self.owner, np.arange(self.n))), shape=(self.n_owners, self.n))
+
+    def normalised_size(self) -> np.ndarray:
+        """``sum_rows A / cap`` per column (inf when a capacity is 0)."""
+        A = self.A
+        caps = self.cap[A.indices]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(caps > 0, A.data / np.where(caps > 0, caps, 1.0), np.inf)
+        col = np.repeat(np.arange(self.n), np.diff(A.indptr))
+        size = np.zeros(self.n)
+        np.add.at(size, col, frac)
+        return size
+
+
+def from_instance(instance: Instance) -> MatrixProblem:
+    """The matrix view of an explicit instance (matrices cached on the instance)."""
+    bids = instance.bids
+    return MatrixProblem(
+        instance.values,
+        instance.capacity_matrix.tocsc(),
+        instance.capacity,
+        instance.bidder_of_bid,
+        instance.n_bidders,
+        lambda j: bids[j].id,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class RoundColumns:
+    """Bundle options of a :class:`GpuRound` as arrays (one entry per column)."""
+
+    task: np.ndarray
+    group: np.ndarray
+    level: np.ndarray
+    memory: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    value: np.ndarray
+    groups: list[tuple[int, ...]]
+
+
+def round_columns(rnd: GpuRound) -> RoundColumns:
+    """Enumerate every bundle option of ``rnd`` with numpy (same options as ``rnd.options``)."""
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("task", "group", "level", "memory", "start", "length", "value")}
+    all_groups: list[tuple[int, ...]] = []
+    group_index: dict[tuple[int, ...], int] = {}
+    gmem = np.array([g.memory for g in rnd.gpus])
+    gcomp = np.array([g.compute for g in rnd.gpus])
+    for i, task in enumerate(rnd.tasks):
+        end_limit = rnd.steps if task.deadline is None else min(rnd.steps, task.deadline)
+        groups = rnd.gpu_groups(task.gpus)
+        gidx = []
+        for grp in groups:
+            if grp not in group_index:
+                group_index[grp] = len(all_groups)
+                all_groups.append(grp)
+            gidx.append(group_index[grp])
+        gidx_arr = np.asarray(gidx, dtype=np.int64)
+        for level, mem in enumerate(task.memory_levels(rnd.memory_levels)):
+            length = task_steps(task, float(mem))
+            ok = np.array([bool(np.all(gmem[list(g)] + 1e-9 >= mem) and np.all(gcomp[list(g)] + 1e-9 >= task.compute)) for g in groups], dtype=bool)
+            if not ok.any():
+                continue
+            starts = np.arange(task.release, end_limit - length + 1, dtype=np.int64)
+            if starts.size == 0:
+                continue
+            vals = np.array([task_value(task, int(s) + length) for s in starts])
+            keep = vals > 0
+            starts, vals = starts[keep], vals[keep]
+            g_ok = gidx_arr[ok]
+            # order matches GpuRound.options: for each level, for each group, for each start
+            G, S = g_ok.size, starts.size
+            cols["task"].append(np.full(G * S, i, dtype=np.int64))
+            cols["group"].append(np.repeat(g_ok, S))
+            cols["level"].append(np.full(G * S, level, dtype=np.int64))
+            cols["memory"].append(np.full(G * S, float(mem)))
+            cols["start"].append(np.tile(starts, G))
+            cols["length"].append(np.full(G * S, length, dtype=np.int64))
+            cols["value"].append(np.tile(vals, G))
+    cat = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
+    return RoundColumns(cat["task"].astype(np.int64), cat["group"].astype(np.int64), cat["level"].astype(np.int64),
+                        cat["memory"], cat["start"].astype(np.int64), cat["length"].astype(np.int64), cat["value"], all_groups)
+
+
+def from_round(rnd: GpuRound) -> tuple[MatrixProblem, RoundColumns]:
+    """Matrix view of a compact round, built without Bid objects.
+
+    Rows are ``(gpu, step, resource)`` in the order of :meth:`GpuRound.expand`'s slots
+    (memory then compute for each slot), so the problem is identical to the expansion's.
+    """
+    rc = round_columns(rnd)
+    n = rc.value.size
+    steps = rnd.steps
+    group_size = np.array([len(g) for g in rc.groups], dtype=np.int64) if rc.groups else np.zeros(0, dtype=np.int64)
+    gsz = group_size[rc.group] if n else np.zeros(0, dtype=np.int64)
+    per_col = gsz * rc.length  # (gpu, step) cells per column
+    total = int(per_col.sum())
+    col_of_cell = np.repeat(np.arange(n, dtype=np.int64), per_col)
+    # position of each cell within its column
+    offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(per_col) - per_col, per_col)
+    length_c = rc.length[col_of_cell]
+    member = offsets // length_c
+    step = rc.start[col_of_cell] + offsets % length_c
+    flat_groups = np.concatenate([np.asarray(g, dtype=np.int64) for g in rc.groups]) if rc.groups else np.zeros(0, dtype=np.int64)
+    group_start = np.concatenate([[0], np.cumsum(group_size)[:-1]]) if rc.groups else np.zeros(0, dtype=np.int64)
+    gpu = flat_groups[group_start[rc.group[col_of_cell]] + member]
+    slot = gpu * steps + step
+    compute = np.array([t.compute for t in rnd.tasks])[rc.task]
+    rows = np.concatenate([2 * slot, 2 * slot + 1])
+    cols = np.concatenate([col_of_cell, col_of_cell])
+    data = np.concatenate([rc.memory[col_of_cell], compute[col_of_cell]])
+    n_rows = 2 * len(rnd.gpus) * steps
+    A = sp.csc_matrix((data, (rows, cols)), shape=(n_rows, n))
+    A.sort_indices()
+    cap = np.empty(n_rows)
+    cap[0::2] = np.repeat([g.memory for g in rnd.gpus], steps)
+    cap[1::2] = np.repeat([g.compute for g in rnd.gpus], steps)
+    gpu_ids = [g.id for g in rnd.gpus]
+    task_ids = [t.id for t in rnd.tasks]
+
+    def column_id(j: int) -> str:
+        grp = rc.groups[int(rc.group[j])]
+        return f"{task_ids[int(rc.task[j])]}|{'+'.join(gpu_ids[g] for g in grp)}|m{int(rc.level[j])}|s{int(rc.start[j])}"
+
+    return MatrixProblem(rc.value.astype(np.float64), A, cap, rc.task.copy(), len(rnd.tasks), column_id), rc
