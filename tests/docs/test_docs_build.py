@@ -55,3 +55,13 @@ def test_every_page_is_in_the_nav():
     pages = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
     assert pages - listed == set(), "pages missing from mkdocs.yml nav"
     assert listed - pages == set(), "nav entries without a page"
+
+
+def test_cli_reference_lists_every_command_and_option():
+    pytest.importorskip("typer")
+    from ._cli_reference import commands
+
+    text = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    missing = [f"gensolver {cmd} {opt}".strip() for cmd, opts in commands().items()
+               for opt in ["", *opts] if (f"`gensolver {cmd}`" not in text if not opt else f"`{opt}`" not in text)]
+    assert not missing, f"docs/reference/cli.md is out of date (run python -m tests.docs._cli_reference): {missing}"
