@@ -68,7 +68,7 @@ CATALOG: dict[str, dict[str, Any]] = {
         "committed": False, "time_limit": 60.0,
         "instances": [
             *_cats("large", 256, 2000, ("arbitrary", "regions", "paths", "matching", "scheduling", "L3"), seed0=300),
-            *_gpu("large", 64, 300, 12, (21,)),
+            *_gpu("large", 32, 120, 10, (21,)),
             *_trace("large", 64, 200, 12, 23),
         ],
     },

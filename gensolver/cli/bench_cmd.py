@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from .common import console, fail
@@ -82,6 +83,13 @@ def bench_command(
     print_table(result)
 
 
+def _wide() -> "Console":
+    """The CLI console, or a 150-column one when output is not a terminal (no truncation)."""
+    from rich.console import Console
+
+    return console if console.is_terminal else Console(width=max(console.width, 150))
+
+
 def print_table(result: object) -> None:
     """Print a :class:`~gensolver.bench.BenchResult` as a rich table plus a summary line."""
     from ..bench.runner import table_rows
@@ -89,15 +97,12 @@ def print_table(result: object) -> None:
     cells = result.cells  # type: ignore[attr-defined]
     mechanism = next((c.mechanism for c in cells if c.mechanism), None)
     head, rows = table_rows(cells, mechanism=mechanism)
-    from rich.console import Console
-
     table = Table(title=f"suite {result.suite}")  # type: ignore[attr-defined]
     for k, h in enumerate(head):
         table.add_column(h, no_wrap=True, justify="left" if k in (0, 2, 3) else "right")
     for row in rows:
         table.add_row(*row)
-    wide = Console(width=max(console.width, 150)) if not console.is_terminal else console
-    wide.print(table)
+    _wide().print(table)
     errors = [c for c in cells if c.status == "error"]
     for c in errors:
         console.print(f"[red]error[/] {c.instance} / {c.method}: {c.error}", highlight=False, soft_wrap=True)
@@ -137,7 +142,7 @@ def suite_show(name: str = typer.Argument(..., help="Suite name, folder or manif
                       str(e.size.get("bidders", "")), f"{bk.get('welfare', float('nan')):.6g}" if bk else "—",
                       f"{bk.get('method', '')} {bk.get('seconds', '')} s" if bk else "",
                       "—" if e.bound_value is None else f"{e.bound_value:.6g}")
-    console.print(table)
+    _wide().print(table)
 
 
 @suite_app.command("materialize")
