@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 from gensolver.mechanisms import run_mechanism
 
@@ -42,12 +42,13 @@ def main() -> None:
     head = ("instance", "size", "pivots", "solver", "main s", "pivots s", "pivots/main", "exact", "same payments")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head), flush=True)
-    with ProcessPoolExecutor(args.workers) as pool:
+    with ProcessPoolExecutor(args.workers) as pool, ThreadPoolExecutor(args.workers) as tpool:
         pool.submit(int, 0).result()  # start the workers outside the timings
         for label, inst in _instances(args.quick):
             runs = {}
             for mode, opts, ex in (("serial cold", {"warm_start": False}, None),
                                    ("serial warm", {"warm_start": True}, None),
+                                   (f"parallel warm ({args.workers} threads)", {"warm_start": True}, tpool),
                                    (f"parallel warm ({args.workers} proc)", {"warm_start": True}, pool)):
                 t0 = time.perf_counter()
                 out = run_mechanism(inst, mechanism="vcg", solver=args.solver, executor=ex,

@@ -25,7 +25,9 @@ def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int |
     from ..sim import Workload, parse_synthetic
     from ..sim.trace_workloads import alibaba_workload, philly_workload
 
-    base = traces_dir or SHARED_TRACES
+    from ..instances.gpu import default_trace_dir
+
+    base = traces_dir or default_trace_dir()
     kw = {k: v for k, v in {"max_jobs": max_jobs, "compress": compress}.items() if v is not None}
     if trace == "alibaba":
         return alibaba_workload(base / "alibaba-gpu-2023", nodes=nodes or 4, seed=seed, **{"compress": 8.0, **kw})

@@ -45,26 +45,17 @@ def check_options(options: Mapping[str, Any] | None, allowed: Mapping[str, Any],
 
 
 def pivot_solver(solver: str | Callable[..., Any], instance: Instance | None = None) -> str | Callable[..., Any]:
-    """Resolve ``"auto"`` to an exact, warm-startable backend for ``instance``.
+    """Resolve the solver used for the main solve and the pivots.
 
-    CP-SAT needs integer data: values that do not scale to integers with at most 6 decimals
-    are rounded, and CP-SAT then (correctly) does not claim optimality for the original
-    problem. So ``"auto"`` becomes ``"cpsat"`` when the values scale exactly, otherwise the
-    first usable floating-point MILP backend of ``scip`` (takes warm starts), ``highs``,
-    ``cbc``; and the ``auto`` portfolio when none is installed. Other names pass through.
+    ``"auto"`` stays the anytime method (:mod:`gensolver.solvers.auto`): without a time limit
+    it proves optimality (LP bound, reduced-cost fixing, exact restricted MIPs); with one it
+    is never worse than the greedy and always reports a valid bound, which the payment
+    intervals use. VCG additionally takes a fast path for ``"auto"`` that reuses the main
+    solve's LP duals for every pivot (:func:`gensolver.solvers.anytime.engine.pivot_solve`).
+    Other names pass through unchanged.
     """
-    if solver != "auto":
-        return solver
-    exact_values = True
-    if instance is not None and instance.n_bids:
-        from ..solvers.exact.cpsat import integer_scale
-
-        exact_values = integer_scale(instance.values, 6, limit=2.0**53)[1]
-    candidates = ("cpsat", "scip", "highs", "cbc") if exact_values else ("scip", "highs", "cbc", "cpsat")
-    for name in candidates:
-        if get_method(name).available()[0]:
-            return name
-    return "auto"
+    del instance
+    return solver
 
 
 def solve_wdp(

@@ -55,8 +55,11 @@ import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 from ..model import Bid, Instance, Slot
 from ..model.validate import _mark
+
 from ..solvers import Status
 from ..solvers.approximation.greedy import trivial_bound
 from .common import check_options, make_outcome, pivot_solver, solve_wdp, winning_bids
@@ -100,6 +103,38 @@ def pivot_welfare(
     }
 
 
+def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_limit: float | None,
+                 threads: int | None, executor: Executor | None) -> dict[str, dict[str, Any]]:
+    """Pivots through the anytime engine, reusing one LP's duals for every winner.
+
+    The main LP's dual solution stays feasible when a bidder's columns are removed, so each
+    pivot starts with a bound for free; the main winners minus the bidder (extended first
+    fit) give the incumbent; reduced-cost fixing then leaves a small exact restricted MIP, or
+    nothing at all when the incumbent meets the bound.
+    """
+    from ..solvers.anytime.engine import lp_state, pivot_solve
+    from ..solvers.anytime.problem import from_instance
+
+    P = from_instance(instance)
+    lp = lp_state(P)
+    x_star = np.zeros(P.n)
+    index = instance.bid_index
+    for w in main.winners:
+        x_star[index[w]] = 1.0
+    owner_of = {name: i for i, name in enumerate(instance.bidder_ids)}
+    upper = float(main.bound if main.bound is not None else main.welfare)
+
+    def one(bidder: str) -> dict[str, Any]:
+        r = pivot_solve(P, owner_of[bidder], x_star, lp, upper=upper, time_limit=time_limit, threads=threads)
+        return {"status": Status.OPTIMAL.value if r.exact else Status.FEASIBLE.value, "welfare": r.welfare,
+                "bound": r.bound, "winners": [], "seconds": r.seconds, "message": r.method}
+
+    if executor is None:
+        return {b: one(b) for b in won}
+    futures = {b: executor.submit(one, b) for b in won}
+    return {b: f.result() for b, f in futures.items()}
+
+
 def vcg(
     instance: Instance,
     *,
@@ -124,7 +159,10 @@ def vcg(
         Runs the pivot re-solves in parallel (threads or processes); serial when ``None``.
     options : mapping, optional
         ``warm_start`` (bool, default True): hint each pivot with the main winners minus the
-        bidder's bid; ``threads`` (int): solver threads per solve.
+        bidder's bid; with ``solver="auto"`` (and no process pool) the pivots also reuse the
+        main LP's duals as a free bound and for reduced-cost fixing (see
+        :func:`gensolver.solvers.anytime.engine.pivot_solve`); ``threads`` (int): solver
+        threads per solve.
 
     Returns
     -------
@@ -148,7 +186,11 @@ def vcg(
         jobs[bidder] = (instance.without_bidder(bidder), hint)
     t1 = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
-    if executor is None:
+    fast = (psolver == "auto" and opts["warm_start"] and main_ok and bool(won)
+            and (executor is None or isinstance(executor, ThreadPoolExecutor)))
+    if fast:
+        results = _fast_pivots(instance, main, won, time_limit=time_limit, threads=threads, executor=executor)
+    elif executor is None:
         for bidder, (inst_i, hint) in jobs.items():
             results[bidder] = pivot_welfare(inst_i, solver=psolver, time_limit=time_limit, threads=threads, hint=hint)
     else:

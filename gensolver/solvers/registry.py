@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -87,12 +88,36 @@ _REGISTRY: dict[str, Method] = {}
 
 
 def _pulp_check(solver_name: str) -> Callable[[], tuple[bool, str]]:
-    def check() -> tuple[bool, str]:
-        import pulp
+    """Availability of a PuLP solver *without importing PuLP* when it is not loaded yet.
 
-        if solver_name not in pulp.listSolvers(onlyAvailable=True):
-            return False, f"PuLP's {solver_name} solver is not available here"
-        return True, ""
+    Importing PuLP loads highspy globally, which makes OR-Tools' HiGHS unusable in the same
+    process (see :func:`_ortools_highs_check`); merely listing methods must not do that. So
+    unless PuLP is already imported, the check looks for PuLP's bundled CBC binary or for
+    highspy on disk.
+    """
+
+    def check() -> tuple[bool, str]:
+        if "pulp" in sys.modules:
+            import pulp
+
+            if solver_name not in pulp.listSolvers(onlyAvailable=True):
+                return False, f"PuLP's {solver_name} solver is not available here"
+            return True, ""
+        spec = importlib.util.find_spec("pulp")
+        if spec is None or not spec.submodule_search_locations:
+            return False, "Python package 'pulp' is not installed"
+        if solver_name == "HiGHS":
+            ok = importlib.util.find_spec("highspy") is not None
+            return (True, "") if ok else (False, "PuLP's HiGHS interface needs the 'highspy' package")
+        import glob
+        import os
+        import shutil
+
+        root = list(spec.submodule_search_locations)[0]
+        bundled = glob.glob(os.path.join(root, "solverdir", "cbc", "*", "*", "cbc*"))
+        if bundled or shutil.which("cbc"):
+            return True, ""
+        return False, "PuLP's bundled CBC binary is missing and no 'cbc' is on PATH"
 
     return check
 

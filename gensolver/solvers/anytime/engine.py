@@ -46,7 +46,8 @@ from ..exact.common import quiet_native_output
 from ..result import CAPACITY_TOL
 from .problem import MatrixProblem
 
-__all__ = ["AnytimeResult", "anytime_solve", "first_fit_matrix", "lagrangian_bound", "column_generation", "LpState"]
+__all__ = ["AnytimeResult", "anytime_solve", "first_fit_matrix", "lagrangian_bound", "column_generation", "LpState",
+           "PivotResult", "pivot_solve", "lp_state"]
 
 
 # ----------------------------------------------------------------------------- greedy
@@ -138,7 +139,7 @@ class LpState:
     bound: float  # best Lagrangian bound seen
     dual_objective: float  # B for reduced-cost fixing (with the final y, u)
     rc: np.ndarray  # reduced costs of all columns w.r.t. (y, u)
-    cols: np.ndarray
+    cols: np.ndarray  # the columns of the last solved master (``x_cols`` is over these)
     x_cols: np.ndarray | None
     lp_value: float | None
     converged: bool
@@ -168,6 +169,7 @@ def column_generation(P: MatrixProblem, *, init_cols: np.ndarray, deadline: floa
     t0 = time.perf_counter()
     R = P.cap.size
     cols = np.unique(init_cols)
+    master_cols = cols
     best_bound = np.inf
     y = np.zeros(R)
     u = np.zeros(P.n_owners)
@@ -183,7 +185,7 @@ def column_generation(P: MatrixProblem, *, init_cols: np.ndarray, deadline: floa
         if duals is None:
             break
         y, u = np.maximum(duals[:R], 0.0), np.maximum(duals[R:], 0.0)
-        x_cols, lp_value = xc, float(-res.fun)
+        x_cols, lp_value, master_cols = xc, float(-res.fun), cols
         L, d = lagrangian_bound(P, y)
         best_bound = min(best_bound, L)
         rc = d - u[P.owner]
@@ -212,7 +214,7 @@ def column_generation(P: MatrixProblem, *, init_cols: np.ndarray, deadline: floa
     d = P.values - P.A.T @ y
     rc = d - u[P.owner]
     dual_obj = float(P.cap @ y + u.sum() + np.maximum(rc, 0.0).sum())
-    return LpState(y, u, float(min(best_bound, dual_obj)), dual_obj, rc, cols, x_cols, lp_value, converged, it,
+    return LpState(y, u, float(min(best_bound, dual_obj)), dual_obj, rc, master_cols, x_cols, lp_value, converged, it,
                    time.perf_counter() - t0)
 
 
@@ -549,3 +551,67 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
         proven = W >= B - 1e-9 * max(1.0, B)
     B = max(B, W)
     return AnytimeResult(best_x, W, B, bool(proven), tuple(log))
+
+
+# ----------------------------------------------------------------------------- VCG pivots
+@dataclass(frozen=True)
+class PivotResult:
+    """Optimal welfare without one owner (``exact``), or an interval ``[welfare, bound]``."""
+
+    welfare: float
+    bound: float
+    exact: bool
+    seconds: float
+    method: str
+
+
+def lp_state(P: MatrixProblem, *, time_limit: float | None = None) -> LpState:
+    """The LP relaxation of ``P`` (all columns when small, column generation otherwise)."""
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    init = np.arange(P.n) if P.A.nnz <= 400_000 else np.flatnonzero(P.values > 0)[: 20 * P.n_owners]
+    return column_generation(P, init_cols=init, deadline=deadline)
+
+
+def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState, *, upper: float,
+                time_limit: float | None = None, threads: int | None = None, max_restricted: int = 20_000,
+                seed: int = 0) -> PivotResult:
+    """``max welfare`` with every column of ``owner`` removed, warm-started from ``x_star``.
+
+    1. Incumbent: ``x_star`` without the owner's column, extended first-fit (LOS order).
+    2. Bound without solving anything: the main LP's duals ``(y, u)`` stay dual feasible when
+       columns are removed, so ``cap.y + sum_{k != owner} u_k + sum_{j not of owner}
+       max(rc_j, 0)`` bounds the pivot problem; ``upper`` (a bound of the full problem) too.
+    3. If the incumbent meets the bound, done. Otherwise reduced-cost fixing leaves the columns
+       with ``rc_j >= -(B - W)``; one exact restricted MIP over them settles the pivot.
+    4. If too many columns survive, the anytime solver runs on the pivot problem.
+    """
+    t0 = time.perf_counter()
+    mine = P.owner == owner
+    vals = np.where(mine, 0.0, P.values)
+    Pi = MatrixProblem(vals, P.A, P.cap, P.owner, P.n_owners, P.column_id)
+    start = np.where(mine, 0.0, x_star)
+    x = first_fit_matrix(Pi, los_order(Pi, 0.5, Pi.normalised_size()), start=start)
+    W = float(vals @ x)
+    rc = np.where(mine, -np.inf, lp.rc)
+    B = float(P.cap @ lp.y + lp.u.sum() - lp.u[owner] + np.maximum(rc, 0.0).sum())
+    B = min(B, upper)
+    tol = 1e-9 * max(1.0, abs(B))
+    if W >= B - tol:
+        return PivotResult(W, W, True, time.perf_counter() - t0, "dual-bound")
+    eligible = np.flatnonzero(rc >= -(B - W) - 1e-9)
+    if eligible.size <= max_restricted:
+        cols = np.union1d(eligible, np.flatnonzero(x > 0.5))
+        sub = solve_restricted(Pi, cols, time_limit=time_limit, hint=x, threads=threads)
+        w = float(vals @ sub.x)
+        if w > W and _feasible(Pi, sub.x):
+            W = w
+        if sub.optimal:
+            return PivotResult(W, W, True, time.perf_counter() - t0, "reduced-cost-fixing")
+        if sub.bound is not None:
+            B = min(B, max(W, sub.bound))
+        return PivotResult(W, max(W, B), W >= B - tol, time.perf_counter() - t0, "reduced-cost-fixing")
+    remaining = None if time_limit is None else max(0.05, time_limit - (time.perf_counter() - t0))
+    res = anytime_solve(Pi, time_limit=remaining, seed=seed, threads=threads)
+    W = max(W, res.welfare)
+    B = min(B, res.bound)
+    return PivotResult(W, max(W, B), res.proven or W >= B - tol, time.perf_counter() - t0, "anytime")
