@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import math
 from collections import Counter, defaultdict
 
@@ -10,7 +11,7 @@ import pytest
 
 from gensolver.instances import LEGACY, UnknownFamilyError, generate, list_families
 from gensolver.instances import cats
-from gensolver.model import Instance, format_cats, parse_cats
+from gensolver.model import Instance, format_cats, parse_cats, read_instance, write_cats
 
 CATS_SMALL = {
     "arbitrary": dict(n_goods=24, n_bids=40),
@@ -60,11 +61,17 @@ def test_cats_shape_and_no_dominated_bids(family: str) -> None:
 
 
 @pytest.mark.parametrize("family", ["arbitrary", "regions", "paths", "matching", "scheduling", "L1", "L5"])
-def test_cats_text_round_trip(family: str) -> None:
+def test_cats_text_round_trip(family: str, tmp_path) -> None:  # noqa: ANN001
     inst = generate(family, seed=2, **CATS_SMALL[family])
     back = parse_cats(format_cats(inst))
     assert [s.to_dict() for s in back.slots] == [s.to_dict() for s in inst.slots]
     assert [b.to_dict() for b in back.bids] == [b.to_dict() for b in inst.bids]
+    path = write_cats(inst, tmp_path / f"{family}.txt.gz")
+    text = gzip.decompress(path.read_bytes()).decode()
+    assert text.splitlines()[1:3] == [f"goods {inst.n_slots}", f"bids {inst.n_bids}"]
+    assert int(text.splitlines()[3].split()[1]) == sum(1 for b in inst.bidder_ids if b.startswith("d"))
+    again = read_instance(path)
+    assert [b.to_dict() for b in again.bids] == [b.to_dict() for b in inst.bids]
 
 
 def test_scheduling_statistics() -> None:
