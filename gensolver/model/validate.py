@@ -93,31 +93,51 @@ def _slot(raw: Any, where: str) -> Slot:
     return Slot(sid, cap, gpu, start, end)
 
 
+_INF = float("inf")
+
+
+def _ok_number(q: Any) -> bool:
+    """Fast check for the common case (a finite, non-negative int or float)."""
+    t = type(q)
+    return (t is float or t is int) and 0 <= q < _INF
+
+
 def _bid(raw: Any, where: str, caps: Mapping[str, Mapping[str, float]]) -> Bid:
-    raw = _obj(raw, where)
-    bid_id = _ident(raw.get("id"), f"{where}/id")
-    bidder = _ident(raw.get("bidder"), f"{where}/bidder")
-    value = _number(raw.get("value"), f"{where}/value")
-    dem_raw = _obj(raw.get("demand"), f"{where}/demand")
+    # Pointer strings are built only on the error path: this loop runs once per demand entry
+    # of every bid, so reading large instances stays fast.
+    if type(raw) is not dict:
+        raw = _obj(raw, where)
+    bid_id = raw.get("id")
+    if type(bid_id) is not str or not bid_id:
+        _ident(bid_id, f"{where}/id")
+    bidder = raw.get("bidder")
+    if type(bidder) is not str or not bidder:
+        _ident(bidder, f"{where}/bidder")
+    value = raw.get("value")
+    if not _ok_number(value):
+        _number(value, f"{where}/value")
+    dem_raw = raw.get("demand")
+    if type(dem_raw) is not dict:
+        dem_raw = _obj(dem_raw, f"{where}/demand")
     if not dem_raw:
         raise InstanceError(f"{where}/demand", "must name at least one slot")
     demand: dict[str, dict[str, float]] = {}
     for s, res in dem_raw.items():
-        sw = f"{where}/demand/{_esc(s)}"
-        if s not in caps:
-            raise InstanceError(sw, f"unknown slot {s!r}")
-        res = _obj(res, sw)
+        slot_caps = caps.get(s)
+        if slot_caps is None:
+            raise InstanceError(f"{where}/demand/{_esc(s)}", f"unknown slot {s!r}")
+        if type(res) is not dict:
+            res = _obj(res, f"{where}/demand/{_esc(s)}")
         if not res:
-            raise InstanceError(sw, "must name at least one resource")
-        slot_caps = caps[s]
-        amounts = {}
+            raise InstanceError(f"{where}/demand/{_esc(s)}", "must name at least one resource")
         for r, q in res.items():
-            rw = f"{sw}/{_esc(r)}"
             if r not in slot_caps:
-                raise InstanceError(rw, f"unknown resource {r!r} of slot {s!r} (it has {sorted(slot_caps)})")
-            amounts[r] = _number(q, rw)
-        demand[s] = amounts
-    return Bid(bid_id, bidder, value, demand)
+                raise InstanceError(f"{where}/demand/{_esc(s)}/{_esc(r)}",
+                                    f"unknown resource {r!r} of slot {s!r} (it has {sorted(slot_caps)})")
+            if not _ok_number(q):
+                _number(q, f"{where}/demand/{_esc(s)}/{_esc(r)}")
+        demand[s] = res
+    return Bid(bid_id, bidder, float(value), demand)
 
 
 def from_dict(doc: Any, *, require_schema: bool = True) -> Instance:
