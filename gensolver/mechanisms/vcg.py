@@ -51,6 +51,7 @@ Yokoo, Sakurai & Matsubara, "The effect of false-name bids in combinatorial auct
 from __future__ import annotations
 
 import math
+import threading
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable, Mapping
@@ -116,7 +117,15 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
     from ..solvers.anytime.problem import from_instance
 
     P = from_instance(instance)
-    lp = lp_state(P)
+    cache: list[Any] = []
+    lock = threading.Lock()
+
+    def lp() -> Any:  # computed once, on the first pivot that needs it
+        with lock:
+            if not cache:
+                cache.append(lp_state(P))
+            return cache[0]
+
     x_star = np.zeros(P.n)
     index = instance.bid_index
     for w in main.winners:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -344,9 +344,16 @@ def row_neighbourhood(P: MatrixProblem, Acsr: sp.csr_matrix, x: np.ndarray, rng:
 
 def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
                            threads: int | None = None, cap: np.ndarray | None = None,
-                           fixed: np.ndarray | None = None, seed: int = 0) -> SubResult:
-    """The LNS sub-MIP with CP-SAT: capacities scaled to integers (conservatively when not
-    exact), values rounded at 1e-6 of the largest. Only a heuristic: the bound is not used."""
+                           fixed: np.ndarray | None = None, seed: int = 0,
+                           exact: bool = False) -> SubResult | None:
+    """The restricted MIP with CP-SAT.
+
+    Heuristic mode (default, for LNS): capacities scaled to integers (conservatively when not
+    exact), values rounded at 1e-6 of the largest; the bound is not used.
+    ``exact=True``: only when every capacity row and the values scale to integers exactly
+    (:func:`~gensolver.solvers.exact.cpsat.integer_scale`); then CP-SAT's optimality and bound
+    are proofs for the original problem. Returns ``None`` when the data do not scale exactly.
+    """
     from ortools.sat.python import cp_model
 
     from ..exact.cpsat import integer_scale
@@ -363,7 +370,9 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         c = max(0.0, float(cap_v[r]))
         if coefs.sum() <= c + CAPACITY_TOL:
             continue
-        scale, _ = integer_scale(np.append(coefs, c), 6)
+        scale, ok = integer_scale(np.append(coefs, c), 6)
+        if exact and not ok:
+            return None
         ic = np.ceil(coefs * scale - 1e-9).astype(np.int64)
         icap = int(np.floor(c * scale + 1e-6))
         m.Add(cp_model.LinearExpr.WeightedSum([x[j] for j in Ac.indices[lo:hi].tolist()], ic.tolist()) <= icap)
@@ -375,8 +384,13 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         if b - a > 1:
             m.AddAtMostOne([x[j] for j in order[a:b].tolist()])
     vals = P.values[cols]
-    vmax = float(vals.max()) if vals.size else 1.0
-    vscale = 1e6 / vmax if vmax > 0 else 1.0
+    if exact:
+        vscale, ok = integer_scale(vals, 6, limit=2.0**53)
+        if not ok:
+            return None
+    else:
+        vmax = float(vals.max()) if vals.size else 1.0
+        vscale = 1e6 / vmax if vmax > 0 else 1.0
     m.Maximize(cp_model.LinearExpr.WeightedSum(x, np.round(vals * vscale).astype(np.int64).tolist()))
     if hint is not None:
         for var, h in zip(x, (hint[cols] > 0.5).tolist()):
@@ -384,14 +398,34 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     solver = cp_model.CpSolver()
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.num_workers = int(threads) if threads else 1
+    import os
+
+    solver.parameters.num_workers = int(threads) if threads else (max(1, min(8, os.cpu_count() or 1)) if exact else 1)
     solver.parameters.random_seed = int(seed)
     status = solver.Solve(m)
     full = np.zeros(P.n) if fixed is None else (fixed > 0.5).astype(np.float64)
+    bound = None
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         xs = np.fromiter((solver.BooleanValue(v) for v in x), dtype=bool, count=len(x))
         full[cols[xs]] = 1.0
-    return SubResult(full, status == cp_model.OPTIMAL, None, time.perf_counter() - t0)
+        if exact:
+            bound = float(solver.BestObjectiveBound()) / vscale
+            if fixed is not None:
+                bound += float(P.values @ full) - float(vals @ xs)
+    return SubResult(full, status == cp_model.OPTIMAL, bound, time.perf_counter() - t0)
+
+
+def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
+                           threads: int | None = None, seed: int = 0) -> SubResult:
+    """Exact restricted MIP: CP-SAT when the data scale to integers exactly, else SCIP."""
+    res = None
+    try:
+        res = solve_restricted_cpsat(P, cols, time_limit=time_limit, hint=hint, threads=threads, seed=seed, exact=True)
+    except ImportError:  # pragma: no cover - OR-Tools missing is handled by the caller
+        res = None
+    if res is not None:
+        return res
+    return solve_restricted(P, cols, time_limit=time_limit, hint=hint, threads=threads)
 
 
 def _feasible(P: MatrixProblem, x: np.ndarray) -> bool:
@@ -491,7 +525,7 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
             cols = np.union1d(eligible, np.flatnonzero(best_x > 0.5))
             # with a time limit, a share of it; the rest goes to LNS if this does not finish
             share = None if remaining is None else exact_share * remaining
-            sub = solve_restricted(P, cols, time_limit=share, hint=best_x, threads=threads)
+            sub = solve_exact_restricted(P, cols, time_limit=share, hint=best_x, threads=threads, seed=seed)
             w = float(values @ sub.x)
             if w > W + 1e-12 and _feasible(P, sub.x):
                 best_x, W = sub.x, w
@@ -514,7 +548,7 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
             W_sel = W
             eligible = np.flatnonzero(lp.rc >= -(lp.dual_objective - W) - 1e-9)
             cols = np.union1d(eligible, np.flatnonzero(best_x > 0.5))
-            sub = solve_restricted(P, cols, time_limit=None, hint=best_x, threads=threads)
+            sub = solve_exact_restricted(P, cols, time_limit=None, hint=best_x, threads=threads, seed=seed)
             w = float(values @ sub.x)
             if w > W + 1e-12 and _feasible(P, sub.x):
                 best_x, W = sub.x, w
@@ -572,13 +606,14 @@ def lp_state(P: MatrixProblem, *, time_limit: float | None = None) -> LpState:
     return column_generation(P, init_cols=init, deadline=deadline)
 
 
-def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState, *, upper: float,
+def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState | Callable[[], LpState]", *, upper: float,
                 time_limit: float | None = None, threads: int | None = None, max_restricted: int = 20_000,
                 seed: int = 0) -> PivotResult:
     """``max welfare`` with every column of ``owner`` removed, warm-started from ``x_star``.
 
     1. Incumbent: ``x_star`` without the owner's column, extended first-fit (LOS order).
-    2. Bound without solving anything: the main LP's duals ``(y, u)`` stay dual feasible when
+    2. Bounds without solving anything: each other owner's best column alone (trivial), and
+       — computed once for all pivots, only when needed — the main LP's duals ``(y, u)`` stay dual feasible when
        columns are removed, so ``cap.y + sum_{k != owner} u_k + sum_{j not of owner}
        max(rc_j, 0)`` bounds the pivot problem; ``upper`` (a bound of the full problem) too.
     3. If the incumbent meets the bound, done. Otherwise reduced-cost fixing leaves the columns
@@ -592,16 +627,22 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState, *
     start = np.where(mine, 0.0, x_star)
     x = first_fit_matrix(Pi, los_order(Pi, 0.5, Pi.normalised_size()), start=start)
     W = float(vals @ x)
+    # the cheapest bound first: each other owner's best winnable column
+    trivial = trivial_bound_matrix(Pi)
+    if W >= min(trivial, upper) - 1e-9 * max(1.0, abs(W)):
+        return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
+    if callable(lp):
+        lp = lp()
     rc = np.where(mine, -np.inf, lp.rc)
     B = float(P.cap @ lp.y + lp.u.sum() - lp.u[owner] + np.maximum(rc, 0.0).sum())
-    B = min(B, upper)
+    B = min(B, upper, trivial)
     tol = 1e-9 * max(1.0, abs(B))
     if W >= B - tol:
         return PivotResult(W, W, True, time.perf_counter() - t0, "dual-bound")
     eligible = np.flatnonzero(rc >= -(B - W) - 1e-9)
     if eligible.size <= max_restricted:
         cols = np.union1d(eligible, np.flatnonzero(x > 0.5))
-        sub = solve_restricted(Pi, cols, time_limit=time_limit, hint=x, threads=threads)
+        sub = solve_exact_restricted(Pi, cols, time_limit=time_limit, hint=x, threads=threads, seed=seed)
         w = float(vals @ sub.x)
         if w > W and _feasible(Pi, sub.x):
             W = w
