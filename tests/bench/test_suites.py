@@ -30,14 +30,14 @@ def _regenerate_and_compare(name: str) -> None:
             assert digest(gzip.decompress(path.read_bytes())) == e.sha256
 
 
-@pytest.mark.parametrize("name", ["smoke", "small"])
-def test_committed_suites_reproduce_from_seeds(name: str) -> None:
+@pytest.mark.parametrize("name", ["smoke", "small", "medium"])
+def test_suites_reproduce_from_seeds(name: str) -> None:
     _regenerate_and_compare(name)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["medium", "large"])
-def test_generated_suites_reproduce_from_seeds(name: str) -> None:
+@pytest.mark.parametrize("name", ["large"])
+def test_large_suite_reproduces_from_seeds(name: str) -> None:
     _regenerate_and_compare(name)
 
 
