@@ -634,12 +634,14 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState |
     if callable(lp):
         lp = lp()
     rc = np.where(mine, -np.inf, lp.rc)
-    B = float(P.cap @ lp.y + lp.u.sum() - lp.u[owner] + np.maximum(rc, 0.0).sum())
-    B = min(B, upper, trivial)
+    # the dual objective of (y, u) on the pivot problem; reduced-cost fixing must use exactly
+    # this value (v.x <= B_dual + sum_j min(rc_j, 0) x_j), not a smaller bound from elsewhere
+    B_dual = float(P.cap @ lp.y + lp.u.sum() - lp.u[owner] + np.maximum(rc, 0.0).sum())
+    B = min(B_dual, upper, trivial)
     tol = 1e-9 * max(1.0, abs(B))
     if W >= B - tol:
         return PivotResult(W, W, True, time.perf_counter() - t0, "dual-bound")
-    eligible = np.flatnonzero(rc >= -(B - W) - 1e-9)
+    eligible = np.flatnonzero(rc >= -(B_dual - W) - 1e-9)
     if eligible.size <= max_restricted:
         cols = np.union1d(eligible, np.flatnonzero(x > 0.5))
         sub = solve_exact_restricted(Pi, cols, time_limit=time_limit, hint=x, threads=threads, seed=seed)
