@@ -21,8 +21,14 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(PY) -m pytest -n 2 -q -m slow
 
+# quick versions of every benchmark (see benchmarks/README.md for the full runs)
 bench: $(STAMP)
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/bench_foundation.py --quick
+	$(PY) benchmarks/bench_anytime.py --quick
+	$(PY) benchmarks/bench_vcg.py --quick
+	$(PY) benchmarks/bench_suites.py --quick
+	$(PY) benchmarks/bench_sim_rounds.py
+	$(PY) benchmarks/bench_sim_batches.py --batches 20
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict
