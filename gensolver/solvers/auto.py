@@ -3,7 +3,8 @@
 Within ``time_limit`` (``None``: until optimality is proven) it runs the stages of
 :mod:`gensolver.solvers.anytime.engine`: greedy incumbents from several LOS orderings, an LP
 bound by column generation (certified by Lagrangian duality), LP-guided rounding, then
-reduced-cost fixing and large-neighbourhood search with warm-started restricted MIPs (SCIP).
+reduced-cost fixing and large-neighbourhood search with warm-started restricted MIPs (CP-SAT,
+or SCIP where the data do not scale to integers exactly).
 The first incumbent is the greedy's, so the answer is never worse than ``greedy``; every
 reported bound is a valid upper bound on the optimum.
 
@@ -52,7 +53,9 @@ def solve_auto(instance: Instance, *, time_limit: float | None = None, threads: 
 
     Options: ``lp_share`` (largest fraction of the budget for the LP bound, default 0.35),
     ``k0`` (largest restricted-MIP size in columns), ``full_lp_nnz`` (up to this many
-    non-zeros the LP is solved over all columns at once; above it, by column generation).
+    non-zeros the LP is solved over all columns at once; above it, by column generation),
+    ``sub_solver`` (``"cpsat"``, default, or ``"scip"`` for the LNS sub-MIPs),
+    ``exact_share`` (fraction of the remaining time for the exact restricted MIP, 0.5).
     """
     opts = _opts(options)
     t0 = time.perf_counter()

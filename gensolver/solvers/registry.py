@@ -175,7 +175,7 @@ _ORTOOLS = ("ortools",)
 _PULP = ("pulp",)
 for _m in (
     Method("auto", "gensolver.solvers.auto:solve_auto", True, (),
-           "anytime: greedy, column-generation LP bound, reduced-cost fixing + LNS with SCIP; never worse than greedy"),
+           "anytime: greedy, column-generation LP bound, reduced-cost fixing + LNS with CP-SAT/SCIP sub-MIPs; never worse than greedy"),
     Method("cpsat", "gensolver.solvers.exact.cpsat:solve_cpsat", True, _ORTOOLS, "OR-Tools CP-SAT"),
     Method("scip", "gensolver.solvers.exact.ortools_linear:solve_scip", True, _ORTOOLS, "SCIP through OR-Tools' linear solver wrapper"),
     Method("highs", "gensolver.solvers.exact.ortools_linear:solve_highs", True, _ORTOOLS, "HiGHS MIP through OR-Tools' linear solver wrapper"),

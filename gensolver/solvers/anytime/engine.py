@@ -1,5 +1,5 @@
 """The anytime engine: greedy incumbents, a column-generation LP bound, reduced-cost fixing and
-large-neighbourhood search with restricted MIPs.
+large-neighbourhood search with restricted MIPs (and fast VCG pivots on top of them).
 
 Stages (each yields a better incumbent or a tighter proven bound; all work on a
 :class:`~.problem.MatrixProblem`):
@@ -16,10 +16,14 @@ Stages (each yields a better incumbent or a tighter proven bound; all work on a
 4. **Reduced-cost fixing + LNS.** With ``B = cap.y + sum(u) + sum(max(rc, 0))`` (the dual
    objective), every feasible ``x`` satisfies ``v.x <= B + sum_j min(rc_j, 0) x_j``; so a
    solution better than the incumbent ``W`` uses only columns with ``rc_j >= -(B - W)``.
-   Restricted MIPs (SCIP) over the incumbent's columns plus the best-``K`` eligible columns
-   are solved warm-started; ``K`` doubles whenever a restricted MIP is solved to optimality.
-   Once the restricted set contains *every* eligible column, its MIP bound ``B_R`` certifies
-   ``OPT <= max(W, B_R)`` — the method then proves optimality without a time limit.
+   When few columns are eligible, one exact restricted MIP over all of them (CP-SAT when the
+   data scale to integers exactly, else SCIP) certifies ``OPT <= max(W, B_R)`` with its bound
+   ``B_R``; without a time limit this proves optimality.
+5. **Large-neighbourhood search.** Grown from a random row, a neighbourhood frees the
+   incumbent's winners on a connected set of rows; every other winner stays fixed, and a
+   sub-MIP (CP-SAT by default, SCIP optionally) re-optimises the free bidders' columns that fit
+   the residual capacity, warm-started from the incumbent. Neighbourhoods grow when solved to
+   optimality without gain and shrink when the sub-MIP times out.
 
 References
 ----------
