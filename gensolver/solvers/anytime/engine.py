@@ -223,6 +223,14 @@ def column_generation(P: MatrixProblem, *, init_cols: np.ndarray, deadline: floa
 
 
 # ----------------------------------------------------------------------------- restricted MIP
+def _xor_groups(owners: np.ndarray) -> list[list[int]]:
+    """Positions (into ``owners``) of every owner that appears at least twice."""
+    order = np.argsort(owners, kind="stable")
+    so = owners[order]
+    cuts = np.flatnonzero(np.r_[True, so[1:] != so[:-1], True])
+    return [order[a:b].tolist() for a, b in zip(cuts[:-1], cuts[1:]) if b - a > 1]
+
+
 @dataclass(frozen=True)
 class SubResult:
     x: np.ndarray  # over all columns
@@ -259,14 +267,10 @@ def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | 
         for j, a in zip(Ac.indices[lo:hi].tolist(), coefs.tolist()):
             ct.SetCoefficient(x[j], a)
     owners = P.owner[cols]
-    order = np.argsort(owners, kind="stable")
-    so = owners[order]
-    bounds = np.flatnonzero(np.r_[True, so[1:] != so[:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        if b - a > 1:
-            ct = solver.RowConstraint(-inf, 1.0, "")
-            for j in order[a:b].tolist():
-                ct.SetCoefficient(x[j], 1.0)
+    for group in _xor_groups(owners):
+        ct = solver.RowConstraint(-inf, 1.0, "")
+        for j in group:
+            ct.SetCoefficient(x[j], 1.0)
     obj = solver.Objective()
     for j, v in enumerate(P.values[cols].tolist()):
         obj.SetCoefficient(x[j], v)
@@ -381,12 +385,8 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         icap = int(np.floor(c * scale + 1e-6))
         m.Add(cp_model.LinearExpr.WeightedSum([x[j] for j in Ac.indices[lo:hi].tolist()], ic.tolist()) <= icap)
     owners = P.owner[cols]
-    order = np.argsort(owners, kind="stable")
-    so = owners[order]
-    bnd = np.flatnonzero(np.r_[True, so[1:] != so[:-1], True])
-    for a, b in zip(bnd[:-1], bnd[1:]):
-        if b - a > 1:
-            m.AddAtMostOne([x[j] for j in order[a:b].tolist()])
+    for group in _xor_groups(owners):
+        m.AddAtMostOne([x[j] for j in group])
     vals = P.values[cols]
     if exact:
         vscale, ok = integer_scale(vals, 6, limit=2.0**53)

@@ -2,7 +2,8 @@
 
 CP-SAT needs integer coefficients. Each capacity row is scaled by the smallest power of ten
 (up to ``10**9``) that makes all its coefficients and its capacity integral; the objective
-likewise (up to ``10**6``). When no such power exists the row is rounded *conservatively*
+likewise (up to ``10**6``; values that do not scale exactly are rounded with the largest near
+``10**7``). When no such power exists the row is rounded *conservatively*
 (demands up, capacity down), so every answer stays feasible but optimality is no longer
 proven for the original problem: the result is then ``feasible`` with ``bound=None``. Values
 that cannot be scaled exactly are rounded to the nearest integer after scaling, and the
@@ -77,6 +78,12 @@ def build_cpsat(instance: Instance) -> tuple[Any, list[Any], dict[str, Any]]:
         model.AddAtMostOne([x[j] for j in cols.tolist()])
     values = instance.values
     vscale, vexact = integer_scale(values, 6, limit=2.0**53)
+    if not vexact:
+        # Rounded values: keep the largest near 1e7 (relative precision ~1e-7). Huge integer
+        # coefficients (1e6 x values) slow CP-SAT's search and bounds badly on GPU rounds.
+        vmax = float(np.abs(values).max()) if values.size else 1.0
+        if vmax > 0:
+            vscale = min(vscale, 10.0 ** np.floor(np.log10(1e7 / vmax)))
     ivals = np.round(values * vscale).astype(np.int64)
     model.Maximize(cp_model.LinearExpr.WeightedSum(x, ivals.tolist()))
     # Largest total rounding error of any solution's objective (at most one winner per bidder).
