@@ -481,20 +481,17 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
     if W >= B - 1e-9 * max(1.0, B):
         return AnytimeResult(best_x, W, B, True, tuple(log))
 
-    # initial working set: incumbent + best few columns of each owner by density
+    # initial working set: incumbent + the best three columns of each owner by density
     dens_order = los_order(P, 0.5, size)
     own = P.owner[dens_order]
-    first_k = np.zeros(P.n, dtype=bool)
-    seen = np.zeros(P.n_owners, dtype=np.int64)
-    # rank of each column within its owner, in density order
-    grp_order = np.lexsort((np.arange(P.n), own))
-    ranks = np.empty(P.n, dtype=np.int64)
+    grp_order = np.lexsort((np.arange(P.n), own))  # by owner, then density rank
     so = own[grp_order]
     starts = np.r_[0, np.flatnonzero(so[1:] != so[:-1]) + 1]
     lens = np.diff(np.r_[starts, so.size])
+    ranks = np.empty(P.n, dtype=np.int64)
     ranks[grp_order] = np.arange(P.n) - np.repeat(starts, lens)
+    first_k = np.zeros(P.n, dtype=bool)
     first_k[dens_order[ranks < 3]] = True
-    del seen
     init = np.union1d(np.flatnonzero(first_k), np.flatnonzero(best_x))
     if P.A.nnz <= full_lp_nnz:  # small enough: one LP over every column beats pricing rounds
         init = np.arange(P.n)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ...model import Instance
-from ..result import CAPACITY_TOL, Allocation, finish
+from ..result import Allocation, finish
 
 __all__ = ["solve_greedy", "greedy_order", "first_fit", "trivial_bound"]
 
@@ -56,47 +56,17 @@ def greedy_order(instance: Instance, alpha: float = 0.5, *, priority: np.ndarray
     return np.lexsort((-values, -key))
 
 
-def first_fit(instance: Instance, order: np.ndarray, *, start: np.ndarray | None = None,
-              blocked_bidders: np.ndarray | None = None) -> np.ndarray:
+def first_fit(instance: Instance, order: np.ndarray, *, start: np.ndarray | None = None) -> np.ndarray:
     """Accept bids in ``order`` while they fit; returns the 0/1 vector.
 
-    ``start`` is an already-accepted feasible 0/1 vector to extend (its bids stay accepted);
-    bidders flagged in ``blocked_bidders`` are skipped.
+    ``start`` is an already-accepted feasible 0/1 vector to extend (its bids stay accepted and
+    their bidders take no other bid). Bids with value 0 are never accepted. The scan is
+    :func:`gensolver.solvers.anytime.engine.first_fit_matrix` on the instance's matrices.
     """
-    csc = instance.capacity_matrix.tocsc()
-    indptr = csc.indptr.tolist()
-    indices = csc.indices.tolist()
-    data = csc.data.tolist()
-    residual = (instance.capacity + CAPACITY_TOL).tolist()
-    owner = instance.bidder_of_bid.tolist()
-    won = [False] * instance.n_bidders
-    if blocked_bidders is not None:
-        for i in np.flatnonzero(blocked_bidders).tolist():
-            won[i] = True
-    x = np.zeros(instance.n_bids)
-    if start is not None:
-        for j in np.flatnonzero(start > 0.5).tolist():
-            x[j] = 1.0
-            won[owner[j]] = True
-            for k in range(indptr[j], indptr[j + 1]):
-                residual[indices[k]] -= data[k]
-    values = instance.values.tolist()
-    for j in order.tolist():
-        if won[owner[j]] or x[j] or values[j] <= 0:
-            continue
-        lo, hi = indptr[j], indptr[j + 1]
-        fits = True
-        for k in range(lo, hi):
-            if data[k] > residual[indices[k]]:
-                fits = False
-                break
-        if not fits:
-            continue
-        for k in range(lo, hi):
-            residual[indices[k]] -= data[k]
-        won[owner[j]] = True
-        x[j] = 1.0
-    return x
+    from ..anytime.engine import first_fit_matrix
+    from ..anytime.problem import from_instance
+
+    return first_fit_matrix(from_instance(instance), np.asarray(order, dtype=np.int64), start=start)
 
 
 def trivial_bound(instance: Instance) -> float:
@@ -104,15 +74,10 @@ def trivial_bound(instance: Instance) -> float:
 
     A bid is winnable when it alone fits the capacities.
     """
-    mat = instance.capacity_matrix
-    over = mat.tocsc().copy()
-    cap = instance.capacity
-    over.data = over.data - cap[over.indices] > CAPACITY_TOL
-    too_big = np.asarray(over.sum(axis=0)).ravel() > 0
-    vals = np.where(too_big, 0.0, instance.values)
-    best = np.zeros(instance.n_bidders)
-    np.maximum.at(best, instance.bidder_of_bid, vals)
-    return float(best.sum())
+    from ..anytime.engine import trivial_bound_matrix
+    from ..anytime.problem import from_instance
+
+    return trivial_bound_matrix(from_instance(instance))
 
 
 def solve_greedy(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
