@@ -7,13 +7,12 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
 from ..model import Bid, Instance
-from ..solvers import Allocation, Status, get_method, solve
+from ..solvers import Allocation, Status, solve
 from .outcome import Outcome
 
 __all__ = [
     "HINT_METHODS",
     "check_options",
-    "pivot_solver",
     "solve_wdp",
     "winning_bids",
     "apply_budgets",
@@ -42,20 +41,6 @@ def check_options(options: Mapping[str, Any] | None, allowed: Mapping[str, Any],
         )
     opts.update(options)
     return opts
-
-
-def pivot_solver(solver: str | Callable[..., Any], instance: Instance | None = None) -> str | Callable[..., Any]:
-    """Resolve the solver used for the main solve and the pivots.
-
-    ``"auto"`` stays the anytime method (:mod:`gensolver.solvers.auto`): without a time limit
-    it proves optimality (LP bound, reduced-cost fixing, exact restricted MIPs); with one it
-    is never worse than the greedy and always reports a valid bound, which the payment
-    intervals use. VCG additionally takes a fast path for ``"auto"`` that reuses the main
-    solve's LP duals for every pivot (:func:`gensolver.solvers.anytime.engine.pivot_solve`).
-    Other names pass through unchanged.
-    """
-    del instance
-    return solver
 
 
 def solve_wdp(

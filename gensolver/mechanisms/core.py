@@ -57,7 +57,7 @@ from scipy.optimize import linprog, minimize
 from ..model import Bid, Instance
 from ..model.validate import _mark
 from ..solvers import Status
-from .common import check_options, make_outcome, pivot_solver, solve_wdp, winning_bids
+from .common import check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 from .vcg import vcg
 
@@ -176,14 +176,13 @@ def core(
     p = vcg_p.copy()
     exact = base.exact
     certified = False
-    psolver = pivot_solver(solver, instance)
     iterations = 0
     coalitions: list[list[str]] = []
     while winners and iterations < int(opts["max_iterations"]):
         iterations += 1
         pay = dict(zip(winners, p.tolist()))
         z, z_bound, coalition, value, optimal = separate(
-            instance, won, pay, solver=psolver, time_limit=time_limit, threads=opts["threads"])
+            instance, won, pay, solver=solver, time_limit=time_limit, threads=opts["threads"])
         revenue = float(p.sum())
         if z_bound <= revenue + tol:
             certified = True

@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 
 from ..model import Instance
 from ..solvers import Status
-from .common import check_options, make_outcome, pivot_solver, solve_wdp, winning_bids
+from .common import check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 
 __all__ = ["pay_as_bid"]
@@ -55,8 +55,8 @@ def pay_as_bid(
     ----------
     instance : Instance
     solver : str or callable, keyword-only
-        Winner determination method (``"auto"``: an exact backend, see
-        :func:`gensolver.mechanisms.common.pivot_solver`).
+        Winner determination method (:func:`gensolver.solve`; ``"auto"`` is the anytime
+        method, exact without a time limit).
     time_limit : float, optional
         Seconds for the solve.
     executor : Executor, optional
@@ -65,7 +65,7 @@ def pay_as_bid(
         ``threads``: solver threads.
     """
     opts = check_options(options, _DEFAULTS, "pay-as-bid")
-    alloc = solve_wdp(instance, solver=pivot_solver(solver, instance), time_limit=time_limit, threads=opts["threads"])
+    alloc = solve_wdp(instance, solver=solver, time_limit=time_limit, threads=opts["threads"])
     payments = {b: bid.value for b, bid in winning_bids(instance, alloc).items()}
     exact = alloc.status is Status.OPTIMAL
     msg = "" if exact else "allocation not proven optimal; payments are the bids of the returned allocation"

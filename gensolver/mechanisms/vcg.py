@@ -63,7 +63,7 @@ from ..model.validate import _mark
 
 from ..solvers import Status
 from ..solvers.approximation.greedy import trivial_bound
-from .common import check_options, make_outcome, pivot_solver, solve_wdp, winning_bids
+from .common import check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 
 __all__ = ["vcg", "pivot_welfare"]
@@ -159,9 +159,9 @@ def vcg(
     instance : Instance
         Reported bids.
     solver : str or callable, keyword-only
-        Winner determination method (:func:`gensolver.solve`). ``"auto"`` picks an exact
-        backend for the instance (:func:`gensolver.mechanisms.common.pivot_solver`: CP-SAT
-        when the values scale to integers exactly, else SCIP / HiGHS / CBC).
+        Winner determination method (:func:`gensolver.solve`) for the main solve and the
+        pivots. ``"auto"`` (the anytime method) proves optimality without a time limit, is never
+        worse than the greedy with one, and enables the LP-dual fast path for the pivots.
     time_limit : float, optional
         Seconds for *each* solve (the main one and every pivot).
     executor : concurrent.futures.Executor, optional
@@ -182,8 +182,7 @@ def vcg(
     opts = check_options(options, _DEFAULTS, "vcg")
     threads = opts["threads"]
     t0 = time.perf_counter()
-    psolver = pivot_solver(solver, instance)
-    main = solve_wdp(instance, solver=psolver, time_limit=time_limit, threads=threads)
+    main = solve_wdp(instance, solver=solver, time_limit=time_limit, threads=threads)
     t_main = time.perf_counter() - t0
     main_ok = main.status is Status.OPTIMAL
     main_bound = main.bound if main.bound is not None else trivial_bound(instance)
@@ -195,19 +194,19 @@ def vcg(
         jobs[bidder] = (instance.without_bidder(bidder), hint)
     t1 = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
-    fast = (psolver == "auto" and opts["warm_start"] and main_ok and bool(won)
+    fast = (solver == "auto" and opts["warm_start"] and main_ok and bool(won)
             and (executor is None or isinstance(executor, ThreadPoolExecutor)))
     if fast:
         results = _fast_pivots(instance, main, won, time_limit=time_limit, threads=threads, executor=executor)
     elif executor is None:
         for bidder, (inst_i, hint) in jobs.items():
-            results[bidder] = pivot_welfare(inst_i, solver=psolver, time_limit=time_limit, threads=threads, hint=hint)
+            results[bidder] = pivot_welfare(inst_i, solver=solver, time_limit=time_limit, threads=threads, hint=hint)
     else:
         plain = not isinstance(executor, ThreadPoolExecutor)
         futures = {
             bidder: executor.submit(
                 pivot_welfare, inst_i.to_dict() if plain else inst_i,
-                solver=psolver, time_limit=time_limit, threads=threads, hint=hint,
+                solver=solver, time_limit=time_limit, threads=threads, hint=hint,
             )
             for bidder, (inst_i, hint) in jobs.items()
         }
@@ -260,7 +259,6 @@ def vcg(
         message = f"pivot re-solves not proven optimal for {len(notes)} bidder(s); payment_bounds certify the exact payments"
     details = {
         "solver": getattr(solver, "__name__", solver),
-        "pivot_solver": getattr(psolver, "__name__", psolver),
         "warm_start": bool(opts["warm_start"]),
         "executor": type(executor).__name__ if executor is not None else None,
         "seconds": {"main": t_main, "pivots": t_pivots, "total": time.perf_counter() - t0},

@@ -211,9 +211,7 @@ def best_response_dynamics(
             break
         seen.add(key)
     _, welfare = game.play(profile)
-    from ..mechanisms.common import pivot_solver
-
-    opt = solve_wdp(instance, solver=pivot_solver(mechanism_kwargs.get("solver", "auto"), instance),
+    opt = solve_wdp(instance, solver=mechanism_kwargs.get("solver", "auto"),
                     time_limit=mechanism_kwargs.get("time_limit")).welfare
     if welfare > 0:
         poa = opt / welfare
