@@ -51,6 +51,7 @@ Yokoo, Sakurai & Matsubara, "The effect of false-name bids in combinatorial auct
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -113,7 +114,7 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
     fit) give the incumbent; reduced-cost fixing then leaves a small exact restricted MIP, or
     nothing at all when the incumbent meets the bound.
     """
-    from ..solvers.anytime.engine import lp_state, pivot_solve
+    from ..solvers.anytime.engine import SolutionPool, lp_state, pivot_solve
     from ..solvers.anytime.problem import from_instance
 
     P = from_instance(instance)
@@ -132,16 +133,27 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
         x_star[index[w]] = 1.0
     owner_of = {name: i for i, name in enumerate(instance.bidder_ids)}
     upper = float(main.bound if main.bound is not None else main.welfare)
+    pool = SolutionPool(P, x_star)
+    own_pool = None
+    if executor is None and len(won) > 1 and (os.cpu_count() or 1) > 1:
+        # the pivots are independent: one solver thread each, as many at once as CPUs
+        own_pool = executor = ThreadPoolExecutor(min(len(won), os.cpu_count() or 1))
+        threads = threads or 1
 
     def one(bidder: str) -> dict[str, Any]:
-        r = pivot_solve(P, owner_of[bidder], x_star, lp, upper=upper, time_limit=time_limit, threads=threads)
+        r = pivot_solve(P, owner_of[bidder], x_star, lp, upper=upper, time_limit=time_limit, threads=threads,
+                        pool=pool)
         return {"status": Status.OPTIMAL.value if r.exact else Status.FEASIBLE.value, "welfare": r.welfare,
                 "bound": r.bound, "winners": [], "seconds": r.seconds, "message": r.method}
 
     if executor is None:
         return {b: one(b) for b in won}
-    futures = {b: executor.submit(one, b) for b in won}
-    return {b: f.result() for b, f in futures.items()}
+    try:
+        futures = {b: executor.submit(one, b) for b in won}
+        return {b: f.result() for b, f in futures.items()}
+    finally:
+        if own_pool is not None:
+            own_pool.shutdown()
 
 
 def vcg(
@@ -165,7 +177,10 @@ def vcg(
     time_limit : float, optional
         Seconds for *each* solve (the main one and every pivot).
     executor : concurrent.futures.Executor, optional
-        Runs the pivot re-solves in parallel (threads or processes); serial when ``None``.
+        Runs the pivot re-solves in parallel (threads or processes). ``None``: the ``"auto"``
+        fast path runs them on a private thread pool, one per CPU with one solver thread each
+        (pivots share a pool of solutions: one found without bidder ``k`` that gives bidder
+        ``i`` nothing is a warm start for ``i``'s pivot); other solvers run them serially.
     options : mapping, optional
         ``warm_start`` (bool, default True): hint each pivot with the main winners minus the
         bidder's bid; with ``solver="auto"`` (and no process pool) the pivots also reuse the
@@ -188,14 +203,15 @@ def vcg(
     main_bound = main.bound if main.bound is not None else trivial_bound(instance)
     won = winning_bids(instance, main)
 
-    jobs: dict[str, tuple[Any, list[str] | None]] = {}
-    for bidder, bid in won.items():
-        hint = [w for w in main.winners if w != bid.id] if opts["warm_start"] else None
-        jobs[bidder] = (instance.without_bidder(bidder), hint)
-    t1 = time.perf_counter()
-    results: dict[str, dict[str, Any]] = {}
     fast = (solver == "auto" and opts["warm_start"] and main_ok and bool(won)
             and (executor is None or isinstance(executor, ThreadPoolExecutor)))
+    jobs: dict[str, tuple[Any, list[str] | None]] = {}
+    if not fast:  # the fast path needs no per-pivot instances
+        for bidder, bid in won.items():
+            hint = [w for w in main.winners if w != bid.id] if opts["warm_start"] else None
+            jobs[bidder] = (instance.without_bidder(bidder), hint)
+    t1 = time.perf_counter()
+    results: dict[str, dict[str, Any]] = {}
     if fast:
         results = _fast_pivots(instance, main, won, time_limit=time_limit, threads=threads, executor=executor)
     elif executor is None:
@@ -232,7 +248,7 @@ def vcg(
         res = results[bidder]
         ok = res["status"] in (Status.OPTIMAL.value, Status.FEASIBLE.value)
         inc = max(res["welfare"] if ok else 0.0, others)
-        bnd = res["bound"] if (ok and res["bound"] is not None) else trivial_bound(jobs[bidder][0])
+        bnd = res["bound"] if (ok and res["bound"] is not None) else trivial_bound(jobs[bidder][0] if bidder in jobs else instance.without_bidder(bidder))
         bnd = min(bnd, main_bound)
         exact_i = res["status"] == Status.OPTIMAL.value
         if exact_i:

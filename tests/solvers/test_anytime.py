@@ -32,20 +32,24 @@ def _full_lp(inst) -> float:
 
 
 @settings(max_examples=40, deadline=None)
-@given(instances(max_slots=3, max_bidders=4, max_bids_per_bidder=2))
-def test_vcg_pivots_equal_brute_force(inst):
-    """Each pivot's welfare without one winner equals brute force on the reduced instance."""
+@given(instances(max_slots=3, max_bidders=4, max_bids_per_bidder=2), st.booleans())
+def test_vcg_pivots_equal_brute_force(inst, shared_pool):
+    """Each pivot's welfare without one winner equals brute force on the reduced instance,
+    also when the pivots share a solution pool (each pivot adds its answer to it)."""
+    from gensolver.solvers.anytime.engine import SolutionPool
+
     opt, winners = brute_force(inst)
     P = from_instance(inst)
     x = np.zeros(P.n)
     for w in winners:
         x[inst.bid_index[w]] = 1.0
     lp = lp_state(P)
+    pool = SolutionPool(P, x) if shared_pool else None
     for i, name in enumerate(inst.bidder_ids):
         if not any(inst.bids[inst.bid_index[w]].bidder == name for w in winners):
             continue
         expected, _ = brute_force(inst.without_bidder(name))
-        res = pivot_solve(P, i, x, lp, upper=opt)
+        res = pivot_solve(P, i, x, lp, upper=opt, pool=pool)
         assert res.exact
         assert res.welfare == pytest.approx(expected, rel=1e-9, abs=1e-9)
         assert res.bound >= expected - 1e-9
@@ -180,3 +184,28 @@ def test_chunked_first_fit_on_a_large_round_equals_sequential():
     assert P.n > 1000
     x = first_fit_matrix(P, order)
     assert np.flatnonzero(x > 0.5).tolist() == _naive_first_fit(inst, order.tolist())
+
+
+def test_solution_pool_offers_only_solutions_without_the_owner():
+    """best_without never returns a solution that gives the excluded owner a column."""
+    from gensolver.solvers.anytime.engine import SolutionPool
+
+    from gensolver.instances.gpu import gpu_round
+
+    inst = gpu_round(n_gpus=2, steps=4, n_tasks=6, seed=5).expand()
+    P = from_instance(inst)
+    rng = np.random.default_rng(0)
+    from gensolver.solvers.anytime.engine import first_fit_matrix
+
+    sols = [first_fit_matrix(P, rng.permutation(P.n)) for _ in range(10)]
+    pool = SolutionPool(P, sols[0], size=5)
+    for x in sols[1:]:
+        pool.add(x)
+    for owner in range(P.n_owners):
+        best = pool.best_without(owner, P.values)
+        allowed = [x for x in sols if not np.any(x[P.owner == owner] > 0.5)]
+        if best is None:
+            # the pool keeps the 5 best only; nothing kept may be free of this owner
+            continue
+        assert not np.any(best[P.owner == owner] > 0.5)
+        assert any(np.array_equal(best, x) for x in allowed)

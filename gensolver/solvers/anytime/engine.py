@@ -53,7 +53,7 @@ from ..result import CAPACITY_TOL
 from .problem import MatrixProblem
 
 __all__ = ["AnytimeResult", "anytime_solve", "first_fit_matrix", "lagrangian_bound", "column_generation", "LpState",
-           "PivotResult", "pivot_solve", "lp_state"]
+           "PivotResult", "pivot_solve", "lp_state", "SolutionPool"]
 
 
 # ----------------------------------------------------------------------------- greedy
@@ -409,6 +409,76 @@ def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | 
     return SubResult(full, optimal, bound, time.perf_counter() - t0)
 
 
+def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
+                           threads: int | None = None, cap: np.ndarray | None = None,
+                           fixed: np.ndarray | None = None) -> SubResult:
+    """Exact MIP over the columns ``cols`` with HiGHS (``highspy``), built from arrays in one call.
+
+    Same contract as :func:`solve_restricted`: original (floating-point) data, so its
+    optimality and bound are proofs; ``cap``/``fixed`` give the LNS form.
+    """
+    import highspy
+
+    t0 = time.perf_counter()
+    cap_v = P.cap if cap is None else cap
+    cols = np.asarray(cols, dtype=np.int64)
+    Ac = P.A[:, cols].tocsr()
+    can_bind = np.flatnonzero(np.asarray(Ac.sum(axis=1)).ravel() > cap_v + CAPACITY_TOL)
+    owners = P.owner[cols]
+    groups = _xor_groups(owners)
+    gi = np.repeat(np.arange(len(groups)), [len(g) for g in groups]) if groups else np.zeros(0, np.int64)
+    gj = np.fromiter((j for g in groups for j in g), dtype=np.int64, count=int(gi.size))
+    Xg = sp.csr_matrix((np.ones(gi.size), (gi, gj)), shape=(len(groups), cols.size))
+    M = sp.vstack([Ac[can_bind], Xg], format="csc")
+    M.sort_indices()
+    n_rows = M.shape[0]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("mip_rel_gap", 1e-9)
+    h.setOptionValue("mip_abs_gap", 1e-9)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", max(1e-3, float(time_limit)))
+    if threads:
+        h.setOptionValue("threads", int(threads))
+    lp = highspy.HighsLp()
+    lp.num_col_ = int(cols.size)
+    lp.num_row_ = int(n_rows)
+    lp.col_cost_ = P.values[cols].astype(np.float64)
+    lp.col_lower_ = np.zeros(cols.size)
+    lp.col_upper_ = np.ones(cols.size)
+    lp.row_lower_ = np.full(n_rows, -highspy.kHighsInf)
+    lp.row_upper_ = np.concatenate([np.maximum(cap_v[can_bind], 0.0), np.ones(len(groups))]).astype(np.float64)
+    lp.sense_ = highspy.ObjSense.kMaximize
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = M.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = M.indices.astype(np.int32)
+    lp.a_matrix_.value_ = M.data.astype(np.float64)
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * int(cols.size)
+    h.passModel(lp)
+    if hint is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = (hint[cols] > 0.5).astype(np.float64).tolist()
+        sol.value_valid = True
+        h.setSolution(sol)
+    h.run()
+    status = h.getModelStatus()
+    full = np.zeros(P.n) if fixed is None else (fixed > 0.5).astype(np.float64)
+    info = h.getInfo()
+    optimal = status == highspy.HighsModelStatus.kOptimal
+    bound = None
+    if info.primal_solution_status == 2:  # a feasible point is available
+        xs = np.asarray(h.getSolution().col_value) > 0.5
+        full[cols[xs]] = 1.0
+        bound = float(info.mip_dual_bound)
+        if not np.isfinite(bound):
+            bound = None
+        elif fixed is not None:
+            bound += float(P.values @ full) - float(P.values[cols] @ xs)
+    else:
+        optimal = False
+    return SubResult(full, optimal, bound, time.perf_counter() - t0)
+
+
 def row_neighbourhood(P: MatrixProblem, Acsr: sp.csr_matrix, x: np.ndarray, rng: np.random.Generator,
                       free_target: int, max_cols: int, score: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """An LNS neighbourhood grown from a random row: ``(cols, residual_cap, fixed_x)``.
@@ -465,7 +535,8 @@ def row_neighbourhood(P: MatrixProblem, Acsr: sp.csr_matrix, x: np.ndarray, rng:
 def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
                            threads: int | None = None, cap: np.ndarray | None = None,
                            fixed: np.ndarray | None = None, seed: int = 0,
-                           exact: bool = False, round_values: bool = False) -> SubResult | None:
+                           exact: bool = False, round_values: bool = False,
+                           objective_ub: float | None = None) -> SubResult | None:
     """The restricted MIP with CP-SAT.
 
     Heuristic mode (default, for LNS): capacities scaled to integers (conservatively when not
@@ -476,6 +547,8 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     Values that do not are rejected (``None``) unless ``round_values``: they are then rounded
     with the largest near ``1e7`` and the bound is widened by the largest total rounding error
     (half a unit per possible winner), so it stays valid, but optimality is not claimed.
+    ``objective_ub``: a *proven* upper bound on the restricted optimum (including fixed
+    columns), added as a constraint so the search stops as soon as a solution reaches it.
     """
     from ortools.sat.python import cp_model
 
@@ -516,7 +589,14 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     else:
         vmax = float(vals.max()) if vals.size else 1.0
         vscale = 1e6 / vmax if vmax > 0 else 1.0
-    m.Maximize(cp_model.LinearExpr.WeightedSum(x, np.round(vals * vscale).astype(np.int64).tolist()))
+    ivals = np.round(vals * vscale).astype(np.int64)
+    objective = cp_model.LinearExpr.WeightedSum(x, ivals.tolist())
+    if objective_ub is not None and np.isfinite(objective_ub):
+        ub = objective_ub - (0.0 if fixed is None else float(P.values @ (fixed > 0.5)))
+        # sum(round(v s) x) <= s * v.x + (rounding error), which is <= s * ub + error
+        err = 0.0 if values_exact else 0.5 * float(np.unique(owners).size)
+        m.Add(objective <= int(np.floor(ub * vscale + err + 1e-6 * max(1.0, abs(ub * vscale)))))
+    m.Maximize(objective)
     if hint is not None:
         for var, h in zip(x, (hint[cols] > 0.5).tolist()):
             m.AddHint(var, int(h))
@@ -541,7 +621,7 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
 
 
 def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
-                           threads: int | None = None, seed: int = 0) -> SubResult:
+                           threads: int | None = None, seed: int = 0, objective_ub: float | None = None) -> SubResult:
     """Exact restricted MIP: CP-SAT when the capacities scale to integers exactly, else SCIP.
 
     Values that do not scale exactly: with a time limit CP-SAT still runs, on values rounded
@@ -551,7 +631,7 @@ def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     res = None
     try:
         res = solve_restricted_cpsat(P, cols, time_limit=time_limit, hint=hint, threads=threads, seed=seed, exact=True,
-                                     round_values=time_limit is not None)
+                                     round_values=time_limit is not None, objective_ub=objective_ub)
     except ImportError:  # pragma: no cover - OR-Tools missing is handled by the caller
         res = None
     if res is not None:
@@ -651,8 +731,11 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
         if remaining is None or remaining > 0.2:
             W_sel = W
             cols = np.union1d(eligible, np.flatnonzero(best_x > 0.5))
-            # with a time limit, a share of it; the rest goes to LNS if this does not finish
-            share = None if remaining is None else exact_share * remaining
+            # with a time limit, a share of it; the rest goes to LNS if this does not finish.
+            # When fixing removed (almost) nothing, the restricted MIP is the whole problem and
+            # LNS would only repeat the search the MIP solver does internally: all the time.
+            whole = cols.size >= 0.9 * P.n
+            share = None if remaining is None else (remaining if whole else exact_share * remaining)
             sub = solve_exact_restricted(P, cols, time_limit=share, hint=best_x, threads=threads, seed=seed)
             w = float(values @ sub.x)
             if w > W + 1e-12 and _feasible(P, sub.x):
@@ -734,12 +817,51 @@ def lp_state(P: MatrixProblem, *, time_limit: float | None = None) -> LpState:
     return column_generation(P, init_cols=init, deadline=deadline)
 
 
+class SolutionPool:
+    """Feasible 0/1 solutions shared by the pivots of one VCG run (thread-safe).
+
+    A solution found for the pivot without owner ``k`` that does not use owner ``i`` is
+    feasible for the pivot without ``i`` too, so every pivot starts from the best pooled
+    solution it may use.
+    """
+
+    def __init__(self, P: MatrixProblem, first: np.ndarray, size: int = 64) -> None:
+        import threading
+
+        self.P, self.size = P, size
+        self._lock = threading.Lock()
+        self._sols: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self.add(first)
+
+    def add(self, x: np.ndarray) -> None:
+        """Keep ``x`` (0/1 over columns) if it is new; the ``size`` best are kept."""
+        w = float(self.P.values @ x)
+        owners = np.zeros(self.P.n_owners, dtype=bool)
+        owners[self.P.owner[x > 0.5]] = True
+        with self._lock:
+            if any(abs(w - w2) <= 1e-12 and np.array_equal(x, x2) for w2, x2, _ in self._sols):
+                return
+            self._sols.append((w, x.copy(), owners))
+            self._sols.sort(key=lambda t: -t[0])
+            del self._sols[self.size:]
+
+    def best_without(self, owner: int, values: np.ndarray) -> np.ndarray | None:
+        """The pooled solution of highest ``values`` that gives ``owner`` nothing."""
+        with self._lock:
+            cands = [x for _, x, used in self._sols if not used[owner]]
+        if not cands:
+            return None
+        return max(cands, key=lambda x: float(values @ x))
+
+
 def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState | Callable[[], LpState]", *, upper: float,
                 time_limit: float | None = None, threads: int | None = None, max_restricted: int = 20_000,
-                seed: int = 0) -> PivotResult:
+                seed: int = 0, pool: SolutionPool | None = None) -> PivotResult:
     """``max welfare`` with every column of ``owner`` removed, warm-started from ``x_star``.
 
-    1. Incumbent: ``x_star`` without the owner's column, extended first-fit (LOS order).
+    1. Incumbent: ``x_star`` without the owner's column, extended first-fit (LOS order); with
+       a ``pool``, also the best pooled solution without the owner, extended likewise (the
+       pivot's own answer is added to the pool for the others).
     2. Bounds without solving anything: each other owner's best column alone (trivial), and
        — computed once for all pivots, only when needed — the main LP's duals ``(y, u)`` stay dual feasible when
        columns are removed, so ``cap.y + sum_{k != owner} u_k + sum_{j not of owner}
@@ -753,8 +875,14 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState |
     vals = np.where(mine, 0.0, P.values)
     Pi = MatrixProblem(vals, P.A, P.cap, P.owner, P.n_owners, P.column_id)
     start = np.where(mine, 0.0, x_star)
-    x = first_fit_matrix(Pi, los_order(Pi, 0.5, Pi.normalised_size()), start=start)
+    order = los_order(Pi, 0.5, Pi.normalised_size())
+    x = first_fit_matrix(Pi, order, start=start)
     W = float(vals @ x)
+    pooled = pool.best_without(owner, vals) if pool is not None else None
+    if pooled is not None and float(vals @ pooled) > W:
+        x2 = first_fit_matrix(Pi, order, start=pooled)
+        if float(vals @ x2) > W:
+            x, W = x2, float(vals @ x2)
     # the cheapest bound first: each other owner's best winnable column
     trivial = trivial_bound_matrix(Pi)
     if W >= min(trivial, upper) - 1e-9 * max(1.0, abs(W)):
@@ -772,10 +900,13 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState |
     eligible = np.flatnonzero(rc >= -(B_dual - W) - 1e-9)
     if eligible.size <= max_restricted:
         cols = np.union1d(eligible, np.flatnonzero(x > 0.5))
-        sub = solve_exact_restricted(Pi, cols, time_limit=time_limit, hint=x, threads=threads, seed=seed)
+        sub = solve_exact_restricted(Pi, cols, time_limit=time_limit, hint=x, threads=threads, seed=seed,
+                                     objective_ub=B)
         w = float(vals @ sub.x)
         if w > W and _feasible(Pi, sub.x):
             W = w
+            if pool is not None:
+                pool.add(sub.x)
         if sub.optimal:
             return PivotResult(W, W, True, time.perf_counter() - t0, "reduced-cost-fixing")
         if sub.bound is not None:
