@@ -40,6 +40,7 @@ solutions", Math. Prog. 102, 2005 (RINS-style restricted MIPs).
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -54,6 +55,9 @@ from .problem import MatrixProblem
 
 __all__ = ["AnytimeResult", "anytime_solve", "first_fit_matrix", "lagrangian_bound", "column_generation", "LpState",
            "PivotResult", "pivot_solve", "lp_state", "SolutionPool"]
+
+
+_HIGHS_LOCK = threading.Lock()
 
 
 # ----------------------------------------------------------------------------- greedy
@@ -203,7 +207,7 @@ class _HighsMaster:
     """Restricted master kept in one ``highspy.Highs`` object; new columns are appended with
     ``addCols`` (no rebuild of the model) and the LP is re-solved by interior point."""
 
-    def __init__(self, P: MatrixProblem, cols: np.ndarray, threads: int | None = None) -> None:
+    def __init__(self, P: MatrixProblem, cols: np.ndarray) -> None:
         import highspy
 
         self._hs = highspy
@@ -217,8 +221,7 @@ class _HighsMaster:
         # (primal-dual column generation, Gondzio et al. 2013); any y >= 0 gives a valid bound
         h.setOptionValue("solver", "ipm")
         h.setOptionValue("run_crossover", "off")
-        if threads:
-            h.setOptionValue("threads", int(threads))
+        # no "threads" option: HiGHS fixes its thread pool at the first run in the process
         lp = highspy.HighsLp()
         lp.num_col_ = 0
         lp.num_row_ = R + P.n_owners
@@ -422,6 +425,9 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     t0 = time.perf_counter()
     cap_v = P.cap if cap is None else cap
     cols = np.asarray(cols, dtype=np.int64)
+    if cols.size == 0:  # nothing free: the fixed part is the answer
+        full = np.zeros(P.n) if fixed is None else (fixed > 0.5).astype(np.float64)
+        return SubResult(full, True, float(P.values @ full), time.perf_counter() - t0)
     Ac = P.A[:, cols].tocsr()
     can_bind = np.flatnonzero(np.asarray(Ac.sum(axis=1)).ravel() > cap_v + CAPACITY_TOL)
     owners = P.owner[cols]
@@ -438,8 +444,8 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     h.setOptionValue("mip_abs_gap", 1e-9)
     if time_limit is not None:
         h.setOptionValue("time_limit", max(1e-3, float(time_limit)))
-    if threads:
-        h.setOptionValue("threads", int(threads))
+    # ``threads`` is not passed on: HiGHS fixes its thread pool at the first run in the
+    # process and fails every later run that asks for a different size
     lp = highspy.HighsLp()
     lp.num_col_ = int(cols.size)
     lp.num_row_ = int(n_rows)
@@ -460,7 +466,8 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         sol.col_value = (hint[cols] > 0.5).astype(np.float64).tolist()
         sol.value_valid = True
         h.setSolution(sol)
-    h.run()
+    with _HIGHS_LOCK:  # HiGHS instances share one global scheduler: one MIP run at a time
+        h.run()
     status = h.getModelStatus()
     full = np.zeros(P.n) if fixed is None else (fixed > 0.5).astype(np.float64)
     info = h.getInfo()
@@ -622,11 +629,12 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
 
 def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
                            threads: int | None = None, seed: int = 0, objective_ub: float | None = None) -> SubResult:
-    """Exact restricted MIP: CP-SAT when the capacities scale to integers exactly, else SCIP.
+    """Exact restricted MIP: CP-SAT when the capacities scale to integers exactly, else HiGHS.
 
     Values that do not scale exactly: with a time limit CP-SAT still runs, on values rounded
     with a widened (valid) bound; it finds far better solutions than SCIP in the same time.
-    Without a time limit (a proof is wanted) SCIP solves the original values.
+    Without a time limit (a proof is wanted) HiGHS solves the original values (SCIP when
+    highspy is missing).
     """
     res = None
     try:
@@ -636,7 +644,10 @@ def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         res = None
     if res is not None:
         return res
-    return solve_restricted(P, cols, time_limit=time_limit, hint=hint, threads=threads)
+    try:  # floating-point data: HiGHS (several times faster than SCIP here), else SCIP
+        return solve_restricted_highs(P, cols, time_limit=time_limit, hint=hint, threads=threads)
+    except ImportError:  # pragma: no cover - highspy ships with the 'solvers' extra
+        return solve_restricted(P, cols, time_limit=time_limit, hint=hint, threads=threads)
 
 
 def _feasible(P: MatrixProblem, x: np.ndarray) -> bool:
@@ -752,6 +763,16 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
     free_target = max(4, n_win // 4)
     it = 0
     no_gain = 0
+    # independent neighbourhoods of the same incumbent solved side by side, one solver thread
+    # each, on all CPUs (``threads`` caps them); the best answer is kept
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    n_par = max(1, min(int(threads) if threads else (os.cpu_count() or 1), 8))
+    sub_threads = 1 if n_par > 1 else threads
+    lns_pool = ThreadPoolExecutor(n_par) if n_par > 1 and time_limit is not None else None
+    if lns_pool is None:
+        n_par = 1
     while not proven:
         remaining = left()
         if remaining is None:
@@ -771,13 +792,23 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
         if remaining < 0.1:
             break
         it += 1
-        cols, residual, fixed = row_neighbourhood(P, Acsr, best_x, rng, free_target, K, score)
         slice_s = min(remaining, max(0.5, min(3.0, remaining / 4)))
-        if sub_solver == "cpsat":
-            sub = solve_restricted_cpsat(P, cols, time_limit=slice_s, hint=best_x, threads=threads, cap=residual,
-                                         fixed=fixed, seed=seed + it)
+        hoods = [row_neighbourhood(P, Acsr, best_x, rng, free_target, K, score) for _ in range(n_par)]
+
+        def run(k: int, hood: tuple[np.ndarray, np.ndarray, np.ndarray], x_inc: np.ndarray = best_x) -> SubResult:
+            cols, residual, fixed = hood
+            if sub_solver == "cpsat":
+                return solve_restricted_cpsat(P, cols, time_limit=slice_s, hint=x_inc, threads=sub_threads,
+                                              cap=residual, fixed=fixed, seed=seed + n_par * it + k)
+            return solve_restricted(P, cols, time_limit=slice_s, hint=x_inc, threads=sub_threads, cap=residual,
+                                    fixed=fixed)
+
+        if lns_pool is None:
+            subs = [run(0, hoods[0])]
         else:
-            sub = solve_restricted(P, cols, time_limit=slice_s, hint=best_x, threads=threads, cap=residual, fixed=fixed)
+            subs = [f.result() for f in [lns_pool.submit(run, k, h) for k, h in enumerate(hoods)]]
+        best_k = max(range(len(subs)), key=lambda k: float(values @ subs[k].x))
+        sub = subs[best_k]
         w = float(values @ sub.x)
         gained = w > W + 1e-9 * max(1.0, W) and _feasible(P, sub.x)
         if gained:
@@ -786,14 +817,17 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
         else:
             no_gain += 1
         # adapt: solved fast to optimality -> bigger neighbourhoods; timed out -> smaller
-        if sub.optimal and not gained:
+        all_optimal = all(r.optimal for r in subs)
+        if all_optimal and not gained:
             free_target = min(free_target + max(1, free_target // 3), int(np.count_nonzero(best_x)) or 1)
-        elif not sub.optimal:
+        elif not all_optimal:
             free_target = max(3, int(free_target * 0.7))
         if it <= 50 or gained:
-            note("lns", iteration=it, columns=int(cols.size), free=free_target, optimal=sub.optimal, welfare=W,
-                 seconds=round(sub.seconds, 3))
+            note("lns", iteration=it, columns=int(hoods[best_k][0].size), free=free_target, optimal=all_optimal,
+                 welfare=W, seconds=round(max(r.seconds for r in subs), 3), parallel=len(subs))
         proven = W >= B - 1e-9 * max(1.0, B)
+    if lns_pool is not None:
+        lns_pool.shutdown()
     B = max(B, W)
     return AnytimeResult(best_x, W, B, bool(proven), tuple(log))
 
