@@ -352,6 +352,7 @@ class SubResult:
     optimal: bool
     bound: float | None
     seconds: float
+    rounded_optimal: bool = False  # CP-SAT solved the problem with rounded values to optimality
 
 
 def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
@@ -624,7 +625,8 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
             bound = float(solver.BestObjectiveBound()) / vscale + slack
             if fixed is not None:
                 bound += float(P.values @ full) - float(vals @ xs)
-    return SubResult(full, status == cp_model.OPTIMAL and values_exact, bound, time.perf_counter() - t0)
+    return SubResult(full, status == cp_model.OPTIMAL and values_exact, bound, time.perf_counter() - t0,
+                     status == cp_model.OPTIMAL)
 
 
 def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
@@ -642,6 +644,18 @@ def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
                                      round_values=time_limit is not None, objective_ub=objective_ub)
     except ImportError:  # pragma: no cover - OR-Tools missing is handled by the caller
         res = None
+    if res is not None and res.rounded_optimal and not res.optimal:
+        # CP-SAT solved the rounded problem; HiGHS, warm-started with that answer, proves
+        # optimality for the original values (usually at once) in the time left
+        left = None if time_limit is None else time_limit - res.seconds
+        if left is None or left > 0.05:
+            try:
+                h = solve_restricted_highs(P, cols, time_limit=left, hint=res.x, threads=threads)
+            except ImportError:  # pragma: no cover - highspy ships with the 'solvers' extra
+                return res
+            x = h.x if float(P.values @ h.x) > float(P.values @ res.x) else res.x
+            bounds = [b for b in (res.bound, h.bound) if b is not None]
+            return SubResult(x, h.optimal, min(bounds) if bounds else None, res.seconds + h.seconds)
     if res is not None:
         return res
     try:  # floating-point data: HiGHS (several times faster than SCIP here), else SCIP
