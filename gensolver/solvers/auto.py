@@ -53,7 +53,8 @@ def solve_auto(instance: Instance, *, time_limit: float | None = None, threads: 
 
     Options: ``lp_share`` (largest fraction of the budget for the LP bound, default 0.35),
     ``k0`` (largest restricted-MIP size in columns), ``full_lp_nnz`` (up to this many
-    non-zeros the LP is solved over all columns at once; above it, by column generation),
+    non-zeros the LP is solved over all columns at once, default 20,000; above it, by column
+    generation),
     ``sub_solver`` (``"cpsat"``, default, or ``"scip"`` for the LNS sub-MIPs),
     ``exact_share`` (fraction of the remaining time for the exact restricted MIP, 0.5).
     """

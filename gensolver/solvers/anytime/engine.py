@@ -588,6 +588,10 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     values_exact = True
     if exact:
         vscale, values_exact = integer_scale(vals, 6, limit=2.0**53)
+        vmax = float(np.abs(vals).max()) if vals.size else 0.0
+        if values_exact and round_values and vmax * vscale > 1e7:
+            # exact but huge coefficients slow CP-SAT down; under a time limit round instead
+            values_exact = False
         if not values_exact:
             if not round_values:
                 return None
@@ -684,7 +688,7 @@ class AnytimeResult:
 
 
 def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, threads: int | None = None,
-                  lp_share: float = 0.35, k0: int | None = None, full_lp_nnz: int = 400_000,
+                  lp_share: float = 0.35, k0: int | None = None, full_lp_nnz: int = 20_000,
                   sub_solver: str = "cpsat", exact_share: float = 0.5) -> AnytimeResult:
     """Run the four stages within ``time_limit`` seconds (``None``: until proven optimal)."""
     t0 = time.perf_counter()
@@ -702,12 +706,16 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
     size = P.normalised_size()
     best_x = np.zeros(P.n)
     W = 0.0
+    orderings = 0
     for alpha in (0.5, 1.0, 0.0):
         x = first_fit_matrix(P, los_order(P, alpha, size))
+        orderings += 1
         w = float(values @ x)
         if w > W:
             best_x, W = x, w
-    note("greedy", welfare=W)
+        if time_limit is not None and time.perf_counter() - t0 > 0.05 * time_limit:
+            break  # on huge rounds one ordering is all a short budget affords
+    note("greedy", welfare=W, orderings=orderings)
     B = trivial_bound_matrix(P)
     note("trivial-bound", bound=B)
     if W >= B - 1e-9 * max(1.0, B):
@@ -727,7 +735,8 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
     init = np.union1d(np.flatnonzero(first_k), np.flatnonzero(best_x))
     if P.A.nnz <= full_lp_nnz:  # small enough: one LP over every column beats pricing rounds
         init = np.arange(P.n)
-    lp_deadline = None if deadline is None else t0 + lp_share * time_limit
+    # the LP's share is of the time left after the greedy stage
+    lp_deadline = None if deadline is None else time.perf_counter() + lp_share * max(0.0, deadline - time.perf_counter())
     lp = column_generation(P, init_cols=init, deadline=lp_deadline, rel_tol=1e-4)
     B = min(B, lp.bound)
     note("lp-bound", bound=lp.bound, lp_value=lp.lp_value, converged=lp.converged, iterations=lp.iterations,
