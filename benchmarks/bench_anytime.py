@@ -132,13 +132,29 @@ RAW = {
 }
 
 
+def _peak_mb() -> float:
+    """This process's peak resident memory in MB.
+
+    ``VmHWM`` from ``/proc/self/status`` where it exists: ``ru_maxrss`` survives ``exec`` on
+    Linux, so in a spawned child it would report the *parent's* peak at fork time.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return float(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _compact_child(name: str, budget: float, q: Any) -> None:
     rnd = INSTANCES[name]()
     t0 = time.perf_counter()
     res = solve_round(rnd, time_limit=budget)
     secs = time.perf_counter() - t0
     build = res.seconds.build
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = _peak_mb()
     q.put({"welfare": res.welfare, "bound": res.bound, "gap": res.gap, "seconds": secs, "build": build,
            "peak_mb": peak_mb, "columns": res.details.get("columns")})
 
