@@ -220,10 +220,16 @@ def test_highs_restricted_mip_matches_brute_force_and_scip(inst, rnd):
 
     P = from_instance(inst)
     opt, _ = brute_force(inst)
-    full = solve_restricted_highs(P, np.arange(P.n), time_limit=None, hint=None)
-    assert full.optimal
-    assert float(P.values @ full.x) == pytest.approx(opt, rel=1e-9, abs=1e-9)
-    assert full.bound >= opt - 1e-7
+    from gensolver.solvers.anytime.engine import first_fit_matrix
+
+    order = np.arange(P.n)
+    rnd.shuffle(order)
+    start = first_fit_matrix(P, order)  # a feasible, usually suboptimal hint
+    for hint in (None, start):
+        full = solve_restricted_highs(P, np.arange(P.n), time_limit=None, hint=hint)
+        assert full.optimal
+        assert float(P.values @ full.x) == pytest.approx(opt, rel=1e-9, abs=1e-9)
+        assert full.bound >= opt - 1e-7
     # LNS form: fix one column that fits alone, free a random subset of the other owners
     fits = [j for j in range(P.n) if np.all(P.A[:, j].toarray().ravel() <= P.cap + 1e-9)]
     if not fits:
@@ -239,3 +245,26 @@ def test_highs_restricted_mip_matches_brute_force_and_scip(inst, rnd):
     assert float(P.values @ a.x) == pytest.approx(float(P.values @ b.x), rel=1e-9, abs=1e-9)
     assert a.x[j0] == 1.0
     assert np.all(P.A @ a.x <= P.cap + 1e-7)
+
+
+def test_highs_restricted_mip_does_not_return_the_start_as_optimal():
+    """Regression (found by the VCG regret property test): HiGHS 1.16, given a MIP start that
+    its presolve beats, reported "optimal" with the optimal value but handed the start back."""
+    from gensolver.model import SCHEMA, from_dict
+    from gensolver.solvers.anytime.engine import solve_restricted_highs
+
+    inst = from_dict({"schema": SCHEMA,
+                      "slots": [{"id": "s0", "capacity": {"units": 2}}, {"id": "s1", "capacity": {"units": 1}},
+                                {"id": "s2", "capacity": {"units": 1}}],
+                      "bids": [{"id": "b0_0", "bidder": "B0", "value": 67.0, "demand": {"s0": {"units": 1}}},
+                               {"id": "b0_1", "bidder": "B0", "value": 72.27039510598661,
+                                "demand": {"s1": {"units": 1}, "s2": {"units": 1}}},
+                               {"id": "b1_0", "bidder": "B1", "value": 74.0, "demand": {"s0": {"units": 2}, "s1": {"units": 1}}},
+                               {"id": "b1_1", "bidder": "B1", "value": 7.0, "demand": {"s0": {"units": 1}}},
+                               {"id": "b2_0", "bidder": "B2", "value": 1.0, "demand": {"s0": {"units": 1}}}]})
+    P = from_instance(inst)
+    opt, _ = brute_force(inst)
+    res = solve_restricted_highs(P, np.arange(P.n), time_limit=None, hint=np.array([1.0, 0.0, 0.0, 1.0, 0.0]))
+    assert res.optimal
+    assert float(P.values @ res.x) == pytest.approx(opt)
+    assert solve(inst, method="auto").welfare == pytest.approx(opt)

@@ -462,11 +462,9 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     lp.a_matrix_.value_ = M.data.astype(np.float64)
     lp.integrality_ = [highspy.HighsVarType.kInteger] * int(cols.size)
     h.passModel(lp)
-    if hint is not None:
-        sol = highspy.HighsSolution()
-        sol.col_value = (hint[cols] > 0.5).astype(np.float64).tolist()
-        sol.value_valid = True
-        h.setSolution(sol)
+    # ``hint`` is deliberately not passed on (``setSolution``): HiGHS 1.16 can report
+    # "optimal" with the optimal objective value yet hand back the user's start as the solution
+    # when presolve solves the model (found by the VCG regret property test)
     with _HIGHS_LOCK:  # HiGHS instances share one global scheduler: one MIP run at a time
         h.run()
     status = h.getModelStatus()
@@ -476,6 +474,9 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     bound = None
     if info.primal_solution_status == 2:  # a feasible point is available
         xs = np.asarray(h.getSolution().col_value) > 0.5
+        if abs(float(P.values[cols] @ xs) - float(info.objective_function_value)) > 1e-6 * max(
+                1.0, abs(float(info.objective_function_value))):
+            optimal = False  # the point handed back is not the one HiGHS's status describes
         full[cols[xs]] = 1.0
         bound = float(info.mip_dual_bound)
         if not np.isfinite(bound):
@@ -755,12 +756,14 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
         note("lns-skipped", reason="OR-Tools not installed")
         return AnytimeResult(best_x, W, B, W >= B - 1e-9 * max(1.0, B), tuple(log))
 
-    K = k0 or max(1000, 3 * (P.cap.size + P.n_owners))
+    K = k0 or max(1000, 3 * (P.cap.size + P.n_owners))  # LNS sub-MIP size
+    # up to a few thousand columns the MIP solver searches the whole problem better than LNS
+    K_exact = k0 or max(K, 3000)
     proven = W >= B - 1e-9 * max(1.0, B)
     # 4a. reduced-cost fixing: if few columns can beat the incumbent, one exact restricted MIP
     eligible = np.flatnonzero(lp.rc >= -(lp.dual_objective - W) - 1e-9)
     note("rc-fixing", eligible=int(eligible.size), columns=P.n)
-    if not proven and eligible.size <= K:
+    if not proven and eligible.size <= K_exact:
         remaining = left()
         if remaining is None or remaining > 0.2:
             W_sel = W
