@@ -566,6 +566,8 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     t0 = time.perf_counter()
     cap_v = P.cap if cap is None else cap
     cols = np.asarray(cols, dtype=np.int64)
+    if exact and not round_values and not integer_scale(P.values[cols], 6, limit=2.0**53)[1]:
+        return None  # decided before building anything: values must scale exactly
     m = cp_model.CpModel()
     x = [m.NewBoolVar("") for _ in range(cols.size)]
     Ac = P.A[:, cols].tocsr()
