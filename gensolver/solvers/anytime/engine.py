@@ -124,6 +124,44 @@ def first_fit_matrix(P: MatrixProblem, order: np.ndarray, *, start: np.ndarray |
     return x
 
 
+def upgrade_swaps(P: MatrixProblem, x: np.ndarray, *, max_passes: int = 3) -> np.ndarray:
+    """Local search: replace each winner's column by its owner's best column that fits.
+
+    For every winning column ``j`` (owner ``o``) the capacity ``j`` holds is released and the
+    most valuable column of ``o`` that fits what is then free replaces ``j`` when it is worth
+    more (a bigger memory level or an earlier start once a competitor is gone). Feasibility is
+    kept at every step; passes repeat until nothing improves (at most ``max_passes``).
+    """
+    x = (x > 0.5).astype(np.float64)
+    A = P.A
+    residual = P.cap + CAPACITY_TOL - A @ x
+    by_owner = np.argsort(P.owner, kind="stable")
+    starts = np.searchsorted(P.owner[by_owner], np.arange(P.n_owners + 1))
+    for _ in range(max_passes):
+        improved = False
+        for j in np.flatnonzero(x).tolist():
+            o = int(P.owner[j])
+            own = by_owner[starts[o]:starts[o + 1]]
+            better = own[P.values[own] > P.values[j] + 1e-12]
+            if better.size == 0:
+                continue
+            lo, hi = A.indptr[j], A.indptr[j + 1]
+            free = residual.copy()
+            free[A.indices[lo:hi]] += A.data[lo:hi]
+            ok = better[_fit_mask(A, better, free)]
+            if ok.size == 0:
+                continue
+            k = int(ok[np.argmax(P.values[ok])])
+            x[j], x[k] = 0.0, 1.0
+            lo2, hi2 = A.indptr[k], A.indptr[k + 1]
+            free[A.indices[lo2:hi2]] -= A.data[lo2:hi2]
+            residual = free
+            improved = True
+        if not improved:
+            break
+    return x
+
+
 def los_order(P: MatrixProblem, alpha: float, size: np.ndarray) -> np.ndarray:
     """Columns by descending ``value / size**alpha`` (ties: value, then index)."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -207,7 +245,7 @@ class _HighsMaster:
     """Restricted master kept in one ``highspy.Highs`` object; new columns are appended with
     ``addCols`` (no rebuild of the model) and the LP is re-solved by interior point."""
 
-    def __init__(self, P: MatrixProblem, cols: np.ndarray) -> None:
+    def __init__(self, P: MatrixProblem, cols: np.ndarray, vertex_duals: bool = False) -> None:
         import highspy
 
         self._hs = highspy
@@ -220,7 +258,9 @@ class _HighsMaster:
         # faster than simplex re-optimisation, and its central duals price better columns
         # (primal-dual column generation, Gondzio et al. 2013); any y >= 0 gives a valid bound
         h.setOptionValue("solver", "ipm")
-        h.setOptionValue("run_crossover", "off")
+        # crossover on request: vertex duals give an exact dual objective (VCG pivots compare
+        # it with incumbents to the last digit); interior duals lose ~1e-5 in sum(max(rc, 0))
+        h.setOptionValue("run_crossover", "on" if vertex_duals else "off")
         # no "threads" option: HiGHS fixes its thread pool at the first run in the process
         lp = highspy.HighsLp()
         lp.num_col_ = 0
@@ -264,15 +304,16 @@ class _HighsMaster:
                 np.asarray(sol.row_dual, dtype=np.float64))
 
 
-def _new_master(P: MatrixProblem, cols: np.ndarray) -> "_HighsMaster | _ScipyMaster":
+def _new_master(P: MatrixProblem, cols: np.ndarray, vertex_duals: bool = False) -> "_HighsMaster | _ScipyMaster":
     try:
-        return _HighsMaster(P, cols)
+        return _HighsMaster(P, cols, vertex_duals)
     except ImportError:  # pragma: no cover - highspy ships with the 'solvers' extra
         return _ScipyMaster(P, cols)
 
 
 def column_generation(P: MatrixProblem, *, init_cols: np.ndarray, deadline: float | None,
-                      max_iterations: int = 500, per_owner: int = 3, rel_tol: float = 0.0) -> LpState:
+                      max_iterations: int = 500, per_owner: int = 3, rel_tol: float = 0.0,
+                      vertex_duals: bool = False) -> LpState:
     """Column generation for the LP relaxation (see module docstring).
 
     The restricted master stays in one HiGHS object (:class:`_HighsMaster`) and is
@@ -284,7 +325,7 @@ def column_generation(P: MatrixProblem, *, init_cols: np.ndarray, deadline: floa
     """
     t0 = time.perf_counter()
     R = P.cap.size
-    master = _new_master(P, np.unique(init_cols))
+    master = _new_master(P, np.unique(init_cols), vertex_duals)
     master_cols = master.cols
     best_bound = np.inf
     y = np.zeros(R)
@@ -876,7 +917,7 @@ def lp_state(P: MatrixProblem, *, time_limit: float | None = None) -> LpState:
     """The LP relaxation of ``P`` (all columns when small, column generation otherwise)."""
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     init = np.arange(P.n) if P.A.nnz <= 400_000 else np.flatnonzero(P.values > 0)[: 20 * P.n_owners]
-    return column_generation(P, init_cols=init, deadline=deadline)
+    return column_generation(P, init_cols=init, deadline=deadline, vertex_duals=True)
 
 
 class SolutionPool:
@@ -945,6 +986,11 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState |
         x2 = first_fit_matrix(Pi, order, start=pooled)
         if float(vals @ x2) > W:
             x, W = x2, float(vals @ x2)
+    # cheap local search before any bound is consulted: with a bidder gone, the others'
+    # bundles can often grow; the main duals' bound is frequently met right after
+    x2 = first_fit_matrix(Pi, order, start=upgrade_swaps(Pi, x))
+    if float(vals @ x2) > W + 1e-12:
+        x, W = x2, float(vals @ x2)
     # the cheapest bound first: each other owner's best winnable column
     trivial = trivial_bound_matrix(Pi)
     if W >= min(trivial, upper) - 1e-9 * max(1.0, abs(W)):
