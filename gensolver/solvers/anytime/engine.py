@@ -964,7 +964,8 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState |
 
     1. Incumbent: ``x_star`` without the owner's column, extended first-fit (LOS order); with
        a ``pool``, also the best pooled solution without the owner, extended likewise (the
-       pivot's own answer is added to the pool for the others).
+       pivot's own answer is added to the pool for the others); when the trivial bound is not
+       met, improved by :func:`upgrade_swaps` and extended again.
     2. Bounds without solving anything: each other owner's best column alone (trivial), and
        — computed once for all pivots, only when needed — the main LP's duals ``(y, u)`` stay dual feasible when
        columns are removed, so ``cap.y + sum_{k != owner} u_k + sum_{j not of owner}
@@ -986,15 +987,17 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState |
         x2 = first_fit_matrix(Pi, order, start=pooled)
         if float(vals @ x2) > W:
             x, W = x2, float(vals @ x2)
-    # cheap local search before any bound is consulted: with a bidder gone, the others'
-    # bundles can often grow; the main duals' bound is frequently met right after
-    x2 = first_fit_matrix(Pi, order, start=upgrade_swaps(Pi, x))
-    if float(vals @ x2) > W + 1e-12:
-        x, W = x2, float(vals @ x2)
     # the cheapest bound first: each other owner's best winnable column
     trivial = trivial_bound_matrix(Pi)
     if W >= min(trivial, upper) - 1e-9 * max(1.0, abs(W)):
         return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
+    # cheap local search: with a bidder gone, the others' bundles can often grow; the main
+    # duals' bound is frequently met right after
+    x2 = first_fit_matrix(Pi, order, start=upgrade_swaps(Pi, x))
+    if float(vals @ x2) > W + 1e-12:
+        x, W = x2, float(vals @ x2)
+        if W >= min(trivial, upper) - 1e-9 * max(1.0, abs(W)):
+            return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
     if callable(lp):
         lp = lp()
     rc = np.where(mine, -np.inf, lp.rc)
