@@ -693,8 +693,8 @@ def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     except ImportError:  # pragma: no cover - OR-Tools missing is handled by the caller
         res = None
     if res is not None and res.rounded_optimal and not res.optimal:
-        # CP-SAT solved the rounded problem; HiGHS, warm-started with that answer, proves
-        # optimality for the original values (usually at once) in the time left
+        # CP-SAT solved the rounded problem; HiGHS proves (or improves on) it for the original
+        # values in the time left (its hint is not used, see solve_restricted_highs)
         left = None if time_limit is None else time_limit - res.seconds
         if left is None or left > 0.05:
             try:
