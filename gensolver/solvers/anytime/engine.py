@@ -61,13 +61,15 @@ _HIGHS_LOCK = threading.Lock()
 
 
 # ----------------------------------------------------------------------------- greedy
-def _fit_mask(A: sp.csc_matrix, cols: np.ndarray, residual: np.ndarray) -> np.ndarray:
-    """Which of ``cols`` fit ``residual`` on their own (vectorised over their non-zeros)."""
-    sub = A[:, cols]
+def _fit_mask(A: sp.csc_matrix, cols: np.ndarray | None, residual: np.ndarray) -> np.ndarray:
+    """Which of ``cols`` (``None``: every column) fit ``residual`` on their own (vectorised
+    over their non-zeros; ``residual`` includes any tolerance)."""
+    sub = A if cols is None else A[:, cols]
+    n = sub.shape[1]
     bad = sub.data > residual[sub.indices]
-    ok = np.ones(cols.size, dtype=bool)
+    ok = np.ones(n, dtype=bool)
     if bad.any():
-        ok[np.repeat(np.arange(cols.size), np.diff(sub.indptr))[bad]] = False
+        ok[np.repeat(np.arange(n), np.diff(sub.indptr))[bad]] = False
     return ok
 
 
@@ -171,13 +173,9 @@ def los_order(P: MatrixProblem, alpha: float, size: np.ndarray) -> np.ndarray:
 
 def trivial_bound_matrix(P: MatrixProblem) -> float:
     """Sum over owners of the best column that fits alone."""
-    A = P.A
-    over = A.data > P.cap[A.indices] + CAPACITY_TOL
-    col = np.repeat(np.arange(P.n), np.diff(A.indptr))
-    too_big = np.zeros(P.n, dtype=bool)
-    too_big[col[over]] = True
+    fits = _fit_mask(P.A, None, P.cap + CAPACITY_TOL)
     best = np.zeros(P.n_owners)
-    np.maximum.at(best, P.owner, np.where(too_big, 0.0, P.values))
+    np.maximum.at(best, P.owner, np.where(fits, P.values, 0.0))
     return float(best.sum())
 
 
@@ -569,12 +567,8 @@ def row_neighbourhood(P: MatrixProblem, Acsr: sp.csr_matrix, x: np.ndarray, rng:
     residual = P.cap - P.A @ fixed
     owner_fixed = np.zeros(P.n_owners, dtype=bool)
     owner_fixed[P.owner[fixed > 0.5]] = True
-    # columns that fit the residual capacity on their own (vectorised over all non-zeros)
-    A = P.A
-    slack = residual[A.indices] + CAPACITY_TOL - A.data
-    bad_col = np.repeat(np.arange(P.n), np.diff(A.indptr))[slack < 0]
-    fits = np.ones(P.n, dtype=bool)
-    fits[bad_col] = False
+    # columns that fit the residual capacity on their own
+    fits = _fit_mask(P.A, None, residual + CAPACITY_TOL)
     cand = np.flatnonzero(fits & ~owner_fixed[P.owner] & (P.values > 0))
     if cand.size > max_cols:
         cand = cand[np.argsort(-score[cand], kind="stable")[:max_cols]]
@@ -607,8 +601,25 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     t0 = time.perf_counter()
     cap_v = P.cap if cap is None else cap
     cols = np.asarray(cols, dtype=np.int64)
-    if exact and not round_values and not integer_scale(P.values[cols], 6, limit=2.0**53)[1]:
-        return None  # decided before building anything: values must scale exactly
+    # the value scale is decided before anything is built: exact mode returns None at once
+    # when the values must scale exactly and do not
+    owners = P.owner[cols]
+    vals = P.values[cols]
+    slack = 0.0
+    values_exact = True
+    vmax = float(np.abs(vals).max()) if vals.size else 0.0
+    if exact:
+        vscale, values_exact = integer_scale(vals, 6, limit=2.0**53)
+        if values_exact and round_values and vmax * vscale > 1e7:
+            # exact but huge coefficients slow CP-SAT down; under a time limit round instead
+            values_exact = False
+        if not values_exact:
+            if not round_values:
+                return None
+            vscale = 10.0 ** np.floor(np.log10(1e7 / vmax)) if vmax > 0 else 1.0
+            slack = 0.5 * float(np.unique(owners).size) / vscale
+    else:
+        vscale = 1e6 / vmax if vmax > 0 else 1.0
     m = cp_model.CpModel()
     x = [m.NewBoolVar("") for _ in range(cols.size)]
     Ac = P.A[:, cols].tocsr()
@@ -624,27 +635,8 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         ic = np.ceil(coefs * scale - 1e-9).astype(np.int64)
         icap = int(np.floor(c * scale + 1e-6))
         m.Add(cp_model.LinearExpr.WeightedSum([x[j] for j in Ac.indices[lo:hi].tolist()], ic.tolist()) <= icap)
-    owners = P.owner[cols]
     for group in _xor_groups(owners):
         m.AddAtMostOne([x[j] for j in group])
-    vals = P.values[cols]
-    slack = 0.0
-    values_exact = True
-    if exact:
-        vscale, values_exact = integer_scale(vals, 6, limit=2.0**53)
-        vmax = float(np.abs(vals).max()) if vals.size else 0.0
-        if values_exact and round_values and vmax * vscale > 1e7:
-            # exact but huge coefficients slow CP-SAT down; under a time limit round instead
-            values_exact = False
-        if not values_exact:
-            if not round_values:
-                return None
-            vmax = float(np.abs(vals).max()) if vals.size else 1.0
-            vscale = 10.0 ** np.floor(np.log10(1e7 / vmax)) if vmax > 0 else 1.0
-            slack = 0.5 * float(np.unique(owners).size) / vscale
-    else:
-        vmax = float(vals.max()) if vals.size else 1.0
-        vscale = 1e6 / vmax if vmax > 0 else 1.0
     ivals = np.round(vals * vscale).astype(np.int64)
     objective = cp_model.LinearExpr.WeightedSum(x, ivals.tolist())
     if objective_ub is not None and np.isfinite(objective_ub):
