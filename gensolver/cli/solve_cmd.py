@@ -23,8 +23,14 @@ def solve_command(
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     mechanism: Optional[str] = typer.Option(None, "--mechanism", help="Also compute payments with this mechanism (e.g. vcg)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a summary."),
+    deterministic: bool = typer.Option(
+        False, "--deterministic",
+        help="Method auto only: read --time-limit as a budget of work units (about a second each) and give "
+             "the same answer on every run for a seed and a thread count."),
 ) -> None:
     """Solve the winner determination problem of FILE and print the allocation."""
+    if deterministic and (method != "auto" or mechanism is not None):
+        fail("--deterministic: only for --method auto without --mechanism")
     try:
         instance = read_instance(file)
     except InstanceError as exc:
@@ -39,7 +45,8 @@ def solve_command(
             outcome = run_mechanism(instance, mechanism=mechanism, solver=method, time_limit=time_limit)
             result = outcome.allocation
         else:
-            result = solve(instance, method=method, time_limit=time_limit, threads=threads, seed=seed)
+            result = solve(instance, method=method, time_limit=time_limit, threads=threads, seed=seed,
+                           options={"deterministic": True} if deterministic else None)
     except (UnknownMethodError, BackendUnavailableError, ValueError) as exc:
         fail(str(exc))
     if as_json:

@@ -11,9 +11,11 @@ reported bound is a valid upper bound on the optimum.
 The same engine solves a compact :class:`~gensolver.model.GpuRound` without materialising its
 bundles (:func:`solve_round`).
 
-Determinism: for a fixed seed the sequence of stages is fixed; restricted MIPs are stopped by
-wall-clock slices, so with a time limit two runs on differently loaded machines can return
-different (equally valid) answers. Without a time limit the result is deterministic.
+Determinism: without a time limit the result is deterministic. With one, restricted MIPs are
+stopped by wall-clock slices by default, so two runs on differently loaded machines can return
+different (equally valid) answers; ``options={"deterministic": True}`` makes the budget one of
+work units instead (CP-SAT's deterministic time and calibrated estimates for the other stages),
+and the answer is then the same on every run for a seed and a thread count.
 
 References
 ----------
@@ -36,7 +38,7 @@ from .result import Allocation, Status, Timing, finish, relative_gap
 
 __all__ = ["solve_auto", "solve_round"]
 
-_OPTIONS = {"lp_share", "k0", "full_lp_nnz", "sub_solver", "exact_share"}
+_OPTIONS = {"lp_share", "k0", "full_lp_nnz", "sub_solver", "exact_share", "deterministic"}
 
 
 def _opts(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -45,6 +47,15 @@ def _opts(options: dict[str, Any] | None) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"method 'auto' does not take option(s) {sorted(unknown)}; valid options: {sorted(_OPTIONS)}")
     return opts
+
+
+def _budget_left(time_limit: float | None, build_s: float, opts: dict[str, Any]) -> float | None:
+    """The budget left for the engine: wall seconds minus the build, or all the work units."""
+    if time_limit is None:
+        return None
+    if opts.get("deterministic"):
+        return float(time_limit)  # a work budget: the (machine-dependent) build time is not charged
+    return max(0.05, time_limit - build_s)
 
 
 def solve_auto(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
@@ -56,13 +67,17 @@ def solve_auto(instance: Instance, *, time_limit: float | None = None, threads: 
     non-zeros the LP is solved over all columns at once, default 20,000; above it, by column
     generation),
     ``sub_solver`` (``"cpsat"``, default, or ``"scip"`` for the LNS sub-MIPs),
-    ``exact_share`` (fraction of the remaining time for the exact restricted MIP, 0.5).
+    ``exact_share`` (fraction of the remaining time for the exact restricted MIP, 0.5),
+    ``deterministic`` (default False: ``time_limit`` is wall-clock seconds; True: it is a
+    budget of work units, about a second each on a 2-core reference machine, and the answer
+    is the same on every run for a seed and a thread count; see
+    :func:`~gensolver.solvers.anytime.engine.anytime_solve`).
     """
     opts = _opts(options)
     t0 = time.perf_counter()
     P = from_instance(instance)
     t1 = time.perf_counter()
-    remaining = None if time_limit is None else max(0.05, time_limit - (t1 - t0))
+    remaining = _budget_left(time_limit, t1 - t0, opts)
     res = anytime_solve(P, time_limit=remaining, seed=seed, threads=threads, **opts)
     t2 = time.perf_counter()
     return finish(instance, res.x, method="auto", proven_optimal=res.proven, bound=res.bound, build=t1 - t0,
@@ -82,7 +97,7 @@ def solve_round(rnd: GpuRound, *, time_limit: float | None = None, threads: int 
     t0 = time.perf_counter()
     P, _cols = from_round(rnd)
     t1 = time.perf_counter()
-    remaining = None if time_limit is None else max(0.05, time_limit - (t1 - t0))
+    remaining = _budget_left(time_limit, t1 - t0, opts)
     res = anytime_solve(P, time_limit=remaining, seed=seed, threads=threads, **opts)
     t2 = time.perf_counter()
     details = {"stages": list(res.stages), "columns": P.n, "nnz": int(P.A.nnz), "compact": True}

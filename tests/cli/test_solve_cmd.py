@@ -167,3 +167,19 @@ def test_typer_runner_usage_error() -> None:
     assert result.exit_code == 2
     result = CliRunner().invoke(app, ["solve", "x.json", "--time-limit", "soon"])
     assert result.exit_code == 2
+
+
+def test_main_deterministic_auto_repeats_and_rejects_other_methods(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from gensolver.instances.cats import arbitrary
+
+    path = tmp_path / "cats.json"
+    write_instance(arbitrary(30, 120, seed=2), path)
+    docs = []
+    for _ in range(2):
+        assert main(["solve", str(path), "-t", "0.3", "--threads", "2", "--deterministic", "--json"]) == 0
+        docs.append(json.loads(capsys.readouterr().out))
+    assert docs[0]["winners"] == docs[1]["winners"] and docs[0]["bound"] == docs[1]["bound"]
+    assert check_allocation(read_instance(path), docs[0]["winners"], welfare=docs[0]["welfare"]).feasible
+    assert main(["solve", str(path), "-m", "greedy", "--deterministic"]) == 2
+    assert "--deterministic" in capsys.readouterr().err

@@ -298,3 +298,52 @@ def test_upgrade_swaps_moves_a_winner_to_its_better_bundle():
                                {"id": "a2", "bidder": "A", "value": 3.0, "demand": {"s": {"units": 2}}}]})
     P = from_instance(inst)
     assert upgrade_swaps(P, np.array([1.0, 0.0])).tolist() == [0.0, 1.0]
+
+
+def test_deterministic_budget_gives_the_same_answer_on_every_run():
+    """``deterministic=True``: the same winners and bound on every run, on an idle or a loaded CPU.
+
+    The budget binds (the log shows LNS iterations cut by it), so any stage still decided on the
+    wall clock would show up as a different answer under load.
+    """
+    import subprocess
+    import sys
+
+    from gensolver.instances.gpu import gpu_round
+
+    inst = gpu_round(n_gpus=4, n_tasks=30, steps=12, seed=5).expand()
+
+    def run():
+        res = solve(inst, method="auto", time_limit=0.5, threads=2, seed=3, options={"deterministic": True})
+        cert = check_allocation(inst, res.winners, welfare=res.welfare)
+        assert cert.feasible, cert.violations
+        return res
+
+    first = run()
+    stages = first.details["stages"]
+    assert any(s["stage"] == "lns" for s in stages)
+    assert not first.optimal  # the budget cut the search short
+    # the work charged stays near the budget (one stage may overshoot by its last step)
+    assert 0.5 - 0.1 <= stages[-1]["work"] <= 0.5 * 1.5  # LNS stops with under 0.1 left
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        loaded = run()
+    finally:
+        hog.kill()
+        hog.wait()
+    again = run()
+    for other in (loaded, again):
+        assert other.winners == first.winners
+        assert other.welfare == first.welfare and other.bound == first.bound
+        assert [s["stage"] for s in other.details["stages"]] == [s["stage"] for s in stages]
+
+
+def test_deterministic_option_is_validated_and_leaves_unlimited_runs_unchanged():
+    from gensolver.instances.cats import arbitrary
+
+    inst = arbitrary(20, 60, seed=4)
+    plain = solve(inst, method="auto")
+    det = solve(inst, method="auto", options={"deterministic": True})
+    assert plain.optimal and det.optimal and det.winners == plain.winners
+    with pytest.raises(ValueError, match="deterministc"):
+        solve(inst, method="auto", options={"deterministc": True})
