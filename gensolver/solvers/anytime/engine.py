@@ -106,15 +106,41 @@ class WorkClock:
 
 
 # ----------------------------------------------------------------------------- greedy
-def _fit_mask(A: sp.csc_matrix, cols: np.ndarray | None, residual: np.ndarray) -> np.ndarray:
+def _column_ranges(indptr: np.ndarray, chunk_nnz: int):
+    """Consecutive column ranges ``(a, b)`` of about ``chunk_nnz`` non-zeros each."""
+    n = indptr.size - 1
+    a = 0
+    while a < n:
+        b = int(np.searchsorted(indptr, indptr[a] + chunk_nnz, side="right")) - 1
+        b = min(n, max(b, a + 1))
+        yield a, b
+        a = b
+
+
+def _fit_mask(A: sp.csc_matrix, cols: np.ndarray | None, residual: np.ndarray, chunk_nnz: int = 1 << 20) -> np.ndarray:
     """Which of ``cols`` (``None``: every column) fit ``residual`` on their own (vectorised
-    over their non-zeros; ``residual`` includes any tolerance)."""
-    sub = A if cols is None else A[:, cols]
-    n = sub.shape[1]
-    bad = sub.data > residual[sub.indices]
-    ok = np.ones(n, dtype=bool)
-    if bad.any():
-        ok[np.repeat(np.arange(n), np.diff(sub.indptr))[bad]] = False
+    over their non-zeros; ``residual`` includes any tolerance).
+
+    Works through the columns in chunks of about ``chunk_nnz`` non-zeros, so the temporaries
+    stay a few MB even on matrices of millions of non-zeros.
+    """
+    if cols is None:
+        ok = np.ones(A.shape[1], dtype=bool)
+        for a, b in _column_ranges(A.indptr, chunk_nnz):
+            lo, hi = A.indptr[a], A.indptr[b]
+            bad = A.data[lo:hi] > residual[A.indices[lo:hi]]
+            if bad.any():
+                ok[a + np.repeat(np.arange(b - a), np.diff(A.indptr[a:b + 1]))[bad]] = False
+        return ok
+    cols = np.asarray(cols, dtype=np.int64)
+    ok = np.ones(cols.size, dtype=bool)
+    per_col = max(1, A.nnz // max(1, A.shape[1]))
+    step = max(1, chunk_nnz // per_col)
+    for s0 in range(0, cols.size, step):
+        sub = A[:, cols[s0:s0 + step]]
+        bad = sub.data > residual[sub.indices]
+        if bad.any():
+            ok[s0 + np.repeat(np.arange(sub.shape[1]), np.diff(sub.indptr))[bad]] = False
     return ok
 
 
