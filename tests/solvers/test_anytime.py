@@ -383,3 +383,67 @@ def test_chunked_fit_mask_and_sizes_equal_per_column_loops(n, rows, chunk, seed)
     got = P.normalised_size(chunk)
     assert np.array_equal(np.isinf(got), np.isinf(ref))
     assert np.allclose(got[~np.isinf(ref)], ref[~np.isinf(ref)])
+
+
+def test_vcg_pivots_with_settled_owners_match_an_independent_solver(monkeypatch):
+    """Pivots that make settled owners win (and try thresholds first) give the same optimum
+    as the plain CP-SAT backend (``method="cpsat"``, its own model) on the instance without
+    the bidder, and the must-win path is really taken.
+
+    CATS instances of 150 bids: their pivots need MIPs (a 15 % LP gap), so the settled-pivot
+    constraints of :func:`pivot_solve` decide them.
+    """
+    from gensolver.instances.cats import arbitrary
+    from gensolver.solvers.anytime import engine
+    from gensolver.solvers.anytime.engine import SolutionPool
+
+    calls = []
+    real = engine.solve_restricted_cpsat
+
+    def counting(*args, **kwargs):
+        res = real(*args, **kwargs)
+        if kwargs.get("must_win") is not None and len(kwargs["must_win"]):
+            calls.append(res.infeasible)
+        return res
+
+    monkeypatch.setattr(engine, "solve_restricted_cpsat", counting)
+    checked = 0
+    for seed in range(4):
+        inst = arbitrary(40, 150, seed=seed)
+        main = solve(inst, method="cpsat")
+        assert main.optimal
+        P = from_instance(inst)
+        x = np.zeros(P.n)
+        for w in main.winners:
+            x[inst.bid_index[w]] = 1.0
+        lp = lp_state(P)
+        pool = SolutionPool(P, x)
+        value = {inst.bids[inst.bid_index[w]].bidder: inst.bids[inst.bid_index[w]].value for w in main.winners}
+        for name in sorted(value, key=lambda b: -value[b]):
+            expected = solve(inst.without_bidder(name), method="cpsat")
+            assert expected.optimal
+            res = pivot_solve(P, inst.bidder_ids.index(name), x, lp, upper=main.welfare, pool=pool)
+            assert res.exact
+            assert res.welfare == pytest.approx(expected.welfare, rel=1e-9, abs=1e-9), (seed, name)
+            checked += 1
+    assert checked >= 20
+    assert len(calls) >= 5, "too few pivots used the must-win constraints"
+
+
+def test_must_win_constraints_report_infeasibility():
+    """An owner without a column among the candidates, or two must-win owners whose only
+    columns conflict: the restricted problem is infeasible (reported as optimal, x = 0)."""
+    from gensolver.model import Bid, Instance, Slot
+    from gensolver.solvers.anytime.engine import solve_restricted_cpsat
+
+    slots = (Slot("g", {"units": 1.0}),)
+    bids = (Bid("a", "A", 3.0, {"g": {"units": 1.0}}), Bid("b", "B", 2.0, {"g": {"units": 1.0}}),
+            Bid("c", "C", 1.0, {}))
+    P = from_instance(Instance(slots, bids))
+    both = solve_restricted_cpsat(P, np.arange(3), time_limit=None, hint=None, exact=True, must_win=np.array([0, 1]))
+    assert both.infeasible and both.optimal and not both.x.any()
+    missing = solve_restricted_cpsat(P, np.array([0, 2]), time_limit=None, hint=None, exact=True,
+                                     must_win=np.array([1]))
+    assert missing.infeasible
+    one = solve_restricted_cpsat(P, np.arange(3), time_limit=None, hint=None, exact=True, must_win=np.array([1]))
+    assert not one.infeasible and one.optimal and one.x[1] == 1.0 and one.x[0] == 0.0

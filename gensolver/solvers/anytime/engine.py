@@ -468,6 +468,21 @@ def column_generation(P: MatrixProblem, *, init_cols: np.ndarray, deadline: floa
 
 
 # ----------------------------------------------------------------------------- restricted MIP
+def _must_win_groups(P: MatrixProblem, cols: np.ndarray, must_win: np.ndarray | None) -> list[np.ndarray] | None:
+    """Positions (into ``cols``) of each owner in ``must_win``; ``None`` when one has no column
+    there (the restricted problem is then infeasible)."""
+    if must_win is None or len(must_win) == 0:
+        return []
+    owners = P.owner[cols]
+    out = []
+    for o in np.unique(np.asarray(must_win, dtype=np.int64)).tolist():
+        pos = np.flatnonzero(owners == o)
+        if pos.size == 0:
+            return None
+        out.append(pos)
+    return out
+
+
 def _xor_groups(owners: np.ndarray) -> list[list[int]]:
     """Positions (into ``owners``) of every owner that appears at least twice."""
     order = np.argsort(owners, kind="stable")
@@ -484,6 +499,7 @@ class SubResult:
     seconds: float
     rounded_optimal: bool = False  # CP-SAT solved the problem with rounded values to optimality
     work: float = 0.0  # work units spent (from CP-SAT's deterministic time; see WorkClock)
+    infeasible: bool = False  # must-win constraints cannot all hold (then optimal, x all 0)
 
 
 def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
@@ -672,7 +688,7 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
                            threads: int | None = None, cap: np.ndarray | None = None,
                            fixed: np.ndarray | None = None, seed: int = 0,
                            exact: bool = False, round_values: bool = False,
-                           deterministic: bool = False) -> SubResult | None:
+                           deterministic: bool = False, must_win: np.ndarray | None = None) -> SubResult | None:
     """The restricted MIP with CP-SAT.
 
     Heuristic mode (default, for LNS): capacities scaled to integers (conservatively when not
@@ -686,6 +702,8 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     ``deterministic=True``: ``time_limit`` is CP-SAT's deterministic time (several workers
     then interleave their search deterministically), so the answer is the same on every run;
     exactly scalable values are never rounded.
+    ``must_win``: owners that must each win one column (VCG pivots, see :func:`pivot_solve`);
+    when that is impossible the result is ``optimal`` with ``infeasible=True`` and ``x`` all 0.
     """
     from ortools.sat.python import cp_model
 
@@ -694,6 +712,9 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     t0 = time.perf_counter()
     cap_v = P.cap if cap is None else cap
     cols = np.asarray(cols, dtype=np.int64)
+    must = _must_win_groups(P, cols, must_win)
+    if must is None:
+        return SubResult(np.zeros(P.n), True, None, time.perf_counter() - t0, infeasible=True)
     # the value scale is decided before anything is built: exact mode returns None at once
     # when the values must scale exactly and do not
     owners = P.owner[cols]
@@ -730,6 +751,8 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         m.Add(cp_model.LinearExpr.WeightedSum([x[j] for j in Ac.indices[lo:hi].tolist()], ic.tolist()) <= icap)
     for group in _xor_groups(owners):
         m.AddAtMostOne([x[j] for j in group])
+    for pos in must:
+        m.AddBoolOr([x[j] for j in pos.tolist()])
     ivals = np.round(vals * vscale).astype(np.int64)
     objective = cp_model.LinearExpr.WeightedSum(x, ivals.tolist())
     m.Maximize(objective)
@@ -752,6 +775,9 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     status = solver.Solve(m)
     full = np.zeros(P.n) if fixed is None else (fixed > 0.5).astype(np.float64)
     bound = None
+    if status == cp_model.INFEASIBLE and must:  # without must-win constraints x = 0 is feasible
+        return SubResult(np.zeros(P.n), True, None, time.perf_counter() - t0, infeasible=True,
+                         work=float(solver.deterministic_time) * _cpsat_work_factor(solver.parameters.num_workers))
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         xs = np.fromiter((solver.BooleanValue(v) for v in x), dtype=bool, count=len(x))
         full[cols[xs]] = 1.0
@@ -765,7 +791,8 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
 
 
 def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
-                           threads: int | None = None, seed: int = 0, deterministic: bool = False) -> SubResult:
+                           threads: int | None = None, seed: int = 0, deterministic: bool = False,
+                           must_win: np.ndarray | None = None) -> SubResult:
     """Exact restricted MIP: CP-SAT when the capacities scale to integers exactly, else HiGHS.
 
     Values that do not scale exactly: with a time limit CP-SAT still runs, on values rounded
@@ -774,11 +801,15 @@ def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     highspy is missing).
     ``deterministic=True`` with a time limit: CP-SAT on deterministic time, and no HiGHS proof
     after a rounded solve (HiGHS has only a wall-clock limit); the widened bound stands.
+    ``must_win`` (see :func:`solve_restricted_cpsat`) constrains CP-SAT only; HiGHS solves the
+    restricted problem without it, a superset, so its answer and proof remain valid (as HiGHS
+    rows the constraints made GPU pivots ten times slower).
     """
     res = None
     try:
         res = solve_restricted_cpsat(P, cols, time_limit=time_limit, hint=hint, threads=threads, seed=seed, exact=True,
-                                     round_values=time_limit is not None, deterministic=deterministic)
+                                     round_values=time_limit is not None, deterministic=deterministic,
+                                     must_win=must_win)
     except ImportError:  # pragma: no cover - OR-Tools missing is handled by the caller
         res = None
     if res is not None and res.rounded_optimal and not res.optimal and not (deterministic and time_limit is not None):
@@ -787,6 +818,8 @@ def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         left = None if time_limit is None else time_limit - res.seconds
         if left is None or left > 0.05:
             try:
+                # the proof is of the restricted problem without must-win rows (a superset, so
+                # still a proof; as HiGHS rows they made GPU pivots ten times slower)
                 h = solve_restricted_highs(P, cols, time_limit=left, hint=res.x, threads=threads)
             except ImportError:  # pragma: no cover - highspy ships with the 'solvers' extra
                 return res
@@ -800,7 +833,7 @@ def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         # capacities that do not scale exactly, under a budget: HiGHS would stop on the wall
         # clock, so CP-SAT searches with conservatively scaled capacities (no bound claimed)
         return solve_restricted_cpsat(P, cols, time_limit=time_limit, hint=hint, threads=threads, seed=seed,
-                                      deterministic=True)
+                                      deterministic=True, must_win=must_win)
     try:  # floating-point data: HiGHS (several times faster than SCIP here), else SCIP
         return solve_restricted_highs(P, cols, time_limit=time_limit, hint=hint, threads=threads)
     except ImportError:  # pragma: no cover - highspy ships with the 'solvers' extra
@@ -1039,11 +1072,13 @@ def lp_state(P: MatrixProblem, *, time_limit: float | None = None) -> LpState:
 
 
 class SolutionPool:
-    """Feasible 0/1 solutions shared by the pivots of one VCG run (thread-safe).
+    """Feasible 0/1 solutions and settled pivot bounds shared by the pivots of one VCG run
+    (thread-safe).
 
     A solution found for the pivot without owner ``k`` that does not use owner ``i`` is
     feasible for the pivot without ``i`` too, so every pivot starts from the best pooled
-    solution it may use.
+    solution it may use. Each finished pivot also leaves its proven upper bound on
+    ``W(-k)`` (see :meth:`settled_bounds` and :func:`pivot_solve`).
     """
 
     def __init__(self, P: MatrixProblem, first: np.ndarray, size: int = 64) -> None:
@@ -1052,7 +1087,18 @@ class SolutionPool:
         self.P, self.size = P, size
         self._lock = threading.Lock()
         self._sols: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self._pivot_ub: dict[int, float] = {}
         self.add(first)
+
+    def settle(self, owner: int, bound: float) -> None:
+        """Record a proven upper bound on the optimum without ``owner``."""
+        with self._lock:
+            self._pivot_ub[owner] = min(bound, self._pivot_ub.get(owner, np.inf))
+
+    def settled_bounds(self, exclude: int) -> dict[int, float]:
+        """Proven upper bounds on the optimum without each settled owner (not ``exclude``)."""
+        with self._lock:
+            return {o: b for o, b in self._pivot_ub.items() if o != exclude}
 
     def add(self, x: np.ndarray) -> None:
         """Keep ``x`` (0/1 over columns) if it is new; the ``size`` best are kept."""
@@ -1089,9 +1135,26 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState |
        columns are removed, so ``cap.y + sum_{k != owner} u_k + sum_{j not of owner}
        max(rc_j, 0)`` bounds the pivot problem; ``upper`` (a bound of the full problem) too.
     3. If the incumbent meets the bound, done. Otherwise reduced-cost fixing leaves the columns
-       with ``rc_j >= -(B - W)``; one exact restricted MIP over them settles the pivot.
+       with ``rc_j >= -(B - W)``; one exact restricted MIP over them settles the pivot. With a
+       ``pool``, every owner ``i`` whose own pivot is already settled with ``W(-i) <= W``
+       must win in it: an allocation without ``owner`` that leaves ``i`` out is feasible for
+       ``i``'s pivot, so it is worth at most ``W(-i) <= W`` and cannot improve on the
+       incumbent. The later pivots of a VCG run therefore search ever smaller problems.
+       Before that, for a few thresholds ``T`` (the settled bounds above ``W``, largest
+       first), the problem in which every owner settled at or below ``T`` wins is solved: its
+       optimum ``V`` settles the pivot outright when ``V >= T`` and raises ``W`` otherwise.
     4. If too many columns survive, the anytime solver runs on the pivot problem.
     """
+    r = _pivot_solve(P, owner, x_star, lp, upper=upper, time_limit=time_limit, threads=threads,
+                     max_restricted=max_restricted, seed=seed, pool=pool)
+    if pool is not None:
+        pool.settle(owner, r.bound)
+    return r
+
+
+def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState | Callable[[], LpState]", *, upper: float,
+                time_limit: float | None = None, threads: int | None = None, max_restricted: int = 20_000,
+                seed: int = 0, pool: SolutionPool | None = None, max_threshold_steps: int = 4) -> PivotResult:
     t0 = time.perf_counter()
     mine = P.owner == owner
     vals = np.where(mine, 0.0, P.values)
@@ -1129,8 +1192,31 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState |
     eligible = np.flatnonzero(rc >= -(B_dual - W) - 1e-9)
     if eligible.size <= max_restricted:
         cols = np.union1d(eligible, np.flatnonzero(x > 0.5))
+        settled = pool.settled_bounds(owner) if pool is not None else {}
+        # thresholds T from the largest settled bound down: with every owner settled at or below
+        # T made to win, the problem is small; its optimum V is exact for this pivot when
+        # V >= T (an allocation leaving such an owner out is worth at most T), and raises W
+        # otherwise. A few steps at most, then the general solve below
+        for T in sorted({b for b in settled.values() if b > W}, reverse=True)[:max_threshold_steps]:
+            if T <= W:
+                break
+            share = None if time_limit is None else 0.25 * time_limit
+            sub = solve_exact_restricted(Pi, cols, time_limit=share, hint=x, threads=threads, seed=seed,
+                                         must_win=np.asarray(sorted(o for o, b in settled.items() if b <= T),
+                                                             dtype=np.int64))
+            w = -np.inf if sub.infeasible else float(vals @ sub.x)
+            if w > W and _feasible(Pi, sub.x):
+                x, W = sub.x, w
+                pool.add(sub.x)
+            if sub.optimal and w >= T:
+                return PivotResult(W, W, True, time.perf_counter() - t0, "settled-pivots")
+            if time_limit is not None:
+                time_limit = max(0.05, time_limit - sub.seconds)
+        # owners whose own pivot is settled at or below W must win (see the docstring)
+        must = np.asarray([o for o, b in settled.items() if b <= W], dtype=np.int64) if settled else None
         # no objective cap at B: as a CP-SAT constraint it slowed CATS pivots by a third
-        sub = solve_exact_restricted(Pi, cols, time_limit=time_limit, hint=x, threads=threads, seed=seed)
+        sub = solve_exact_restricted(Pi, cols, time_limit=time_limit, hint=x, threads=threads, seed=seed,
+                                     must_win=must)
         w = float(vals @ sub.x)
         if w > W and _feasible(Pi, sub.x):
             W = w
