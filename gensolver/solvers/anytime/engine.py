@@ -17,8 +17,9 @@ Stages (each yields a better incumbent or a tighter proven bound; all work on a
    objective), every feasible ``x`` satisfies ``v.x <= B + sum_j min(rc_j, 0) x_j``; so a
    solution better than the incumbent ``W`` uses only columns with ``rc_j >= -(B - W)``.
    When few columns are eligible, one exact restricted MIP over all of them (CP-SAT when the
-   data scale to integers exactly, else CP-SAT on rounded values checked by HiGHS) certifies ``OPT <= max(W, B_R)`` with its bound
-   ``B_R``; without a time limit this proves optimality.
+   data scale to integers exactly, else CP-SAT on rounded values checked by HiGHS) certifies
+   ``OPT <= max(W, B_R)`` with its bound ``B_R``; without a time limit this proves
+   optimality.
 5. **Large-neighbourhood search.** Grown from a random row, a neighbourhood frees the
    incumbent's winners on a connected set of rows; every other winner stays fixed, and a
    sub-MIP (CP-SAT by default, SCIP optionally) re-optimises the free bidders' columns that fit
@@ -56,7 +57,7 @@ from scipy.optimize import linprog
 
 from ..exact.common import quiet_native_output
 from ..result import CAPACITY_TOL
-from .problem import MatrixProblem
+from .problem import MatrixProblem, column_ranges
 
 __all__ = ["AnytimeResult", "anytime_solve", "first_fit_matrix", "lagrangian_bound", "column_generation", "LpState",
            "PivotResult", "pivot_solve", "lp_state", "SolutionPool"]
@@ -106,17 +107,6 @@ class WorkClock:
 
 
 # ----------------------------------------------------------------------------- greedy
-def _column_ranges(indptr: np.ndarray, chunk_nnz: int):
-    """Consecutive column ranges ``(a, b)`` of about ``chunk_nnz`` non-zeros each."""
-    n = indptr.size - 1
-    a = 0
-    while a < n:
-        b = int(np.searchsorted(indptr, indptr[a] + chunk_nnz, side="right")) - 1
-        b = min(n, max(b, a + 1))
-        yield a, b
-        a = b
-
-
 def _fit_mask(A: sp.csc_matrix, cols: np.ndarray | None, residual: np.ndarray, chunk_nnz: int = 1 << 20) -> np.ndarray:
     """Which of ``cols`` (``None``: every column) fit ``residual`` on their own (vectorised
     over their non-zeros; ``residual`` includes any tolerance).
@@ -126,7 +116,7 @@ def _fit_mask(A: sp.csc_matrix, cols: np.ndarray | None, residual: np.ndarray, c
     """
     if cols is None:
         ok = np.ones(A.shape[1], dtype=bool)
-        for a, b in _column_ranges(A.indptr, chunk_nnz):
+        for a, b in column_ranges(A.indptr, chunk_nnz):
             lo, hi = A.indptr[a], A.indptr[b]
             bad = A.data[lo:hi] > residual[A.indices[lo:hi]]
             if bad.any():
@@ -367,7 +357,7 @@ class _HighsMaster:
         self.nnz += int(M.nnz)
 
     def work(self) -> float:
-        """Work units of the solves since the last call: interior-point iterations x non-zeros."""
+        """Work units of the last solve: interior-point iterations x non-zeros of the master."""
         # HiGHS reports the iterations of the last run; at least one is charged per call
         its = max(1, int(self.h.getInfo().ipm_iteration_count))
         return _WORK_PER_NNZ_IPM * its * self.nnz

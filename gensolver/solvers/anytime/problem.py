@@ -19,7 +19,19 @@ import scipy.sparse as sp
 from ...model import Instance
 from ...model.tasks import GpuRound, task_steps, task_value
 
-__all__ = ["MatrixProblem", "from_instance", "from_round", "RoundColumns"]
+__all__ = ["MatrixProblem", "from_instance", "from_round", "RoundColumns", "column_ranges"]
+
+
+def column_ranges(indptr: np.ndarray, chunk_nnz: int):
+    """Consecutive column ranges ``(a, b)`` of a CSC matrix with about ``chunk_nnz`` non-zeros
+    each (at least one column each), for vectorised passes with bounded temporaries."""
+    n = indptr.size - 1
+    a = 0
+    while a < n:
+        b = int(np.searchsorted(indptr, indptr[a] + chunk_nnz, side="right")) - 1
+        b = min(n, max(b, a + 1))
+        yield a, b
+        a = b
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,17 +72,13 @@ class MatrixProblem:
         the temporaries stay small on matrices of millions of non-zeros."""
         A = self.A
         size = np.zeros(self.n)
-        a = 0
-        while a < self.n:
-            b = int(np.searchsorted(A.indptr, A.indptr[a] + chunk_nnz, side="right")) - 1
-            b = min(self.n, max(b, a + 1))
+        for a, b in column_ranges(A.indptr, chunk_nnz):
             lo, hi = A.indptr[a], A.indptr[b]
             caps = self.cap[A.indices[lo:hi]]
             with np.errstate(divide="ignore", invalid="ignore"):
                 frac = np.where(caps > 0, A.data[lo:hi] / np.where(caps > 0, caps, 1.0), np.inf)
             col = np.repeat(np.arange(b - a), np.diff(A.indptr[a:b + 1]))
             size[a:b] = np.bincount(col, weights=frac, minlength=b - a)
-            a = b
         return size
 
 
