@@ -999,7 +999,10 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
         if remaining < 0.1:
             break
         it += 1
-        slice_s = min(remaining, max(0.5, min(3.0, remaining / 4)))
+        # short slices: a sub-MIP that times out shrinks the next neighbourhood, and a long
+        # timeout wastes the budget (16x24x150 at 30 s, four seeds: mean welfare 10,326 with
+        # a 1 s cap against 10,256 with 3 s)
+        slice_s = min(remaining, max(0.5, min(1.0, remaining / 4)))
         hoods = [row_neighbourhood(P, Acsr, best_x, rng, free_target, K, score) for _ in range(n_par)]
 
         def run(k: int, hood: tuple[np.ndarray, np.ndarray, np.ndarray], x_inc: np.ndarray = best_x) -> SubResult:
