@@ -112,7 +112,11 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
     The main LP's dual solution stays feasible when a bidder's columns are removed, so each
     pivot starts with a bound for free; the main winners minus the bidder (extended first
     fit) give the incumbent; reduced-cost fixing then leaves a small exact restricted MIP, or
-    nothing at all when the incumbent meets the bound.
+    nothing at all when the incumbent meets the bound. Pivots share a
+    :class:`~gensolver.solvers.anytime.engine.SolutionPool`: its solutions warm-start them,
+    and each settled ``W(-k)`` lets later pivots require ``k`` to win (see
+    :func:`~gensolver.solvers.anytime.engine.pivot_solve`), so they run largest winning bid
+    first.
     """
     from ..solvers.anytime.engine import SolutionPool, lp_state, pivot_solve
     from ..solvers.anytime.problem import from_instance
