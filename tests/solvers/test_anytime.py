@@ -447,3 +447,24 @@ def test_must_win_constraints_report_infeasibility():
     assert missing.infeasible
     one = solve_restricted_cpsat(P, np.arange(3), time_limit=None, hint=None, exact=True, must_win=np.array([1]))
     assert not one.infeasible and one.optimal and one.x[1] == 1.0 and one.x[0] == 0.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_row_neighbourhood_frees_enough_winners_and_keeps_the_rest_fixed(seed):
+    """An LNS neighbourhood frees at least ``free_target`` winners (all are reachable through
+    their rows), keeps every other winner fixed, and offers the freed columns again."""
+    from gensolver.instances.gpu import gpu_round
+    from gensolver.solvers.anytime.engine import first_fit_matrix, los_order, row_neighbourhood
+
+    P, _ = from_round(gpu_round(n_gpus=4, n_tasks=24, steps=10, seed=seed))
+    x = first_fit_matrix(P, los_order(P, 0.5, P.normalised_size()))
+    n_win = int(x.sum())
+    rng = np.random.default_rng(seed)
+    for target in (1, 3, n_win // 2, n_win):
+        cols, residual, fixed = row_neighbourhood(P, x, rng, target, 500, -P.values)
+        freed = np.flatnonzero((x > 0.5) & (fixed < 0.5))
+        assert freed.size >= min(target, n_win)
+        assert np.all(fixed <= x)  # only winners of x are kept, none added
+        assert np.isin(freed, cols).all()
+        assert np.allclose(residual, P.cap - P.A @ fixed)
+        assert np.all(residual >= -1e-9)

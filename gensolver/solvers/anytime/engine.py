@@ -625,7 +625,7 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     return SubResult(full, optimal, bound, time.perf_counter() - t0)
 
 
-def row_neighbourhood(P: MatrixProblem, Acsr: sp.csr_matrix, x: np.ndarray, rng: np.random.Generator,
+def row_neighbourhood(P: MatrixProblem, x: np.ndarray, rng: np.random.Generator,
                       free_target: int, max_cols: int, score: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """An LNS neighbourhood grown from a random row: ``(cols, residual_cap, fixed_x)``.
 
@@ -635,17 +635,16 @@ def row_neighbourhood(P: MatrixProblem, Acsr: sp.csr_matrix, x: np.ndarray, rng:
     residual capacity on their own, best ``max_cols`` by ``score`` (freed winners always in).
     """
     winners = np.flatnonzero(x > 0.5)
-    is_winner = np.zeros(P.n, dtype=bool)
-    is_winner[winners] = True
-    used_rows = np.unique(P.A[:, winners].indices) if winners.size else np.arange(P.cap.size)
+    # rows -> the winners on them: the rows of the winners' columns only (not of all of A)
+    Aw = P.A[:, winners].tocsr()
+    used_rows = np.flatnonzero(np.diff(Aw.indptr)) if winners.size else np.arange(P.cap.size)
     start = int(rng.choice(used_rows)) if used_rows.size else int(rng.integers(P.cap.size))
     freed: set[int] = set()
     seen_rows = {start}
     frontier = [start]
     while frontier and len(freed) < free_target:
         r = frontier.pop(0)
-        cols_r = Acsr.indices[Acsr.indptr[r]:Acsr.indptr[r + 1]]
-        for j in cols_r[is_winner[cols_r]].tolist():
+        for j in winners[Aw.indices[Aw.indptr[r]:Aw.indptr[r + 1]]].tolist():
             if j in freed:
                 continue
             freed.add(j)
@@ -964,7 +963,6 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
             note("exact-restricted", columns=int(cols.size), optimal=sub.optimal, welfare=W, bound=B,
                  seconds=round(sub.seconds, 3))
     # 4b. LNS over row neighbourhoods, warm-started, with adaptive size
-    Acsr = P.A.tocsr()
     score = lp.rc
     n_win = max(1, int(np.count_nonzero(best_x)))
     free_target = max(4, n_win // 4)
@@ -1003,7 +1001,7 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
         # timeout wastes the budget (16x24x150 at 30 s, four seeds: mean welfare 10,326 with
         # a 1 s cap against 10,256 with 3 s)
         slice_s = min(remaining, max(0.5, min(1.0, remaining / 4)))
-        hoods = [row_neighbourhood(P, Acsr, best_x, rng, free_target, K, score) for _ in range(n_par)]
+        hoods = [row_neighbourhood(P, best_x, rng, free_target, K, score) for _ in range(n_par)]
 
         def run(k: int, hood: tuple[np.ndarray, np.ndarray, np.ndarray], x_inc: np.ndarray = best_x) -> SubResult:
             cols, residual, fixed = hood
