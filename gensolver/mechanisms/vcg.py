@@ -50,7 +50,6 @@ Yokoo, Sakurai & Matsubara, "The effect of false-name bids in combinatorial auct
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
