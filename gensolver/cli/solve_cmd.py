@@ -26,7 +26,8 @@ def solve_command(
     deterministic: bool = typer.Option(
         False, "--deterministic",
         help="Method auto only: read --time-limit as a budget of work units (about a second each) and give "
-             "the same answer on every run for a seed and a thread count."),
+             "the same answer on every run for a seed and a thread count (give --threads too: by default "
+             "it is the machine's CPU count)."),
 ) -> None:
     """Solve the winner determination problem of FILE and print the allocation."""
     if deterministic and (method != "auto" or mechanism is not None):
