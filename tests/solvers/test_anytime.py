@@ -481,3 +481,19 @@ def test_row_neighbourhood_frees_enough_winners_and_keeps_the_rest_fixed(seed):
         assert np.isin(freed, cols).all()
         assert np.allclose(residual, P.cap - P.A @ fixed)
         assert np.all(residual >= -1e-9)
+
+
+def test_must_win_infeasibility_is_no_proof_with_rounded_capacities():
+    """Heuristic mode rounds demands up (conservatively): a must-win problem it finds
+    infeasible may be feasible, so it must not be reported as optimal or infeasible."""
+    from gensolver.model import Bid, Instance, Slot
+    from gensolver.solvers.anytime.engine import solve_restricted_cpsat
+
+    # 1/3 + 2/3 fits 1.0, but not once each demand is rounded up at a scale of 1e6
+    slots = (Slot("g", {"units": 1.0}),)
+    bids = (Bid("a", "A", 1.0, {"g": {"units": 1 / 3}}), Bid("b", "B", 1.0, {"g": {"units": 2 / 3}}),
+            Bid("c", "C", 1.0, {"g": {"units": 0.5}}))  # makes the row bind
+    P = from_instance(Instance(slots, bids))
+    assert float(P.A[:, :2].sum()) <= 1.0 + 1e-12  # a and b fit together
+    res = solve_restricted_cpsat(P, np.arange(3), time_limit=1.0, hint=None, must_win=np.array([0, 1]))
+    assert not res.infeasible and not res.optimal

@@ -692,7 +692,9 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     then interleave their search deterministically), so the answer is the same on every run;
     exactly scalable values are never rounded.
     ``must_win``: owners that must each win one column (VCG pivots, see :func:`pivot_solve`);
-    when that is impossible the result is ``optimal`` with ``infeasible=True`` and ``x`` all 0.
+    when that is proven impossible the result is ``optimal`` with ``infeasible=True`` and
+    ``x`` all 0 (in heuristic mode, whose capacities are rounded up, infeasibility proves
+    nothing and the result is simply not optimal).
     """
     from ortools.sat.python import cp_model
 
@@ -762,11 +764,12 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
             solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.random_seed = int(seed)
     status = solver.Solve(m)
+    work = float(solver.deterministic_time) * _cpsat_work_factor(solver.parameters.num_workers)
     full = np.zeros(P.n) if fixed is None else (fixed > 0.5).astype(np.float64)
     bound = None
     if status == cp_model.INFEASIBLE and must:  # without must-win constraints x = 0 is feasible
-        return SubResult(np.zeros(P.n), True, None, time.perf_counter() - t0, infeasible=True,
-                         work=float(solver.deterministic_time) * _cpsat_work_factor(solver.parameters.num_workers))
+        # a proof only when the capacities scaled exactly (heuristic mode rounds them up)
+        return SubResult(np.zeros(P.n), exact, None, time.perf_counter() - t0, infeasible=exact, work=work)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         xs = np.fromiter((solver.BooleanValue(v) for v in x), dtype=bool, count=len(x))
         full[cols[xs]] = 1.0
@@ -775,8 +778,7 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
             if fixed is not None:
                 bound += float(P.values @ full) - float(vals @ xs)
     return SubResult(full, status == cp_model.OPTIMAL and values_exact, bound, time.perf_counter() - t0,
-                     status == cp_model.OPTIMAL,
-                     float(solver.deterministic_time) * _cpsat_work_factor(solver.parameters.num_workers))
+                     status == cp_model.OPTIMAL, work)
 
 
 def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
@@ -790,9 +792,10 @@ def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     highspy is missing).
     ``deterministic=True`` with a time limit: CP-SAT on deterministic time, and no HiGHS proof
     after a rounded solve (HiGHS has only a wall-clock limit); the widened bound stands.
-    ``must_win`` (see :func:`solve_restricted_cpsat`) constrains CP-SAT only; HiGHS solves the
-    restricted problem without it, a superset, so its answer and proof remain valid (as HiGHS
-    rows the constraints made GPU pivots ten times slower).
+    ``must_win`` (see :func:`solve_restricted_cpsat`) constrains CP-SAT's exact mode only;
+    HiGHS and the heuristic fallback solve the restricted problem without it, a superset, so
+    their answers and proofs remain valid (as HiGHS rows the constraints made GPU pivots ten
+    times slower).
     """
     res = None
     try:
@@ -822,7 +825,7 @@ def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         # capacities that do not scale exactly, under a budget: HiGHS would stop on the wall
         # clock, so CP-SAT searches with conservatively scaled capacities (no bound claimed)
         return solve_restricted_cpsat(P, cols, time_limit=time_limit, hint=hint, threads=threads, seed=seed,
-                                      deterministic=True, must_win=must_win)
+                                      deterministic=True)
     try:  # floating-point data: HiGHS (several times faster than SCIP here), else SCIP
         return solve_restricted_highs(P, cols, time_limit=time_limit, hint=hint, threads=threads)
     except ImportError:  # pragma: no cover - highspy ships with the 'solvers' extra
