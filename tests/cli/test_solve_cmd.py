@@ -66,7 +66,7 @@ def test_script_solves_and_prints_one_json_object(instance_file: Path) -> None:
     assert doc["seconds"]["total"] >= 0.0
 
 
-@pytest.mark.parametrize("method", ["highs", "pulp-highs", "pulp-cbc"])
+@pytest.mark.parametrize("method", ["highs", "pulp-highs", "pulp-cbc", "auto"])
 def test_script_json_is_clean_with_chatty_backends(instance_file: Path, method: str) -> None:
     """Backends that print banners from native code must not corrupt ``--json`` output."""
     proc = run_script("solve", str(instance_file), "-m", method, "--json")

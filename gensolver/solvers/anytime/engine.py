@@ -55,7 +55,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ..exact.common import quiet_native_output
+from ..exact.common import new_highs, quiet_native_output
 from ..result import CAPACITY_TOL
 from .problem import MatrixProblem, column_ranges
 
@@ -315,8 +315,7 @@ class _HighsMaster:
         self.P = P
         self.cols = np.zeros(0, dtype=np.int64)
         R = P.cap.size
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()
         # interior point without crossover: on these degenerate masters it is several times
         # faster than simplex re-optimisation, and its central duals price better columns
         # (primal-dual column generation, Gondzio et al. 2013); any y >= 0 gives a valid bound
@@ -576,8 +575,7 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     M = sp.vstack([Ac[can_bind], Xg], format="csc")
     M.sort_indices()
     n_rows = M.shape[0]
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     h.setOptionValue("mip_rel_gap", 1e-9)
     h.setOptionValue("mip_abs_gap", 1e-9)
     if time_limit is not None:

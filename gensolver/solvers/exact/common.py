@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from typing import Any, Iterator
 
 import numpy as np
@@ -61,38 +64,68 @@ def pop_options(options: dict[str, Any], allowed: set[str], method: str) -> dict
     return dict(options)
 
 
+_QUIET_LOCK = threading.Lock()
+_quiet_depth = 0
+_quiet_saved: int | None = None
+
+
 class quiet_native_output:
     """Silence native libraries that print banners to the process's stdout (fd 1).
 
     HiGHS prints a copyright banner from C++ even when its output flag is off; inside
     ``gensolver solve --json`` that would corrupt the JSON. Python-level ``sys.stdout`` is
     untouched; fd 1 is pointed at ``/dev/null`` for the duration and then restored.
+
+    Safe to use from several threads at once (VCG pivots, parallel LNS): fd 1 is redirected
+    by the first thread in and restored by the last one out, so overlapping uses can never
+    restore ``/dev/null`` as the process's stdout.
     """
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
-        self._saved: int | None = None
+        self._entered = False
 
     def __enter__(self) -> "quiet_native_output":
-        import os
-        import sys
-
+        global _quiet_depth, _quiet_saved
         if not self.enabled:
             return self
-        try:
-            sys.stdout.flush()
-            self._saved = os.dup(1)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-            os.close(devnull)
-        except OSError:  # pragma: no cover - no fd 1 (embedded interpreters)
-            self._saved = None
+        with _QUIET_LOCK:
+            if _quiet_depth == 0:
+                try:
+                    sys.stdout.flush()
+                    saved = os.dup(1)
+                    devnull = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(devnull, 1)
+                    os.close(devnull)
+                    _quiet_saved = saved
+                except (OSError, ValueError):  # pragma: no cover - no fd 1 (embedded interpreters)
+                    _quiet_saved = None
+            _quiet_depth += 1
+            self._entered = True
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import os
+        global _quiet_depth, _quiet_saved
+        if not self._entered:
+            return
+        with _QUIET_LOCK:
+            self._entered = False
+            _quiet_depth -= 1
+            if _quiet_depth == 0 and _quiet_saved is not None:
+                os.dup2(_quiet_saved, 1)
+                os.close(_quiet_saved)
+                _quiet_saved = None
 
-        if self._saved is not None:
-            os.dup2(self._saved, 1)
-            os.close(self._saved)
-            self._saved = None
+
+def new_highs() -> Any:
+    """A ``highspy.Highs`` object with its output off, created without HiGHS's banner.
+
+    HiGHS prints its copyright banner to fd 1 from the constructor of the first ``Highs``
+    object in a process, before any option can turn output off.
+    """
+    import highspy
+
+    with quiet_native_output():
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    return h
