@@ -36,7 +36,7 @@ from .suites import Suite, SuiteEntry, decode_instance, load_suite, materialize
 __all__ = ["CellResult", "BenchResult", "run_suite", "run_cell", "DEFAULT_METHODS", "JOURNAL", "read_journal"]
 
 #: methods run when none are given (those usable here)
-DEFAULT_METHODS: tuple[str, ...] = ("cpsat", "highs", "greedy", "lp")
+DEFAULT_METHODS: tuple[str, ...] = ("auto", "cpsat", "highs", "greedy", "lp")
 #: file name of the journal of finished cells in the output folder
 JOURNAL = "cells.jsonl"
 UNAVAILABLE = "unavailable"
