@@ -46,8 +46,10 @@ solutions", Math. Prog. 102, 2005 (RINS-style restricted MIPs).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -749,8 +751,6 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         for var, h in zip(x, (hint[cols] > 0.5).tolist()):
             m.AddHint(var, int(h))
     solver = cp_model.CpSolver()
-    import os
-
     solver.parameters.num_workers = int(threads) if threads else (max(1, min(8, os.cpu_count() or 1)) if exact else 1)
     if time_limit is not None:
         if deterministic:  # CP-SAT's deterministic time adds up over its workers
@@ -971,9 +971,6 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
     no_gain = 0
     # independent neighbourhoods of the same incumbent solved side by side, one solver thread
     # each, on all CPUs (``threads`` caps them); the best answer is kept
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
     n_par = max(1, min(int(threads) if threads else (os.cpu_count() or 1), 8))
     sub_threads = 1 if n_par > 1 else threads
     lns_pool = ThreadPoolExecutor(n_par) if n_par > 1 and time_limit is not None else None
