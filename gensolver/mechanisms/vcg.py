@@ -117,7 +117,7 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
     :func:`~gensolver.solvers.anytime.engine.pivot_solve`), so they run largest winning bid
     first.
     """
-    from ..solvers.anytime.engine import SolutionPool, lp_state, pivot_solve
+    from ..solvers.anytime.engine import SolutionPool, lp_state, owner_best_alone, pivot_solve
     from ..solvers.anytime.problem import from_instance
 
     P = from_instance(instance)
@@ -137,6 +137,7 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
     owner_of = {name: i for i, name in enumerate(instance.bidder_ids)}
     upper = float(main.bound if main.bound is not None else main.welfare)
     pool = SolutionPool(P, x_star)
+    best_alone = owner_best_alone(P)  # the trivial bound of every pivot, computed once
     own_pool = None
     if executor is None and len(won) > 1 and (os.cpu_count() or 1) > 1:
         # the pivots are independent: one solver thread each, as many at once as CPUs
@@ -145,7 +146,7 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
 
     def one(bidder: str) -> dict[str, Any]:
         r = pivot_solve(P, owner_of[bidder], x_star, lp, upper=upper, time_limit=time_limit, threads=threads,
-                        pool=pool)
+                        pool=pool, best_alone=best_alone)
         return {"status": Status.OPTIMAL.value if r.exact else Status.FEASIBLE.value, "welfare": r.welfare,
                 "bound": r.bound, "winners": [], "seconds": r.seconds, "message": r.method}
 

@@ -234,12 +234,17 @@ def los_order(P: MatrixProblem, alpha: float, size: np.ndarray) -> np.ndarray:
     return np.lexsort((-P.values, -key))
 
 
-def trivial_bound_matrix(P: MatrixProblem) -> float:
-    """Sum over owners of the best column that fits alone."""
+def owner_best_alone(P: MatrixProblem) -> np.ndarray:
+    """Per owner, the value of its best column that fits alone (0 if none)."""
     fits = _fit_mask(P.A, None, P.cap + CAPACITY_TOL)
     best = np.zeros(P.n_owners)
     np.maximum.at(best, P.owner, np.where(fits, P.values, 0.0))
-    return float(best.sum())
+    return best
+
+
+def trivial_bound_matrix(P: MatrixProblem) -> float:
+    """Sum over owners of the best column that fits alone."""
+    return float(owner_best_alone(P).sum())
 
 
 # ----------------------------------------------------------------------------- LP bound
@@ -1112,9 +1117,13 @@ class SolutionPool:
 
 def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState | Callable[[], LpState]", *, upper: float,
                 time_limit: float | None = None, threads: int | None = None, max_restricted: int = 20_000,
-                seed: int = 0, pool: SolutionPool | None = None) -> PivotResult:
+                seed: int = 0, pool: SolutionPool | None = None, best_alone: np.ndarray | None = None) -> PivotResult:
     """``max welfare`` with every column of ``owner`` removed, warm-started from ``x_star``.
 
+    0. When ``x_star`` without the owner's column already meets the trivial bound below (as
+       when everyone won their best bid), that is the answer, before any search; with
+       ``best_alone`` (:func:`owner_best_alone` of ``P``, computed once per VCG run) this
+       check costs one dot product.
     1. Incumbent: ``x_star`` without the owner's column, extended first-fit (LOS order); with
        a ``pool``, also the best pooled solution without the owner, extended likewise (the
        pivot's own answer is added to the pool for the others); when the trivial bound is not
@@ -1135,7 +1144,7 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState |
     4. If too many columns survive, the anytime solver runs on the pivot problem.
     """
     r = _pivot_solve(P, owner, x_star, lp, upper=upper, time_limit=time_limit, threads=threads,
-                     max_restricted=max_restricted, seed=seed, pool=pool)
+                     max_restricted=max_restricted, seed=seed, pool=pool, best_alone=best_alone)
     if pool is not None:
         pool.settle(owner, r.bound)
     return r
@@ -1143,12 +1152,20 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState |
 
 def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState | Callable[[], LpState]", *, upper: float,
                 time_limit: float | None = None, threads: int | None = None, max_restricted: int = 20_000,
-                seed: int = 0, pool: SolutionPool | None = None, max_threshold_steps: int = 4) -> PivotResult:
+                seed: int = 0, pool: SolutionPool | None = None, max_threshold_steps: int = 4,
+                best_alone: np.ndarray | None = None) -> PivotResult:
     t0 = time.perf_counter()
     mine = P.owner == owner
     vals = np.where(mine, 0.0, P.values)
     Pi = MatrixProblem(vals, P.A, P.cap, P.owner, P.n_owners, P.column_id)
     start = np.where(mine, 0.0, x_star)
+    # the cheapest bound first: each other owner's best column alone (from ``best_alone``,
+    # computed once per VCG run, when given); x_star minus the owner may already meet it
+    trivial = (trivial_bound_matrix(Pi) if best_alone is None
+               else float(best_alone.sum() - best_alone[owner]))
+    W = float(vals @ start)
+    if W >= min(trivial, upper) - 1e-9 * max(1.0, abs(W)):
+        return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
     order = los_order(Pi, 0.5, Pi.normalised_size())
     x = first_fit_matrix(Pi, order, start=start)
     W = float(vals @ x)
@@ -1157,8 +1174,6 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState 
         x2 = first_fit_matrix(Pi, order, start=pooled)
         if float(vals @ x2) > W:
             x, W = x2, float(vals @ x2)
-    # the cheapest bound first: each other owner's best winnable column
-    trivial = trivial_bound_matrix(Pi)
     if W >= min(trivial, upper) - 1e-9 * max(1.0, abs(W)):
         return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
     # cheap local search: with a bidder gone, the others' bundles can often grow; the main
