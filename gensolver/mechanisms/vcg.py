@@ -13,7 +13,9 @@ Algorithm
 2. For every *winning* bidder ``i`` solve it again without ``i``: ``W*(-i)`` (losers pay 0 and
    are not re-solved). Each re-solve is warm-started with ``x*`` minus ``i``'s bid, which is
    feasible without ``i``; re-solves may run in parallel on any
-   :class:`concurrent.futures.Executor`.
+   :class:`concurrent.futures.Executor`. With warm starts on, a pivot whose ``W* - v_i``
+   already meets the trivial bound (every other bidder's best bid that fits alone) is settled
+   without a re-solve, whatever the solver.
 3. ``p_i = W*(-i) - (W* - v_i(x*))``, which lies in ``[0, v_i(x*)]``.
 
 Certified intervals when a solve is not proven optimal
@@ -163,6 +165,27 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
             own_pool.shutdown()
 
 
+def _trivial_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], upper: float) -> dict[str, dict[str, Any]]:
+    """Pivots settled without a solve: ``W(-i) = W* - v_i`` whenever the main allocation minus
+    ``i``'s bid (feasible without ``i``) is worth the trivial bound of the pivot problem."""
+    from ..solvers.anytime.engine import owner_best_alone
+    from ..solvers.anytime.problem import from_instance
+
+    t0 = time.perf_counter()
+    best = owner_best_alone(from_instance(instance))
+    total = float(best.sum())
+    owner_of = {name: i for i, name in enumerate(instance.bidder_ids)}
+    out: dict[str, dict[str, Any]] = {}
+    for bidder, bid in won.items():
+        others = float(main.welfare) - bid.value
+        bound = min(total - float(best[owner_of[bidder]]), upper)
+        if others >= bound - 1e-9 * max(1.0, abs(others)):
+            out[bidder] = {"status": Status.OPTIMAL.value, "welfare": others, "bound": others,
+                           "winners": [w for w in main.winners if w != bid.id],
+                           "seconds": time.perf_counter() - t0, "message": "trivial-bound"}
+    return out
+
+
 def vcg(
     instance: Instance,
     *,
@@ -213,12 +236,19 @@ def vcg(
     fast = (solver == "auto" and opts["warm_start"] and main_ok and bool(won)
             and (executor is None or isinstance(executor, ThreadPoolExecutor)))
     jobs: dict[str, tuple[Any, list[str] | None]] = {}
-    if not fast:  # the fast path needs no per-pivot instances
-        for bidder, bid in won.items():
-            hint = [w for w in main.winners if w != bid.id] if opts["warm_start"] else None
-            jobs[bidder] = (instance.without_bidder(bidder), hint)
     t1 = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
+    if not fast:  # the fast path needs no per-pivot instances
+        # warm start, any solver: x* minus the bidder's bid is feasible without the bidder;
+        # when it meets the trivial bound (every other bidder's best bid that fits alone, as
+        # when everyone won their best bid) the pivot is settled here, with no re-solve
+        if opts["warm_start"] and won:
+            results.update(_trivial_pivots(instance, main, won, main_bound))
+        for bidder, bid in won.items():
+            if bidder in results:
+                continue
+            hint = [w for w in main.winners if w != bid.id] if opts["warm_start"] else None
+            jobs[bidder] = (instance.without_bidder(bidder), hint)
     if fast:
         results = _fast_pivots(instance, main, won, time_limit=time_limit, threads=threads, executor=executor)
     elif executor is None:

@@ -156,3 +156,33 @@ def test_losers_are_not_resolved():
     assert set(out.details["pivots"]) == {"X"}
     assert out.payments == {"X": 5.0, "Y": 0.0, "Z": 0.0}
     assert math.isclose(out.revenue, 5.0)
+
+
+def test_pivots_meeting_the_trivial_bound_are_not_resolved():
+    """Everyone wins their best bid: W(-i) = W* - v_i is certified by the trivial bound (every
+    other bidder's best bid that fits alone), so no pivot is re-solved, whatever the solver."""
+    inst = goods_instance([("a1", "A", 4, ["P"]), ("a2", "A", 3, ["Q"]), ("b1", "B", 6, ["R"]),
+                           ("c1", "C", 5, ["S"])], ["P", "Q", "R", "S"])
+    calls = []
+
+    def counting(instance, *, time_limit, threads, seed, options):
+        from gensolver import solve
+
+        calls.append(instance.n_bids)
+        return solve(instance, method="cpsat")
+
+    out = run_mechanism(inst, mechanism="vcg", solver=counting)
+    expected = clarke_by_brute_force(inst, out.allocation.winners)
+    assert dict(out.payments) == pytest.approx(expected) == {"A": 0.0, "B": 0.0, "C": 0.0}
+    assert calls == [4] and out.exact
+    assert {p["how"] for p in out.details["pivots"].values()} == {"trivial-bound"}
+    calls.clear()
+    cold = run_mechanism(inst, mechanism="vcg", solver=counting, options={"warm_start": False})
+    assert cold.payments == out.payments and sorted(calls) == [2, 3, 3, 4]
+    # one losing bid with value (D) lifts every pivot's trivial bound: all are re-solved
+    calls.clear()
+    contested = goods_instance([("a1", "A", 4, ["P"]), ("b1", "B", 6, ["R"]), ("c1", "C", 5, ["S"]),
+                                ("d1", "D", 2, ["S"])], ["P", "R", "S"])
+    out = run_mechanism(contested, mechanism="vcg", solver=counting)
+    assert dict(out.payments) == pytest.approx(clarke_by_brute_force(contested, out.allocation.winners))
+    assert out.payments["C"] == pytest.approx(2.0) and sorted(calls) == [3, 3, 3, 4]
