@@ -9,7 +9,8 @@ Usage::
 For each instance it runs VCG four ways with the same solver: pivots re-solved cold (no warm
 start, serial); the ``auto`` fast path on one thread (main LP duals, warm start, shared
 solution pool); the fast path as ``vcg`` runs it by default (a private thread pool, one per
-CPU); and warm-started re-solves on a ``ProcessPoolExecutor``. It checks that all give the
+CPU); and the fast path on a ``ProcessPoolExecutor`` (each pivot in a worker process with the
+main LP's duals, but no shared solution pool). It checks that all give the
 same payments and prints the seconds of the main solve and of all pivots, and the ratio
 ``pivots / main`` (issue 7's goal: at most 3 where the main solve is optimal).
 """

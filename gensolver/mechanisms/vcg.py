@@ -52,6 +52,7 @@ Yokoo, Sakurai & Matsubara, "The effect of false-name bids in combinatorial auct
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -106,6 +107,17 @@ def pivot_welfare(
     }
 
 
+def _pivot_task(P: Any, owner: int, x_star: np.ndarray, lp: Any, upper: float, time_limit: float | None,
+                threads: int | None, best_alone: np.ndarray) -> dict[str, Any]:
+    """One fast-path pivot in a worker process (module level, so it pickles)."""
+    from ..solvers.anytime.engine import pivot_solve
+
+    r = pivot_solve(P, owner, x_star, lp, upper=upper, time_limit=time_limit, threads=threads,
+                    best_alone=best_alone)
+    return {"status": Status.OPTIMAL.value if r.exact else Status.FEASIBLE.value, "welfare": r.welfare,
+            "bound": r.bound, "winners": [], "seconds": r.seconds, "message": r.method}
+
+
 def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_limit: float | None,
                  threads: int | None, executor: Executor | None) -> dict[str, dict[str, Any]]:
     """Pivots through the anytime engine, reusing one LP's duals for every winner.
@@ -138,8 +150,22 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
         x_star[index[w]] = 1.0
     owner_of = {name: i for i, name in enumerate(instance.bidder_ids)}
     upper = float(main.bound if main.bound is not None else main.welfare)
-    pool = SolutionPool(P, x_star)
     best_alone = owner_best_alone(P)  # the trivial bound of every pivot, computed once
+    if executor is not None and not isinstance(executor, ThreadPoolExecutor):
+        # another process (or machine) per pivot: no shared solution pool, but the main LP
+        # (solved here, once, only when a pivot needs more than the trivial bound) and the
+        # main allocation travel with each task
+        out = _trivial_pivots(instance, main, won, upper)
+        rest = [b for b in sorted(won, key=lambda b: (-won[b].value, b)) if b not in out]
+        if rest:
+            state = lp_state(P)
+            # pivots never name columns: a picklable stand-in for the instance's id lookup
+            Pp = dataclasses.replace(P, column_id=str)
+            futures = {b: executor.submit(_pivot_task, Pp, owner_of[b], x_star, state, upper, time_limit,
+                                          threads or 1, best_alone) for b in rest}
+            out.update({b: f.result() for b, f in futures.items()})
+        return out
+    pool = SolutionPool(P, x_star)
     own_pool = None
     if executor is None and len(won) > 1 and (os.cpu_count() or 1) > 1:
         # the pivots are independent: one solver thread each, as many at once as CPUs
@@ -213,8 +239,8 @@ def vcg(
         ``i`` nothing is a warm start for ``i``'s pivot); other solvers run them serially.
     options : mapping, optional
         ``warm_start`` (bool, default True): hint each pivot with the main winners minus the
-        bidder's bid; with ``solver="auto"`` (and no process pool) the pivots also reuse the
-        main LP's duals as a free bound and for reduced-cost fixing (see
+        bidder's bid; with ``solver="auto"`` the pivots also reuse the main LP's duals as a
+        free bound and for reduced-cost fixing, on threads or in worker processes (see
         :func:`gensolver.solvers.anytime.engine.pivot_solve`); ``threads`` (int): solver
         threads per solve.
 
@@ -233,8 +259,7 @@ def vcg(
     main_bound = main.bound if main.bound is not None else trivial_bound(instance)
     won = winning_bids(instance, main)
 
-    fast = (solver == "auto" and opts["warm_start"] and main_ok and bool(won)
-            and (executor is None or isinstance(executor, ThreadPoolExecutor)))
+    fast = solver == "auto" and opts["warm_start"] and main_ok and bool(won)
     jobs: dict[str, tuple[Any, list[str] | None]] = {}
     t1 = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}

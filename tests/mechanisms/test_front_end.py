@@ -132,3 +132,7 @@ def test_parallel_pivots_match_serial():
         assert out.allocation.winners == serial.allocation.winners
         assert dict(out.payments) == pytest.approx(dict(serial.payments), abs=1e-9)
     assert processes.details["executor"] == "ProcessPoolExecutor"
+    # worker processes run the same LP-dual fast path as threads (not a cold re-solve each)
+    fast_path = {"trivial-bound", "dual-bound", "reduced-cost-fixing", "settled-pivots", "anytime"}
+    for out in (serial, threaded, processes):
+        assert {p["how"] for p in out.details["pivots"].values()} <= fast_path
