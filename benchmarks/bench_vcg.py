@@ -57,7 +57,7 @@ def main() -> None:
             for mode, opts, ex in (("cold, serial", {"warm_start": False}, None),
                                    ("fast path, 1 thread", {"warm_start": True}, one_thread),
                                    ("fast path, default (thread per CPU)", {"warm_start": True}, None),
-                                   (f"warm, {args.workers} processes", {"warm_start": True}, pool)):
+                                   (f"fast path, {args.workers} processes", {"warm_start": True}, pool)):
                 t0 = time.perf_counter()
                 out = run_mechanism(inst, mechanism="vcg", solver=args.solver, executor=ex,
                                     options={**opts, "threads": args.threads})
