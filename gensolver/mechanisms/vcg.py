@@ -155,7 +155,7 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
         # another process (or machine) per pivot: no shared solution pool, but the main LP
         # (solved here, once, only when a pivot needs more than the trivial bound) and the
         # main allocation travel with each task
-        out = _trivial_pivots(instance, main, won, upper)
+        out = _trivial_pivots(instance, main, won, upper, best_alone)
         rest = [b for b in sorted(won, key=lambda b: (-won[b].value, b)) if b not in out]
         if rest:
             state = lp_state(P)
@@ -191,14 +191,20 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
             own_pool.shutdown()
 
 
-def _trivial_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], upper: float) -> dict[str, dict[str, Any]]:
+def _trivial_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], upper: float,
+                    best: np.ndarray | None = None) -> dict[str, dict[str, Any]]:
     """Pivots settled without a solve: ``W(-i) = W* - v_i`` whenever the main allocation minus
-    ``i``'s bid (feasible without ``i``) is worth the trivial bound of the pivot problem."""
+    ``i``'s bid (feasible without ``i``) is worth the trivial bound of the pivot problem.
+
+    ``best``: each bidder's best bid that fits alone, when already computed
+    (:func:`~gensolver.solvers.anytime.engine.owner_best_alone`).
+    """
     from ..solvers.anytime.engine import owner_best_alone
     from ..solvers.anytime.problem import from_instance
 
     t0 = time.perf_counter()
-    best = owner_best_alone(from_instance(instance))
+    if best is None:
+        best = owner_best_alone(from_instance(instance))
     total = float(best.sum())
     owner_of = {name: i for i, name in enumerate(instance.bidder_ids)}
     out: dict[str, dict[str, Any]] = {}
