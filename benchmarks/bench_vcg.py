@@ -10,7 +10,7 @@ For each instance it runs VCG four ways with the same solver: pivots re-solved c
 start, serial); the ``auto`` fast path on one thread (main LP duals, warm start, shared
 solution pool); the fast path as ``vcg`` runs it by default (a private thread pool, one per
 CPU); and the fast path on a ``ProcessPoolExecutor`` (each pivot in a worker process with the
-main LP's duals, but no shared solution pool). It checks that all give the
+main LP's duals, the bounds settled so far and the best known warm start). It checks that all give the
 same payments and prints the seconds of the main solve and of all pivots, and the ratio
 ``pivots / main`` (issue 7's goal: at most 3 where the main solve is optimal).
 """

@@ -108,14 +108,66 @@ def pivot_welfare(
 
 
 def _pivot_task(P: Any, owner: int, x_star: np.ndarray, lp: Any, upper: float, time_limit: float | None,
-                threads: int | None, best_alone: np.ndarray) -> dict[str, Any]:
-    """One fast-path pivot in a worker process (module level, so it pickles)."""
-    from ..solvers.anytime.engine import pivot_solve
+                threads: int | None, best_alone: np.ndarray, settled: Mapping[int, float],
+                start: np.ndarray | None) -> dict[str, Any]:
+    """One fast-path pivot in a worker process (module level, so it pickles).
 
-    r = pivot_solve(P, owner, x_star, lp, upper=upper, time_limit=time_limit, threads=threads,
+    ``settled`` (proven bounds of finished pivots) and ``start`` (the best solution known
+    without ``owner``) stand in for the shared pool of the threaded path; the solutions the
+    pivot finds go back (as column indices) for the pivots submitted after it.
+    """
+    from ..solvers.anytime.engine import SolutionPool, pivot_solve
+
+    pool = SolutionPool(P, x_star)
+    if start is not None:
+        pool.add(start)
+    for o, b in settled.items():
+        pool.settle(o, b)
+    r = pivot_solve(P, owner, x_star, lp, upper=upper, time_limit=time_limit, threads=threads, pool=pool,
                     best_alone=best_alone)
+    known = [x_star] if start is None else [x_star, start]
+    found = [np.flatnonzero(x > 0.5) for x in pool.solutions() if not any(np.array_equal(x, k) for k in known)]
     return {"status": Status.OPTIMAL.value if r.exact else Status.FEASIBLE.value, "welfare": r.welfare,
-            "bound": r.bound, "winners": [], "seconds": r.seconds, "message": r.method}
+            "bound": r.bound, "winners": [], "seconds": r.seconds, "message": r.method, "found": found}
+
+
+def _pivots_in_workers(P: Any, order: list[str], owner_of: Mapping[str, int], x_star: np.ndarray, lp: Any,
+                       upper: float, best_alone: np.ndarray, *, time_limit: float | None, threads: int,
+                       executor: Executor) -> dict[str, dict[str, Any]]:
+    """Fast-path pivots on an executor whose workers share no memory (processes, a cluster).
+
+    As many pivots run at once as the executor has workers (``os.cpu_count()`` when it does
+    not say); each new one is given the bounds settled so far and the best solution known
+    without its bidder, so later pivots search smaller problems, as on threads.
+    """
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from ..solvers.anytime.engine import SolutionPool
+
+    Pp = dataclasses.replace(P, column_id=str)  # pivots never name columns; a picklable stand-in
+    pool = SolutionPool(P, x_star)
+    pending = list(order)
+    width = max(1, min(len(pending), int(getattr(executor, "_max_workers", 0) or (os.cpu_count() or 1))))
+    running: dict[Any, str] = {}
+    out: dict[str, dict[str, Any]] = {}
+    while pending or running:
+        while pending and len(running) < width:
+            b = pending.pop(0)
+            o = owner_of[b]
+            start = pool.best_without(o, np.where(P.owner == o, 0.0, P.values))
+            running[executor.submit(_pivot_task, Pp, o, x_star, lp, upper, time_limit, threads, best_alone,
+                                    pool.settled_bounds(o), start)] = b
+        done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+        for f in done:
+            b = running.pop(f)
+            res = f.result()
+            for idx in res.pop("found"):
+                x = np.zeros(P.n)
+                x[idx] = 1.0
+                pool.add(x)
+            pool.settle(owner_of[b], res["bound"])
+            out[b] = res
+    return out
 
 
 def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_limit: float | None,
@@ -158,12 +210,8 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
         out = _trivial_pivots(instance, main, won, upper, best_alone)
         rest = [b for b in sorted(won, key=lambda b: (-won[b].value, b)) if b not in out]
         if rest:
-            state = lp_state(P)
-            # pivots never name columns: a picklable stand-in for the instance's id lookup
-            Pp = dataclasses.replace(P, column_id=str)
-            futures = {b: executor.submit(_pivot_task, Pp, owner_of[b], x_star, state, upper, time_limit,
-                                          threads or 1, best_alone) for b in rest}
-            out.update({b: f.result() for b, f in futures.items()})
+            out.update(_pivots_in_workers(P, rest, owner_of, x_star, lp_state(P), upper, best_alone,
+                                          time_limit=time_limit, threads=threads or 1, executor=executor))
         return out
     pool = SolutionPool(P, x_star)
     own_pool = None

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 
@@ -136,3 +137,35 @@ def test_parallel_pivots_match_serial():
     fast_path = {"trivial-bound", "dual-bound", "reduced-cost-fixing", "settled-pivots", "anytime"}
     for out in (serial, threaded, processes):
         assert {p["how"] for p in out.details["pivots"].values()} <= fast_path
+
+
+class _RecordingExecutor(Executor):
+    """Runs each task at once in this thread and keeps its arguments (one worker)."""
+
+    _max_workers = 1
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.calls.append(args)
+        fut: Future = Future()
+        fut.set_result(fn(*args, **kwargs))
+        return fut
+
+
+def test_worker_pivots_receive_the_bounds_settled_before_them():
+    """Without shared memory, each pivot is sent the bounds settled so far (and the best
+    solution known without its bidder), so later pivots can require settled bidders to win."""
+    inst = _medium_instance()
+    threaded = run_mechanism(inst, mechanism="vcg", **EXACT)
+    ex = _RecordingExecutor()
+    out = run_mechanism(inst, mechanism="vcg", executor=ex, **EXACT)
+    assert out.exact and dict(out.payments) == pytest.approx(dict(threaded.payments), abs=1e-9)
+    assert len(ex.calls) >= 3
+    # argument 8 is the settled bounds: one more finished pivot before each submission
+    assert [len(args[8]) for args in ex.calls] == list(range(len(ex.calls)))
+    # argument 9, the warm start, when there is one, gives the pivot's bidder nothing
+    for args in ex.calls:
+        P, owner, start = args[0], args[1], args[9]
+        assert start is None or owner not in set(P.owner[start > 0.5].tolist())

@@ -1106,6 +1106,11 @@ class SolutionPool:
             self._sols.sort(key=lambda t: -t[0])
             del self._sols[self.size:]
 
+    def solutions(self) -> list[np.ndarray]:
+        """The pooled solutions, best first."""
+        with self._lock:
+            return [x for _, x, _ in self._sols]
+
     def best_without(self, owner: int, values: np.ndarray) -> np.ndarray | None:
         """The pooled solution of highest ``values`` that gives ``owner`` nothing."""
         with self._lock:
