@@ -181,7 +181,8 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
     :class:`~gensolver.solvers.anytime.engine.SolutionPool`: its solutions warm-start them,
     and each settled ``W(-k)`` lets later pivots require ``k`` to win (see
     :func:`~gensolver.solvers.anytime.engine.pivot_solve`), so they run largest winning bid
-    first.
+    first. Threads share the pool directly; other executors go through
+    :func:`_pivots_in_workers`.
     """
     from ..solvers.anytime.engine import SolutionPool, lp_state, owner_best_alone, pivot_solve
     from ..solvers.anytime.problem import from_instance
@@ -204,9 +205,9 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
     upper = float(main.bound if main.bound is not None else main.welfare)
     best_alone = owner_best_alone(P)  # the trivial bound of every pivot, computed once
     if executor is not None and not isinstance(executor, ThreadPoolExecutor):
-        # another process (or machine) per pivot: no shared solution pool, but the main LP
-        # (solved here, once, only when a pivot needs more than the trivial bound) and the
-        # main allocation travel with each task
+        # workers without shared memory (processes, a cluster): pivots the trivial bound
+        # settles are done here; the rest get the main LP (solved here, once), the main
+        # allocation, and what earlier pivots settled and found (_pivots_in_workers)
         out = _trivial_pivots(instance, main, won, upper, best_alone)
         rest = [b for b in sorted(won, key=lambda b: (-won[b].value, b)) if b not in out]
         if rest:
