@@ -169,3 +169,16 @@ def test_worker_pivots_receive_the_bounds_settled_before_them():
     for args in ex.calls:
         P, owner, start = args[0], args[1], args[9]
         assert start is None or owner not in set(P.owner[start > 0.5].tolist())
+
+
+def test_pivots_on_a_dask_cluster_match_serial():
+    """A real LocalCluster (worker processes) through ``Client.get_executor()``."""
+    distributed = pytest.importorskip("distributed")
+    inst = _medium_instance()
+    serial = run_mechanism(inst, mechanism="vcg", **EXACT)
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        out = run_mechanism(inst, mechanism="vcg", executor=client.get_executor(), **EXACT)
+    assert out.exact and out.allocation.winners == serial.allocation.winners
+    assert dict(out.payments) == pytest.approx(dict(serial.payments), abs=1e-9)
+    assert out.details["executor"] == "ClientExecutor"
