@@ -188,15 +188,6 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
     from ..solvers.anytime.problem import from_instance
 
     P = from_instance(instance)
-    cache: list[Any] = []
-    lock = threading.Lock()
-
-    def lp() -> Any:  # computed once, on the first pivot that needs it
-        with lock:
-            if not cache:
-                cache.append(lp_state(P))
-            return cache[0]
-
     x_star = np.zeros(P.n)
     index = instance.bid_index
     for w in main.winners:
@@ -214,6 +205,15 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
             out.update(_pivots_in_workers(P, rest, owner_of, x_star, lp_state(P), upper, best_alone,
                                           time_limit=time_limit, threads=threads or 1, executor=executor))
         return out
+    cache: list[Any] = []
+    lock = threading.Lock()
+
+    def lp() -> Any:  # computed once, on the first pivot that needs it
+        with lock:
+            if not cache:
+                cache.append(lp_state(P))
+            return cache[0]
+
     pool = SolutionPool(P, x_star)
     own_pool = None
     if executor is None and len(won) > 1 and (os.cpu_count() or 1) > 1:

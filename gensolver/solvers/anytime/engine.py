@@ -1076,8 +1076,6 @@ class SolutionPool:
     """
 
     def __init__(self, P: MatrixProblem, first: np.ndarray, size: int = 64) -> None:
-        import threading
-
         self.P, self.size = P, size
         self._lock = threading.Lock()
         self._sols: list[tuple[float, np.ndarray, np.ndarray]] = []
