@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_vcg.py            # GPU rounds (1,512 and 2,916 bids), CATS arbitrary 60 x 250
     python benchmarks/bench_vcg.py --large    # adds CATS arbitrary 100 x 500 (minutes)
     python benchmarks/bench_vcg.py --quick    # smaller instances (a smoke run)
+    python benchmarks/bench_vcg.py --families --seeds 11 12   # default mode on every family of sweep_families.py
 
 For each instance it runs VCG four ways with the same solver: pivots re-solved cold (no warm
 start, serial); the ``auto`` fast path on one thread (main LP duals, warm start, shared
@@ -13,6 +14,9 @@ CPU); and the fast path on a ``ProcessPoolExecutor`` (each pivot in a worker pro
 main LP's duals, the bounds settled so far and the best known warm start). It checks that all give the
 same payments and prints the seconds of the main solve and of all pivots, and the ratio
 ``pivots / main`` (issue 7's goal: at most 3 where the main solve is optimal).
+
+``--families`` runs only the default mode, on the instances of ``sweep_families.py`` (every
+CATS family and a GPU round) for each seed, to show how the ratio spreads across families.
 """
 
 from __future__ import annotations
@@ -46,7 +50,13 @@ def main() -> None:
     ap.add_argument("--solver", default="auto", help="winner determination method (default: auto)")
     ap.add_argument("--workers", type=int, default=2, help="processes for the process-pool run")
     ap.add_argument("--threads", type=int, default=None, help="solver threads per solve")
+    ap.add_argument("--families", action="store_true",
+                    help="default mode only, on every family of sweep_families.py")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[11, 12], help="seeds for --families")
     args = ap.parse_args()
+    if args.families:
+        _families(args)
+        return
     head = ("instance", "size", "pivots", "solver", "main s", "pivots s", "pivots/main", "exact", "same payments")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head), flush=True)
@@ -72,6 +82,25 @@ def main() -> None:
                       out.exact, same))
                 print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.2f} | {r[5]:.2f} | {r[6]:.2f} | {r[7]} | {r[8]} |",
                       flush=True)
+
+
+def _families(args: argparse.Namespace) -> None:
+    from sweep_families import cases  # the sibling script: same instances as the solver sweep
+
+    head = ("instance", "seed", "bids", "winners", "main s", "pivots s", "pivots/main", "exact")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head), flush=True)
+    ratios = []
+    for seed in args.seeds:
+        for label, inst in cases(seed):
+            out = run_mechanism(inst, mechanism="vcg", solver=args.solver, options={"threads": args.threads})
+            sec = out.details["seconds"]
+            ratio = sec["pivots"] / max(sec["main"], 1e-9)
+            ratios.append(ratio)
+            print(f"| {label} | {seed} | {inst.n_bids} | {len(out.details['pivots'])} | {sec['main']:.2f} | "
+                  f"{sec['pivots']:.2f} | {ratio:.2f} | {out.exact} |", flush=True)
+    print(f"\n{sum(r <= 3 for r in ratios)} of {len(ratios)} instances at most 3x; "
+          f"median {sorted(ratios)[len(ratios) // 2]:.2f}, max {max(ratios):.2f}")
 
 
 if __name__ == "__main__":

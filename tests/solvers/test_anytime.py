@@ -17,7 +17,7 @@ from scipy.optimize import linprog
 from gensolver import check_allocation, solve
 from gensolver.model import GpuRound, GpuSpec, Task
 from gensolver.solvers.anytime.engine import column_generation, lagrangian_bound, lp_state, pivot_solve
-from gensolver.solvers.anytime.problem import from_instance, from_round
+from gensolver.solvers.anytime.problem import MatrixProblem, from_instance, from_round
 from gensolver.solvers.auto import solve_round
 from gensolver.testing import instances
 from gensolver.verify import brute_force
@@ -497,3 +497,41 @@ def test_must_win_infeasibility_is_no_proof_with_rounded_capacities():
     assert float(P.A[:, :2].sum()) <= 1.0 + 1e-12  # a and b fit together
     res = solve_restricted_cpsat(P, np.arange(3), time_limit=1.0, hint=None, must_win=np.array([0, 1]))
     assert not res.infeasible and not res.optimal
+
+
+def _milp_with_must_win(P, cols, must):
+    """Independent reference: SciPy's MILP (HiGHS) on the restricted problem with one
+    ``sum of the owner's columns >= 1`` row per must-win owner."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    A = P.A[:, cols].tocsr()
+    owners = P.owner[cols]
+    xor = sp.csr_matrix((np.ones(cols.size), (owners, np.arange(cols.size))), shape=(P.n_owners, cols.size))
+    lower = np.zeros(P.n_owners)
+    lower[must] = 1.0
+    res = milp(-P.values[cols], integrality=np.ones(cols.size), bounds=Bounds(0, 1),
+               constraints=[LinearConstraint(A, -np.inf, P.cap), LinearConstraint(xor, lower, 1.0)])
+    assert res.success
+    return -res.fun
+
+
+def test_must_win_solves_put_the_clauses_in_the_lp():
+    """CATS matching pivots with every other main winner made to win: CP-SAT must prove them
+    within a small deterministic budget (with the must-win clauses left out of its LP it
+    needed over 2 units on each, and over 10 s per pivot inside VCG), and its optimum must
+    equal SciPy's MILP with must-win rows."""
+    from gensolver.instances import cats
+    from gensolver.solvers.anytime.engine import solve_restricted_cpsat
+
+    inst = cats.matching(60, 300, seed=11)
+    P = from_instance(inst)
+    main = solve(inst, method="highs")
+    win_owners = P.owner[[inst.bid_index[w] for w in main.winners]]
+    for k in win_owners[:3]:
+        Pk = MatrixProblem(np.where(P.owner == k, 0.0, P.values), P.A, P.cap, P.owner, P.n_owners, P.column_id)
+        cols = np.flatnonzero(P.owner != k)
+        must = np.array(sorted(set(win_owners.tolist()) - {int(k)}))
+        res = solve_restricted_cpsat(Pk, cols, time_limit=1.0, hint=None, threads=1, exact=True,
+                                     deterministic=True, must_win=must)
+        assert res.optimal and not res.infeasible
+        assert float(Pk.values @ res.x) == pytest.approx(_milp_with_must_win(Pk, cols, must), abs=1e-6)
