@@ -134,7 +134,7 @@ def test_parallel_pivots_match_serial():
         assert dict(out.payments) == pytest.approx(dict(serial.payments), abs=1e-9)
     assert processes.details["executor"] == "ProcessPoolExecutor"
     # worker processes run the same LP-dual fast path as threads (not a cold re-solve each)
-    fast_path = {"trivial-bound", "dual-bound", "reduced-cost-fixing", "settled-pivots", "anytime"}
+    fast_path = {"trivial-bound", "dual-bound", "reduced-cost-fixing", "anytime"}
     for out in (serial, threaded, processes):
         assert {p["how"] for p in out.details["pivots"].values()} <= fast_path
 

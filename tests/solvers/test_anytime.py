@@ -399,7 +399,7 @@ def test_chunked_fit_mask_and_sizes_equal_per_column_loops(n, rows, chunk, seed)
 
 
 def test_vcg_pivots_with_settled_owners_match_an_independent_solver(monkeypatch):
-    """Pivots that make settled owners win (and try thresholds first) give the same optimum
+    """Pivots that make settled owners win give the same optimum
     as the plain CP-SAT backend (``method="cpsat"``, its own model) on the instance without
     the bidder, and the must-win path is really taken.
 
@@ -535,3 +535,44 @@ def test_must_win_solves_put_the_clauses_in_the_lp():
                                      deterministic=True, must_win=must)
         assert res.optimal and not res.infeasible
         assert float(Pk.values @ res.x) == pytest.approx(_milp_with_must_win(Pk, cols, must), abs=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances(max_slots=3, max_bidders=5, max_bids_per_bidder=2),
+       st.lists(st.floats(0.01, 100.0, allow_nan=False), min_size=10, max_size=10))
+def test_floating_point_values_are_proven_by_cpsat_within_the_mip_gap(inst, noise):
+    """Values that no power of ten makes integral (as in GPU rounds) are rounded finely with a
+    certified error: the exact restricted MIP is then proven by CP-SAT alone (before, exact
+    mode refused such values and left the proof to HiGHS), and its optimum is brute force's."""
+    from gensolver.model import Bid, Instance
+    from gensolver.solvers.anytime.engine import solve_restricted_cpsat
+
+    bids = tuple(Bid(b.id, b.bidder, b.value + noise[k % len(noise)] / 7.0, b.demand)
+                 for k, b in enumerate(inst.bids))
+    inst = Instance(inst.slots, bids)
+    P = from_instance(inst)
+    res = solve_restricted_cpsat(P, np.arange(P.n), time_limit=None, hint=None, threads=1, exact=True)
+    assert res is not None and res.optimal and res.rounded_optimal
+    assert check_allocation(inst, [inst.bids[j].id for j in np.flatnonzero(res.x)]).feasible
+    opt, _ = brute_force(inst)
+    assert float(P.values @ res.x) == pytest.approx(opt, rel=1e-9, abs=1e-9)
+    assert res.bound >= opt - 1e-9 and res.bound - opt <= 1e-9 * max(1.0, opt)
+
+
+def test_coarse_rounding_is_not_called_optimal(monkeypatch):
+    """The certificate is checked, not assumed: with values rounded to whole units, CP-SAT's
+    rounded optimum is no proof (the widened bound is far off), and the exact restricted MIP
+    falls back to HiGHS, which proves the true optimum."""
+    from gensolver.model import Bid, Instance, Slot
+    from gensolver.solvers.anytime import engine
+
+    slots = (Slot("g", {"units": 1.0}),)
+    # no power of ten up to 1e6 makes these integral
+    bids = (Bid("a", "A", 1.4 + 1e-7 / 3, {"g": {"units": 1.0}}), Bid("b", "B", 1.45 + 1e-7 / 3, {"g": {"units": 1.0}}))
+    P = from_instance(Instance(slots, bids))
+    monkeypatch.setattr(engine, "_certified_value_scale", lambda vals, owners: 1.0)
+    res = engine.solve_restricted_cpsat(P, np.arange(2), time_limit=None, hint=None, threads=1, exact=True)
+    assert res.rounded_optimal and not res.optimal  # 1.4 and 1.45 both round to 1
+    assert res.bound >= 1.45
+    proven = engine.solve_exact_restricted(P, np.arange(2), time_limit=None, hint=None, threads=1)
+    assert proven.optimal and float(P.values @ proven.x) == pytest.approx(1.45 + 1e-7 / 3, rel=1e-12)
