@@ -543,7 +543,8 @@ def test_must_win_solves_put_the_clauses_in_the_lp():
 def test_floating_point_values_are_proven_by_cpsat_within_the_mip_gap(inst, noise):
     """Values that no power of ten makes integral (as in GPU rounds) are rounded finely with a
     certified error: the exact restricted MIP is then proven by CP-SAT alone (before, exact
-    mode refused such values and left the proof to HiGHS), and its optimum is brute force's."""
+    mode refused such values and left the proof to HiGHS), and its optimum is brute force's;
+    likewise for the ``cpsat`` method."""
     from gensolver.model import Bid, Instance
     from gensolver.solvers.anytime.engine import solve_restricted_cpsat
 
@@ -557,6 +558,11 @@ def test_floating_point_values_are_proven_by_cpsat_within_the_mip_gap(inst, nois
     opt, _ = brute_force(inst)
     assert float(P.values @ res.x) == pytest.approx(opt, rel=1e-9, abs=1e-9)
     assert res.bound >= opt - 1e-9 and res.bound - opt <= 1e-9 * max(1.0, opt)
+    # the cpsat method rounds the same way (before, a scale of ~1e7 / max value left such
+    # answers "feasible" with a gap of about 1e-7)
+    raw = solve(inst, method="cpsat", threads=1)
+    assert raw.status.value == "optimal" and raw.welfare == pytest.approx(opt, rel=1e-9, abs=1e-9)
+    assert raw.bound >= opt - 1e-9
 
 
 def test_coarse_rounding_is_not_called_optimal(monkeypatch):
@@ -570,7 +576,9 @@ def test_coarse_rounding_is_not_called_optimal(monkeypatch):
     # no power of ten up to 1e6 makes these integral
     bids = (Bid("a", "A", 1.4 + 1e-7 / 3, {"g": {"units": 1.0}}), Bid("b", "B", 1.45 + 1e-7 / 3, {"g": {"units": 1.0}}))
     P = from_instance(Instance(slots, bids))
-    monkeypatch.setattr(engine, "_certified_value_scale", lambda vals, owners: 1.0)
+    from gensolver.solvers.exact import cpsat
+
+    monkeypatch.setattr(cpsat, "certified_value_scale", lambda vals, owners: 1.0)
     res = engine.solve_restricted_cpsat(P, np.arange(2), time_limit=None, hint=None, threads=1, exact=True)
     assert res.rounded_optimal and not res.optimal  # 1.4 and 1.45 both round to 1
     assert res.bound >= 1.45

@@ -691,9 +691,10 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     (:func:`~gensolver.solvers.exact.cpsat.integer_scale`), else ``None`` is returned. Values
     that scale exactly make CP-SAT's optimality and bound proofs for the original problem.
     Values that do not (floating-point valuations) are rounded at the finest scale that keeps
-    every objective value below ``2**53`` (:func:`_certified_value_scale`); the bound is
-    widened by the largest total rounding error (half a unit per possible winner), so it stays
-    valid, and optimality is claimed when that widened bound is within ``DEFAULT_MIP_GAP``
+    every objective value below ``2**53``
+    (:func:`~gensolver.solvers.exact.cpsat.objective_scale`); the bound is widened by the
+    largest total rounding error (half a unit per possible winner), so it stays valid, and
+    optimality is claimed when that widened bound is within ``DEFAULT_MIP_GAP``
     (relative) of the solution's true value: the tolerance to which the MIP backends prove
     optimality. ``rounded_optimal`` says CP-SAT solved the rounded problem to optimality.
     ``deterministic=True``: ``time_limit`` is CP-SAT's deterministic time (several workers
@@ -706,7 +707,7 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     """
     from ortools.sat.python import cp_model
 
-    from ..exact.cpsat import integer_scale
+    from ..exact.cpsat import integer_scale, objective_scale
 
     t0 = time.perf_counter()
     cap_v = P.cap if cap is None else cap
@@ -717,19 +718,10 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     owners = P.owner[cols]
     vals = P.values[cols]
     slack = 0.0
-    values_exact = True
     vmax = float(np.abs(vals).max()) if vals.size else 0.0
     if exact:
-        vscale, values_exact = integer_scale(vals, 6, limit=2.0**53)
-        n_win = float(np.unique(owners).size)  # at most one winning column per owner
-        if values_exact:
-            # integral up to integer_scale's relative tolerance: the bound still carries the
-            # residual (usually exactly 0)
-            resid = float(np.abs(vals * vscale - np.round(vals * vscale)).max()) if vals.size else 0.0
-            slack = n_win * resid / vscale
-        else:
-            vscale = _certified_value_scale(vals, owners)
-            slack = 0.5 * n_win / vscale
+        vscale, _, err = objective_scale(vals, owners)
+        slack = float(np.unique(owners).size) * err  # at most one winning column per owner
     else:
         vscale = 1e6 / vmax if vmax > 0 else 1.0
     m = cp_model.CpModel()
@@ -792,21 +784,6 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     optimal = status == cp_model.OPTIMAL and (slack == 0.0 or (
         bound is not None and bound - float(P.values @ full) <= DEFAULT_MIP_GAP * max(1.0, abs(bound))))
     return SubResult(full, optimal, bound, time.perf_counter() - t0, status == cp_model.OPTIMAL, work)
-
-
-def _certified_value_scale(vals: np.ndarray, owners: np.ndarray) -> float:
-    """Scale for rounding floating-point values to CP-SAT's integers: as fine as possible
-    while any allocation's value (at most every owner's best column) stays below ``2**53``,
-    where doubles still count every integer, and the sum of all coefficients below ``2**61``
-    (CP-SAT's overflow checks). At this scale the rounding error of a whole allocation is of
-    the order of ``1e-15`` of its value, far inside the ``1e-9`` gap the MIP backends prove."""
-    a = np.abs(vals)
-    best = np.zeros(int(owners.max()) + 1 if owners.size else 1)
-    np.maximum.at(best, owners, a)
-    top, total = float(best.sum()), float(a.sum())
-    if top <= 0.0:
-        return 1.0
-    return min(2.0**53 / top, 2.0**61 / total)
 
 
 def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,

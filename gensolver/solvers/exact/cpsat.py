@@ -28,7 +28,7 @@ from ...model import Instance
 from ..result import Allocation, Status, finish
 from .common import hint_vector, pop_options, rows_of, xor_groups
 
-__all__ = ["solve_cpsat", "build_cpsat", "integer_scale", "STATUS_TABLE"]
+__all__ = ["solve_cpsat", "build_cpsat", "integer_scale", "certified_value_scale", "objective_scale", "STATUS_TABLE"]
 
 _OPTIONS = {"hint", "mip_gap", "verbose", "workers"}
 _INT_LIMIT = 2**52
@@ -55,6 +55,47 @@ def integer_scale(values: np.ndarray, max_power: int, limit: float = _INT_LIMIT)
     return 10.0**k, False
 
 
+def certified_value_scale(values: np.ndarray, owners: np.ndarray) -> float:
+    """Scale for rounding floating-point values to CP-SAT's integers.
+
+    As fine as possible while any allocation's value (at most every owner's best bid) stays
+    below ``2**53``, where doubles still count every integer, and the sum of all coefficients
+    below ``2**61`` (CP-SAT's overflow checks). A whole allocation's rounding error (half a
+    unit per winner) is then of the order of ``1e-15`` of its value, far inside the ``1e-9``
+    relative gap to which the MIP backends prove optimality, so a CP-SAT optimum on the
+    rounded values, with its bound widened by that error, is an optimality proof in the same
+    sense. (Measured on GPU rounds and CATS: no slower than a scale of ``1e7 / max value``.)
+    """
+    a = np.abs(np.asarray(values, dtype=np.float64))
+    owners = np.asarray(owners, dtype=np.int64)
+    best = np.zeros(int(owners.max()) + 1 if owners.size else 1)
+    np.maximum.at(best, owners, a)
+    top, total = float(best.sum()), float(a.sum())
+    if top <= 0.0:
+        return 1.0
+    return min(2.0**53 / top, 2.0**61 / total)
+
+
+def objective_scale(values: np.ndarray, owners: np.ndarray) -> tuple[float, bool, float]:
+    """CP-SAT's objective scale for ``values``, whether it is exact, and the largest rounding
+    error of one winner's value (in the values' units).
+
+    Values that a power of ten up to ``1e6`` makes integral, up to floating-point noise
+    (CATS prices with four decimals), keep that scale: exact, error 0 or the noise. Any other
+    values are rounded at :func:`certified_value_scale`, with an error of half a unit. A
+    bound on the rounded objective, divided by the scale, plus this error times the number of
+    possible winners bounds the true objective.
+    """
+    vals = np.asarray(values, dtype=np.float64)
+    scale, exact = integer_scale(vals, 6, limit=2.0**53)
+    if exact:
+        resid = float(np.abs(vals * scale - np.round(vals * scale)).max()) if vals.size else 0.0
+        if resid <= 1e-6:  # floating-point noise of decimal prices, not a coarse rounding
+            return scale, True, resid / scale
+    scale = certified_value_scale(vals, owners)
+    return scale, False, 0.5 / scale
+
+
 def build_cpsat(instance: Instance) -> tuple[Any, list[Any], dict[str, Any]]:
     """Build the CP-SAT model; returns ``(model, variables, scaling_info)``."""
     from ortools.sat.python import cp_model
@@ -77,18 +118,13 @@ def build_cpsat(instance: Instance) -> tuple[Any, list[Any], dict[str, Any]]:
     for cols in xor_groups(instance):
         model.AddAtMostOne([x[j] for j in cols.tolist()])
     values = instance.values
-    vscale, vexact = integer_scale(values, 6, limit=2.0**53)
-    if not vexact:
-        # Rounded values: keep the largest near 1e7 (relative precision ~1e-7). Huge integer
-        # coefficients (1e6 x values) slow CP-SAT's search and bounds badly on GPU rounds.
-        vmax = float(np.abs(values).max()) if values.size else 1.0
-        if vmax > 0:
-            vscale = min(vscale, 10.0 ** np.floor(np.log10(1e7 / vmax)))
+    # floating-point values are rounded finely enough that the widened bound below still
+    # proves optimality within the 1e-9 gap (``finish`` reports OPTIMAL then)
+    vscale, vexact, err = objective_scale(values, instance.bidder_of_bid)
     ivals = np.round(values * vscale).astype(np.int64)
     model.Maximize(cp_model.LinearExpr.WeightedSum(x, ivals.tolist()))
     # Largest total rounding error of any solution's objective (at most one winner per bidder).
-    max_winners = min(instance.n_bids, instance.n_bidders)
-    slack = 0.0 if vexact else 0.5 * max_winners / vscale
+    slack = min(instance.n_bids, instance.n_bidders) * err
     return model, x, {"value_scale": vscale, "values_exact": vexact, "rows_exact": exact_rows, "bound_slack": slack}
 
 
