@@ -584,3 +584,16 @@ def test_coarse_rounding_is_not_called_optimal(monkeypatch):
     assert res.bound >= 1.45
     proven = engine.solve_exact_restricted(P, np.arange(2), time_limit=None, hint=None, threads=1)
     assert proven.optimal and float(P.values @ proven.x) == pytest.approx(1.45 + 1e-7 / 3, rel=1e-12)
+
+
+def test_cpsat_proves_an_empty_answer_with_floating_point_values():
+    """Nothing fits: the optimum is 0 and CP-SAT's widened bound is a rounding error (about
+    2e-11 here), which the certificate accepts with its absolute floor; a purely relative
+    gap would leave the empty answer "feasible" with a gap of 100 %."""
+    from gensolver.model import Bid, Instance, Slot
+
+    slots = (Slot("s", {"units": 1.0}),)
+    bids = tuple(Bid(f"b{i}", f"B{i}", 1000.0 + i / 3.0, {"s": {"units": 2.0}}) for i in range(20))
+    res = solve(Instance(slots, bids), method="cpsat", threads=1)
+    assert res.status.value == "optimal" and res.winners == () and res.welfare == 0.0
+    assert 0.0 <= res.bound <= 1e-9
