@@ -560,6 +560,11 @@ def test_floating_point_values_are_proven_by_cpsat_within_the_mip_gap(inst, nois
     assert res.bound >= opt - 1e-9 and res.bound - opt <= 1e-9 * max(1.0, opt)
     # the cpsat method rounds the same way (before, a scale of ~1e7 / max value left such
     # answers "feasible" with a gap of about 1e-7)
+    # and the race of CP-SAT and HiGHS that the exact stage runs for such values
+    from gensolver.solvers.anytime.engine import solve_exact_restricted
+
+    raced = solve_exact_restricted(P, np.arange(P.n), time_limit=None, hint=None, threads=2)
+    assert raced.optimal and float(P.values @ raced.x) == pytest.approx(opt, rel=1e-9, abs=1e-9)
     raw = solve(inst, method="cpsat", threads=1)
     assert raw.status.value == "optimal" and raw.welfare == pytest.approx(opt, rel=1e-9, abs=1e-9)
     assert raw.bound >= opt - 1e-9
@@ -597,3 +602,33 @@ def test_cpsat_proves_an_empty_answer_with_floating_point_values():
     res = solve(Instance(slots, bids), method="cpsat", threads=1)
     assert res.status.value == "optimal" and res.winners == () and res.welfare == 0.0
     assert 0.0 <= res.bound <= 1e-9
+
+
+@pytest.mark.parametrize("slow", ["solve_restricted_highs", "solve_restricted_cpsat"])
+def test_the_exact_race_stops_the_slower_solver(monkeypatch, slow):
+    """Without a time limit, floating-point problems go to CP-SAT and HiGHS side by side: the
+    first proof is returned (here brute force's optimum) and the other solver is told to stop.
+    The slower side is a stand-in that runs until stopped, so that the stop is what ends it."""
+    import threading
+
+    from gensolver.model import Bid, Instance, Slot
+    from gensolver.solvers.anytime import engine
+
+    slots = (Slot("g0", {"memory": 80.0, "compute": 1.0}), Slot("g1", {"memory": 80.0, "compute": 1.0}))
+    bids = tuple(Bid(f"b{i}", f"B{i // 2}", 10.0 + i / 3.0, {f"g{i % 2}": {"memory": 30.0 + 10 * (i % 3), "compute": 0.5}})
+                 for i in range(8))
+    inst = Instance(slots, bids)
+    P = from_instance(inst)
+    stopped = threading.Event()
+
+    def until_stopped(P, cols, *, race=None, **kwargs):
+        if race is not None and race.enter(stopped.set):
+            stopped.wait(60)
+        return engine.SubResult(np.zeros(P.n), False, None, 0.0)
+
+    monkeypatch.setattr(engine, "solve_restricted_highs" if slow == "solve_restricted_highs" else
+                        "solve_restricted_cpsat", until_stopped)
+    res = engine.solve_exact_restricted(P, np.arange(P.n), time_limit=None, hint=None, threads=2)
+    assert res.optimal
+    assert float(P.values @ res.x) == pytest.approx(brute_force(inst)[0], rel=1e-9)
+    assert stopped.is_set(), "the slower solver was not stopped"
