@@ -608,7 +608,8 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     # "optimal" with the optimal objective value yet hand back the user's start as the solution
     # when presolve solves the model (found by the VCG regret property test)
     with _HIGHS_LOCK:  # HiGHS instances share one global scheduler: one MIP run at a time
-        if race is None or race.enter(h.cancelSolve):
+        # (highspy before 1.8 has no cancelSolve: the race then waits for HiGHS to finish)
+        if race is None or race.enter(getattr(h, "cancelSolve", lambda: None)):
             h.run()
     status = h.getModelStatus()
     full = np.zeros(P.n) if fixed is None else (fixed > 0.5).astype(np.float64)
