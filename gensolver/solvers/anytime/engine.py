@@ -608,7 +608,7 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     # "optimal" with the optimal objective value yet hand back the user's start as the solution
     # when presolve solves the model (found by the VCG regret property test)
     with _HIGHS_LOCK:  # HiGHS instances share one global scheduler: one MIP run at a time
-        # (highspy before 1.8 has no cancelSolve: the race then waits for HiGHS to finish)
+        # (a highspy without cancelSolve cannot be stopped: the race then waits for it)
         if race is None or race.enter(getattr(h, "cancelSolve", lambda: None)):
             h.run()
     status = h.getModelStatus()
