@@ -876,7 +876,9 @@ def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     CP-SAT's optimum, with its bound widened by the rounding error, is certified within the
     backends' ``1e-9`` gap (see :func:`solve_restricted_cpsat`). In the rare case that the
     certificate falls short, HiGHS proves (or improves on) the rounded optimum for the original
-    values in the time left (SCIP when highspy is missing).
+    values in the time left (SCIP when highspy is missing). Such problems without a time limit
+    or must-win rows, given two threads or more, go to CP-SAT and HiGHS side by side instead
+    (:func:`_race_exact`).
     ``deterministic=True`` with a time limit: CP-SAT on deterministic time, and no HiGHS proof
     after a rounded solve (HiGHS has only a wall-clock limit); the widened bound stands.
     ``must_win`` (see :func:`solve_restricted_cpsat`) constrains CP-SAT's exact mode only;
