@@ -608,7 +608,8 @@ def test_cpsat_proves_an_empty_answer_with_floating_point_values():
 def test_the_exact_race_stops_the_slower_solver(monkeypatch, slow):
     """Without a time limit, floating-point problems go to CP-SAT and HiGHS side by side: the
     first proof is returned (here brute force's optimum) and the other solver is told to stop.
-    The slower side is a stand-in that runs until stopped, so that the stop is what ends it."""
+    The slower side is a stand-in that runs until stopped (for 60 s at most), so that the stop
+    is what ends it."""
     import threading
 
     from gensolver.model import Bid, Instance, Slot
@@ -620,9 +621,11 @@ def test_the_exact_race_stops_the_slower_solver(monkeypatch, slow):
     inst = Instance(slots, bids)
     P = from_instance(inst)
     stopped = threading.Event()
+    entered: list[bool] = []
 
     def until_stopped(P, cols, *, race=None, **kwargs):
-        if race is not None and race.enter(stopped.set):
+        entered.append(race is not None and race.enter(stopped.set))
+        if entered[-1]:
             stopped.wait(60)
         return engine.SubResult(np.zeros(P.n), False, None, 0.0)
 
@@ -631,4 +634,6 @@ def test_the_exact_race_stops_the_slower_solver(monkeypatch, slow):
     res = engine.solve_exact_restricted(P, np.arange(P.n), time_limit=None, hint=None, threads=2)
     assert res.optimal
     assert float(P.values @ res.x) == pytest.approx(brute_force(inst)[0], rel=1e-9)
-    assert stopped.is_set(), "the slower solver was not stopped"
+    # it was either stopped while running or, when the winner was done before it started,
+    # told not to start at all
+    assert entered == [True] and stopped.is_set() or entered == [False], "the slower solver was not stopped"
