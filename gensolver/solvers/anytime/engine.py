@@ -57,7 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ..exact.common import DEFAULT_MIP_GAP, new_highs, quiet_native_output
+from ..exact.common import new_highs, quiet_native_output, within_mip_gap
 from ..result import CAPACITY_TOL
 from .problem import MatrixProblem, column_ranges
 
@@ -697,9 +697,8 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     every objective value below ``2**53``
     (:func:`~gensolver.solvers.exact.cpsat.objective_scale`); the bound is widened by the
     largest total rounding error (half a unit per possible winner), so it stays valid, and
-    optimality is claimed when that widened bound is within ``DEFAULT_MIP_GAP``
-    (relative) of the solution's true value: the tolerance to which the MIP backends prove
-    optimality. ``rounded_optimal`` says CP-SAT solved the rounded problem to optimality.
+    optimality is claimed when that widened bound is within the MIP backends' gap of the
+    solution's true value (:func:`~gensolver.solvers.exact.common.within_mip_gap`). ``rounded_optimal`` says CP-SAT solved the rounded problem to optimality.
     ``deterministic=True``: ``time_limit`` is CP-SAT's deterministic time (several workers
     then interleave their search deterministically), so the answer is the same on every run;
     exactly scalable values are never rounded.
@@ -785,7 +784,7 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
             if fixed is not None:
                 bound += float(P.values @ full) - float(vals @ xs)
     optimal = status == cp_model.OPTIMAL and (slack == 0.0 or (
-        bound is not None and bound - float(P.values @ full) <= DEFAULT_MIP_GAP * max(1.0, abs(bound))))
+        bound is not None and within_mip_gap(bound, float(P.values @ full))))
     return SubResult(full, optimal, bound, time.perf_counter() - t0, status == cp_model.OPTIMAL, work)
 
 

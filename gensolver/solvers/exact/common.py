@@ -16,6 +16,13 @@ __all__ = ["rows_of", "xor_groups", "hint_vector", "pop_options"]
 DEFAULT_MIP_GAP = 1e-9
 
 
+def within_mip_gap(bound: float, value: float) -> bool:
+    """Whether a proven ``bound`` certifies ``value`` as optimal: within ``DEFAULT_MIP_GAP``
+    of the bound (relative, with an absolute floor at bounds below 1), the tolerance the MIP
+    backends are run with; used where CP-SAT solved finely rounded values."""
+    return bound - value <= DEFAULT_MIP_GAP * max(1.0, abs(bound))
+
+
 def rows_of(instance: Instance) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
     """Yield ``(capacity, columns, coefficients)`` for every non-empty capacity row."""
     mat = instance.capacity_matrix

@@ -26,7 +26,7 @@ import numpy as np
 
 from ...model import Instance
 from ..result import Allocation, Status, finish
-from .common import DEFAULT_MIP_GAP, hint_vector, pop_options, rows_of, xor_groups
+from .common import hint_vector, pop_options, rows_of, within_mip_gap, xor_groups
 
 __all__ = ["solve_cpsat", "build_cpsat", "integer_scale", "certified_value_scale", "objective_scale", "STATUS_TABLE"]
 
@@ -197,6 +197,6 @@ def solve_cpsat(instance: Instance, *, time_limit: float | None = None, threads:
     if status is Status.OPTIMAL and scaling["rows_exact"] and not exact and bound is not None:
         # rounded values: a proof when the widened bound is within the backends' gap (with
         # the same absolute floor as the engine, so an empty answer is not left "feasible")
-        exact = bound - float(instance.values @ xv) <= DEFAULT_MIP_GAP * max(1.0, abs(bound))
+        exact = within_mip_gap(bound, float(instance.values @ xv))
     return finish(instance, xv, method="cpsat", proven_optimal=status is Status.OPTIMAL and exact, bound=bound,
                   build=t1 - t0, solve=t2 - t1, details=details, message=message)
