@@ -42,8 +42,28 @@ for _name in COMMAND_MODULES:
     _mod.register(app)
 
 
+def _usage_error_types() -> tuple[type[BaseException], ...]:
+    """Click's exception base, wherever it lives: ``click`` itself for typer < 0.20 and
+    typer's vendored copy (``typer._click``) after, found through ``typer.BadParameter``'s
+    ancestry so that no private module is imported by name."""
+    found: list[type[BaseException]] = [
+        cls for cls in typer.BadParameter.__mro__ if cls.__name__ == "ClickException"
+    ]
+    try:
+        import click
+
+        found.append(click.ClickException)
+    except ImportError:  # pragma: no cover - newer typer no longer depends on click
+        pass
+    return tuple(dict.fromkeys(found))
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``gensolver`` script; returns the exit status."""
+    """Entry point of the ``gensolver`` script; returns the exit status.
+
+    Usage errors (unknown command or option, missing argument) print click's message on
+    stderr and return its exit status, 2, without a traceback.
+    """
     try:
         rc = app(args=argv, standalone_mode=False)
     except SystemExit as exc:  # pragma: no cover - defensive: click exits itself in some paths
@@ -53,13 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         console.print("aborted", style="red")
         return 1
-    except Exception as exc:  # click usage errors and anything raised by commands
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show(file=sys.stderr)
-            return exc.exit_code
-        raise
+    except _usage_error_types() as exc:
+        exc.show(file=sys.stderr)  # type: ignore[attr-defined]
+        return int(exc.exit_code)  # type: ignore[attr-defined]
     return rc if isinstance(rc, int) else 0
 
 

@@ -99,6 +99,34 @@ def test_script_bad_input_exits_2(tmp_path: Path, content, args, message) -> Non
     assert re.search(message, " ".join(proc.stderr.split())), proc.stderr
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["simulat"], r"No such command 'simulat'"),
+        (["solve", "--bogus", "x"], r"No such option: --bogus"),
+        (["solve"], r"Missing argument 'FILE'"),
+        (["solve", "in.json", "--threads", "many"], r"Invalid value for .*--threads"),
+        ([], r"Usage: gensolver"),
+    ],
+    ids=["unknown-command", "unknown-option", "missing-argument", "bad-option-type", "no-arguments"],
+)
+def test_script_usage_errors_exit_2_without_traceback(args: list[str], message: str) -> None:
+    """Command-line mistakes are bad input too: click's message on stderr, exit status 2 (typer
+    0.20+ vendors click, so catching ``click.ClickException`` alone let them crash)."""
+    proc = run_script(*args)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    import re
+
+    # the help shown for no arguments at all may go to either stream
+    assert re.search(message, " ".join((proc.stderr + proc.stdout).split()), re.IGNORECASE), proc.stderr
+
+
+def test_main_returns_2_on_usage_errors_in_process() -> None:
+    assert main(["no-such-command"]) == 2
+    assert main(["solve", "--bogus"]) == 2
+
+
 def test_script_help_and_methods() -> None:
     proc = run_script("--help")
     assert proc.returncode == 0
