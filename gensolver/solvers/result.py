@@ -167,7 +167,9 @@ def finish(
     ``x`` is a 0/1 vector over ``instance.bids`` (``None``: no answer). Welfare is recomputed,
     feasibility is checked (an infeasible answer becomes ``ERROR``), the bound is lifted to at
     least the welfare only when it is within round-off, and the status is ``OPTIMAL`` only when
-    ``proven_optimal`` or the welfare meets the bound.
+    ``proven_optimal`` or the welfare meets the bound; a ``proven_optimal`` claim whose own
+    bound exceeds the welfare by more than ``1e-6`` of the bound (at least ``1e-6``) is not
+    believed (``FEASIBLE``).
     """
     details = dict(details or {})
     total = build + solve
@@ -198,6 +200,12 @@ def finish(
             else:
                 bound = welfare
     gap = relative_gap(welfare, bound)
+    if proven_optimal and bound is not None and bound - welfare > 1e-6 * max(1.0, abs(bound)):
+        # a claim of optimality that its own bound contradicts (far beyond the backends' 1e-9
+        # gap) is not a proof: report the answer as feasible, with the bound
+        details["optimality_claim_rejected"] = gap
+        proven_optimal = False
+        message = message or f"the backend reported optimal, but its bound leaves a gap of {gap:.3g}"
     if proven_optimal or (gap is not None and gap <= 1e-9):
         st = Status.OPTIMAL
         if bound is None:

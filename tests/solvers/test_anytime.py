@@ -637,3 +637,36 @@ def test_the_exact_race_stops_the_slower_solver(monkeypatch, slow):
     # it was either stopped while running or, when the winner was done before it started,
     # told not to start at all
     assert entered == [True] and stopped.is_set() or entered == [False], "the slower solver was not stopped"
+
+
+def test_tiny_capacities_do_not_let_a_backend_tolerance_prove_a_wrong_answer():
+    """Found by fuzzing: with a memory capacity of 1.2e-6, HiGHS's absolute tolerance (1e-6)
+    let bid b1 (20 % over it) "fit"; the restricted MIP called that infeasible point optimal,
+    and ``auto`` reported a worse allocation as optimal. Rows are now lifted to size 1 and a
+    backend's point is checked before its optimality is believed."""
+    from gensolver.model import Bid, Instance, Slot
+    from gensolver.solvers.anytime.engine import solve_restricted, solve_restricted_highs
+
+    slots = (Slot("s0", {"memory": 0.9759448701003268}), Slot("s1", {"memory": 52.49083851125539}),
+             Slot("s2", {"memory": 1.2116205788809173e-06}))
+    bids = (
+        Bid("b0", "p1", 429581749.73381776, {"s2": {"memory": 3.634861736642752e-07}}),
+        Bid("b1", "p1", 668629794.897647, {"s2": {"memory": 1.4539446946571007e-06}}),
+        Bid("b2", "p1", 462581218.5102735, {"s2": {"memory": 3.634861736642752e-07}, "s1": {"memory": 15.747251553376616},
+                                           "s0": {"memory": 0.6831614090702287}}),
+        Bid("b3", "p2", 621797357.6875893, {"s1": {"memory": 0.0}}),
+        Bid("b4", "p1", 146253677.3237537, {"s1": {"memory": 0.0}}),
+        Bid("b5", "p1", 303716532.7670384, {"s2": {"memory": 1.2116205788809173e-06}}),
+        Bid("b6", "p1", 439871331.1201896, {"s0": {"memory": 0.29278346103009806}}),
+    )
+    inst = Instance(slots, bids)
+    opt, _ = brute_force(inst)
+    res = solve(inst, method="auto")
+    assert check_allocation(inst, res.winners, welfare=res.welfare).feasible
+    assert res.status.value == "optimal" and res.welfare == pytest.approx(opt, rel=1e-12)
+    P = from_instance(inst)
+    for restricted in (solve_restricted_highs, solve_restricted):
+        sub = restricted(P, np.array([0, 1, 2, 3, 6]), time_limit=None, hint=None)
+        if sub.optimal:  # a proof must come with a point that fits
+            assert check_allocation(inst, [bids[j].id for j in np.flatnonzero(sub.x)]).feasible
+            assert float(P.values @ sub.x) == pytest.approx(opt, rel=1e-12)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-
+import numpy as np
 import pytest
 
 import gensolver
@@ -264,3 +264,23 @@ def test_changing_threads_between_solves(method) -> None:
         res = solve(inst, method=method, threads=threads)
         assert res.status is Status.OPTIMAL, (threads, res.message, dict(res.details))
         assert res.welfare == pytest.approx(opt)
+
+
+def test_an_optimality_claim_contradicted_by_its_own_bound_is_not_believed():
+    """``finish`` (every method's result builder) reports ``feasible`` when a backend says
+    optimal but its bound is above the welfare by more than round-off; within the backends'
+    gap, and for an empty answer with a bound at rounding level, the claim stands."""
+    from gensolver.model import Bid, Instance, Slot
+    from gensolver.solvers.result import finish
+
+    inst = Instance((Slot("s", {"units": 1.0}),), (Bid("a", "A", 10.0, {"s": {"units": 1.0}}),
+                                                    Bid("b", "B", 4.0, {"s": {"units": 1.0}})))
+    x = np.array([0.0, 1.0])  # b alone: feasible, worth 4
+    res = finish(inst, x, method="test", proven_optimal=True, bound=10.0, build=0.0, solve=0.0)
+    assert res.status is Status.FEASIBLE and res.gap == pytest.approx(0.6)
+    assert res.details["optimality_claim_rejected"] == pytest.approx(0.6)
+    assert "reported optimal" in res.message
+    res = finish(inst, x, method="test", proven_optimal=True, bound=4.0 * (1 + 1e-10), build=0.0, solve=0.0)
+    assert res.status is Status.OPTIMAL
+    res = finish(inst, np.zeros(2), method="test", proven_optimal=True, bound=2e-11, build=0.0, solve=0.0)
+    assert res.status is Status.OPTIMAL

@@ -19,7 +19,7 @@ from gensolver import solve
 from gensolver.model import Bid, Instance, Slot
 from gensolver.solvers import Status, get_method, list_methods
 from gensolver.verify import brute_force, check_allocation
-from tests.strategies import multi_resource_instances, single_unit_instances
+from tests.strategies import multi_resource_instances, rescaled_instances, single_unit_instances
 
 TOL = 1e-6
 
@@ -103,6 +103,23 @@ class MethodConformance:
     @given(inst=multi_resource_instances())
     def test_memory_compute_slots_against_brute_force(self, inst: Instance) -> None:
         self.check_against_brute_force(inst)
+
+    @SETTINGS
+    @given(inst=rescaled_instances())
+    def test_tiny_and_huge_magnitudes_against_brute_force(self, inst: Instance) -> None:
+        """Capacities of 1e-6 or 1e11 and values of 1e-6 or 1e14: a backend's absolute
+        feasibility tolerance (1e-6) must not let a bid that exceeds a tiny capacity win."""
+        self.check_against_brute_force(inst)
+
+    def test_a_bid_just_over_a_tiny_capacity_never_wins(self) -> None:
+        """The smallest case found by fuzzing: a bid over a 1.2e-6 capacity by 2.4e-7 (below
+        HiGHS's absolute tolerance, 20 % of the capacity) is worth more than the right answer."""
+        slots = [Slot("s0", {"memory": 1.2116205788809173e-06}), Slot("s1", {"memory": 52.5})]
+        bids = [Bid("over", "A", 668.6, {"s0": {"memory": 1.4539446946571007e-06}}),
+                Bid("fits", "A", 462.6, {"s0": {"memory": 3.634861736642752e-07}, "s1": {"memory": 15.7}}),
+                Bid("small", "A", 439.9, {"s1": {"memory": 0.3}}),
+                Bid("free", "B", 621.8, {"s1": {"memory": 0.0}})]
+        self.check_against_brute_force(Instance(tuple(slots), tuple(bids)))
 
     def test_nothing_fits(self) -> None:
         slots = [Slot("s0", {"memory": 10.0}), Slot("s1", {"memory": 10.0, "compute": 1.0})]

@@ -57,7 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ..exact.common import new_highs, quiet_native_output, within_mip_gap
+from ..exact.common import new_highs, objective_lift, quiet_native_output, within_mip_gap
 from ..result import CAPACITY_TOL
 from .problem import MatrixProblem, column_ranges
 
@@ -487,6 +487,19 @@ def _xor_groups(owners: np.ndarray) -> list[list[int]]:
     return [order[a:b].tolist() for a, b in zip(cuts[:-1], cuts[1:]) if b - a > 1]
 
 
+def _row_lifts(Ac: sp.csr_matrix, cap: np.ndarray) -> np.ndarray:
+    """Per-row :func:`~gensolver.solvers.exact.common.row_lift` of ``Ac x <= cap`` (rows whose
+    entries are all below 1 scaled into ``[1, 2)`` by a power of two, others by 1), so that the
+    floating-point backends' absolute feasibility tolerance is relative to each row."""
+    top = np.abs(np.asarray(cap, dtype=np.float64)).copy()
+    if Ac.nnz:
+        top = np.maximum(top, abs(Ac).max(axis=1).toarray().ravel())
+    f = np.ones(top.size)
+    small = (top > 0.0) & (top < 1.0)
+    f[small] = 2.0 ** (-np.floor(np.log2(top[small])))
+    return f
+
+
 @dataclass(frozen=True)
 class SubResult:
     x: np.ndarray  # over all columns
@@ -517,13 +530,14 @@ def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | 
     inf = solver.infinity()
     x = [solver.BoolVar("") for _ in range(cols.size)]
     Ac = P.A[:, cols].tocsr()
+    lift = _row_lifts(Ac, cap_v)  # tiny rows scaled up: SCIP's tolerance is absolute
     for r in np.flatnonzero(np.diff(Ac.indptr)):
         lo, hi = Ac.indptr[r], Ac.indptr[r + 1]
         coefs = Ac.data[lo:hi]
         if coefs.sum() <= cap_v[r] + CAPACITY_TOL:
             continue  # cannot bind
-        ct = solver.RowConstraint(-inf, float(cap_v[r]), "")
-        for j, a in zip(Ac.indices[lo:hi].tolist(), coefs.tolist()):
+        ct = solver.RowConstraint(-inf, float(cap_v[r] * lift[r]), "")
+        for j, a in zip(Ac.indices[lo:hi].tolist(), (coefs * lift[r]).tolist()):
             ct.SetCoefficient(x[j], a)
     owners = P.owner[cols]
     for group in _xor_groups(owners):
@@ -531,7 +545,8 @@ def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | 
         for j in group:
             ct.SetCoefficient(x[j], 1.0)
     obj = solver.Objective()
-    for j, v in enumerate(P.values[cols].tolist()):
+    lift = objective_lift(P.values[cols])  # tiny values scaled up (absolute gap tolerances)
+    for j, v in enumerate((P.values[cols] * lift).tolist()):
         obj.SetCoefficient(x[j], v)
     obj.SetMaximization()
     if hint is not None:
@@ -550,9 +565,11 @@ def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | 
     if status in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
         xs = np.fromiter((v.solution_value() for v in x), dtype=np.float64, count=len(x))
         full[cols[xs > 0.5]] = 1.0
-        bound = float(solver.Objective().BestBound())
+        bound = float(solver.Objective().BestBound()) / lift
         if fixed is not None:
             bound += float(P.values @ full) - float(P.values[cols] @ (xs > 0.5))
+        # the backend's feasibility tolerance is not the format's: its point is checked here
+        optimal = optimal and _feasible(P, full)
     return SubResult(full, optimal, bound, time.perf_counter() - t0)
 
 
@@ -579,7 +596,8 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     gi = np.repeat(np.arange(len(groups)), [len(g) for g in groups]) if groups else np.zeros(0, np.int64)
     gj = np.fromiter((j for g in groups for j in g), dtype=np.int64, count=int(gi.size))
     Xg = sp.csr_matrix((np.ones(gi.size), (gi, gj)), shape=(len(groups), cols.size))
-    M = sp.vstack([Ac[can_bind], Xg], format="csc")
+    lift = _row_lifts(Ac[can_bind], cap_v[can_bind])  # tiny rows scaled up (HiGHS's tolerance is absolute)
+    M = sp.vstack([sp.diags(lift) @ Ac[can_bind], Xg], format="csc")
     M.sort_indices()
     n_rows = M.shape[0]
     h = new_highs()
@@ -592,11 +610,12 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     lp = highspy.HighsLp()
     lp.num_col_ = int(cols.size)
     lp.num_row_ = int(n_rows)
-    lp.col_cost_ = P.values[cols].astype(np.float64)
+    lift_obj = objective_lift(P.values[cols])  # tiny values scaled up (HiGHS's gaps are absolute too)
+    lp.col_cost_ = (P.values[cols] * lift_obj).astype(np.float64)
     lp.col_lower_ = np.zeros(cols.size)
     lp.col_upper_ = np.ones(cols.size)
     lp.row_lower_ = np.full(n_rows, -highspy.kHighsInf)
-    lp.row_upper_ = np.concatenate([np.maximum(cap_v[can_bind], 0.0), np.ones(len(groups))]).astype(np.float64)
+    lp.row_upper_ = np.concatenate([np.maximum(cap_v[can_bind], 0.0) * lift, np.ones(len(groups))]).astype(np.float64)
     lp.sense_ = highspy.ObjSense.kMaximize
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = M.indptr.astype(np.int32)
@@ -618,15 +637,17 @@ def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     bound = None
     if info.primal_solution_status == 2:  # a feasible point is available
         xs = np.asarray(h.getSolution().col_value) > 0.5
-        if abs(float(P.values[cols] @ xs) - float(info.objective_function_value)) > 1e-6 * max(
-                1.0, abs(float(info.objective_function_value))):
+        reported = float(info.objective_function_value) / lift_obj
+        if abs(float(P.values[cols] @ xs) - reported) > 1e-6 * max(1.0, abs(reported)):
             optimal = False  # the point handed back is not the one HiGHS's status describes
         full[cols[xs]] = 1.0
-        bound = float(info.mip_dual_bound)
+        bound = float(info.mip_dual_bound) / lift_obj
         if not np.isfinite(bound):
             bound = None
         elif fixed is not None:
             bound += float(P.values @ full) - float(P.values[cols] @ xs)
+        # the backend's feasibility tolerance is not the format's: its point is checked here
+        optimal = optimal and _feasible(P, full)
     else:
         optimal = False
     return SubResult(full, optimal, bound, time.perf_counter() - t0)

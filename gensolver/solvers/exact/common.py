@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -11,7 +12,7 @@ import numpy as np
 
 from ...model import Instance
 
-__all__ = ["rows_of", "xor_groups", "hint_vector", "pop_options"]
+__all__ = ["rows_of", "row_lift", "objective_lift", "xor_groups", "hint_vector", "pop_options"]
 
 DEFAULT_MIP_GAP = 1e-9
 
@@ -23,15 +24,49 @@ def within_mip_gap(bound: float, value: float) -> bool:
     return bound - value <= DEFAULT_MIP_GAP * max(1.0, abs(bound))
 
 
-def rows_of(instance: Instance) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
-    """Yield ``(capacity, columns, coefficients)`` for every non-empty capacity row."""
+def row_lift(coefs: np.ndarray, cap: float) -> float:
+    """Power of two that lifts a capacity row whose entries are all below 1 into ``[1, 2)``.
+
+    Floating-point MIP backends (HiGHS, SCIP, CBC) accept a row as satisfied within an
+    *absolute* tolerance of about ``1e-6``. On a row whose capacity is itself of that order
+    (a memory of ``1.2e-6``) a bid 20 % over the capacity then "fits", and the backend calls
+    an infeasible allocation optimal. Scaled by this factor the tolerance is relative to the
+    row's size. A power of two changes no digit of the data (``x * 2**k`` is exact in binary
+    floating point and adds no decimal places); rows with an entry of 1 or more are left as
+    they are (``1.0``), so the absolute tolerance there stays as strict as the format's.
+    """
+    top = max(float(np.abs(coefs).max()) if len(coefs) else 0.0, abs(float(cap)))
+    if top <= 0.0 or top >= 1.0 or not math.isfinite(top):
+        return 1.0
+    return 2.0 ** (-math.floor(math.log2(top)))
+
+
+def objective_lift(values: np.ndarray) -> float:
+    """:func:`row_lift` for the objective: values all below 1 (``1e-6`` credits) are scaled by
+    a power of two into ``[1, 2)``, as the MIP backends' absolute gap tolerances (HiGHS stops
+    within ``1e-6``) would otherwise call any answer optimal. Divide objective values and
+    bounds read back from the backend by it."""
+    return row_lift(np.asarray(values, dtype=np.float64), 0.0)
+
+
+def rows_of(instance: Instance, *, lift_small: bool = False) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
+    """Yield ``(capacity, columns, coefficients)`` for every non-empty capacity row.
+
+    ``lift_small=True`` (floating-point MIP backends): rows with every entry below 1 come
+    scaled by :func:`row_lift`.
+    """
     mat = instance.capacity_matrix
     cap = instance.capacity
     indptr, indices, data = mat.indptr, mat.indices, mat.data
     for r in range(mat.shape[0]):
         lo, hi = indptr[r], indptr[r + 1]
         if hi > lo:
-            yield float(cap[r]), indices[lo:hi], data[lo:hi]
+            c, coefs = float(cap[r]), data[lo:hi]
+            if lift_small:
+                f = row_lift(coefs, c)
+                if f != 1.0:
+                    c, coefs = c * f, coefs * f
+            yield c, indices[lo:hi], coefs
 
 
 def xor_groups(instance: Instance) -> list[np.ndarray]:

@@ -4,8 +4,11 @@ CP-SAT needs integer coefficients. Each capacity row is scaled by the smallest p
 (up to ``10**9``) that makes all its coefficients and its capacity integral; the objective
 likewise (up to ``10**6``; values that do not scale exactly are rounded with the largest near
 ``10**7``). When no such power exists the row is rounded *conservatively*
-(demands up, capacity down), so every answer stays feasible but optimality is no longer
-proven for the original problem: the result is then ``feasible`` with ``bound=None``. Values
+(demands up, capacity down, after lifting tiny rows by a power of two), so every answer
+stays feasible. Optimality for the original problem is then proven by a second solve with the
+rows rounded the other way (a relaxation, hinted with the first answer): its bound bounds the
+original optimum, and when it meets the first answer the result is ``optimal``; otherwise it is
+``feasible`` with that bound (``None`` when a time limit left no room for it). Values
 that cannot be scaled exactly are rounded to the nearest integer after scaling, and the
 reported bound is widened by the largest possible total rounding error, so it stays valid.
 
@@ -25,13 +28,14 @@ from typing import Any
 import numpy as np
 
 from ...model import Instance
-from ..result import Allocation, Status, finish
-from .common import hint_vector, pop_options, rows_of, within_mip_gap, xor_groups
+from ..result import CAPACITY_TOL, Allocation, Status, feasibility_violation, finish
+from .common import hint_vector, pop_options, row_lift, rows_of, within_mip_gap, xor_groups
 
 __all__ = ["solve_cpsat", "build_cpsat", "integer_scale", "certified_value_scale", "objective_scale", "STATUS_TABLE"]
 
 _OPTIONS = {"hint", "mip_gap", "verbose", "workers"}
 _INT_LIMIT = 2**52
+_NOISE = 1e-13  # relative residual treated as floating-point noise by integer_scale
 
 
 def integer_scale(values: np.ndarray, max_power: int, limit: float = _INT_LIMIT) -> tuple[float, bool]:
@@ -47,7 +51,11 @@ def integer_scale(values: np.ndarray, max_power: int, limit: float = _INT_LIMIT)
         if total * scale > limit:
             break
         scaled = vals * scale
-        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, scaled)):
+        # integral up to floating-point noise (a few ulps: 0.3 * 10 = 3.0000000000000004). A
+        # looser relative test (1e-9) called every value above 0.5 "integral" at 10**9 and
+        # rounded 6.666666666666666 up, so two such demands no longer fitted a capacity of
+        # twice that, and CP-SAT "proved" a wrong optimum.
+        if np.all(np.abs(scaled - np.round(scaled)) <= _NOISE * np.maximum(1.0, scaled)):
             return scale, True
     k = max_power
     while k > 0 and total * 10.0**k > limit:
@@ -96,8 +104,15 @@ def objective_scale(values: np.ndarray, owners: np.ndarray) -> tuple[float, bool
     return scale, False, 0.5 / scale
 
 
-def build_cpsat(instance: Instance) -> tuple[Any, list[Any], dict[str, Any]]:
-    """Build the CP-SAT model; returns ``(model, variables, scaling_info)``."""
+def build_cpsat(instance: Instance, *, relax: bool = False) -> tuple[Any, list[Any], dict[str, Any]]:
+    """Build the CP-SAT model; returns ``(model, variables, scaling_info)``.
+
+    Rows that no power of ten up to ``10**9`` makes integral are first lifted by a power of two
+    (:func:`~gensolver.solvers.exact.common.row_lift`, so tiny capacities keep their digits)
+    and rounded *conservatively* (demands up, capacity down: every answer is feasible), or with
+    ``relax=True`` the other way (demands down, capacity plus the format's tolerance up: every
+    feasible allocation stays feasible, so the optimum bounds the original problem's).
+    """
     from ortools.sat.python import cp_model
 
     model = cp_model.CpModel()
@@ -110,8 +125,14 @@ def build_cpsat(instance: Instance) -> tuple[Any, list[Any], dict[str, Any]]:
             icap = int(round(cap * scale))
         else:
             exact_rows = False
-            icoef = np.ceil(coefs * scale - 1e-9).astype(np.int64)
-            icap = int(np.floor(cap * scale + 1e-9))
+            lift = row_lift(coefs, cap)
+            scale = integer_scale(np.append(coefs, cap) * lift, 9)[0] * lift
+            if relax:
+                icoef = np.maximum(np.floor(coefs * scale - 1e-6), 0).astype(np.int64)
+                icap = int(np.ceil((cap + CAPACITY_TOL) * scale + 1e-6))
+            else:
+                icoef = np.ceil(coefs * scale - 1e-9).astype(np.int64)
+                icap = int(np.floor(cap * scale + 1e-9))
         if int(icoef.sum()) <= icap:
             continue  # row can never bind
         model.Add(cp_model.LinearExpr.WeightedSum([x[j] for j in cols.tolist()], icoef.tolist()) <= icap)
@@ -141,6 +162,32 @@ def _status_table() -> dict[int, tuple[Status | None, str]]:
 
 
 STATUS_TABLE = _status_table
+
+
+def _relaxed_proof(instance: Instance, xv: np.ndarray, params: Any,
+                   time_limit: float | None) -> tuple[np.ndarray, float | None, str]:
+    """Solve the model with capacities rounded the other way (:func:`build_cpsat` with
+    ``relax=True``), hinted with ``xv``: its bound (widened by the values' rounding slack)
+    bounds the original problem. Returns the better feasible answer, that bound (``None``
+    when the relaxation found nothing) and the relaxation's status name."""
+    from ortools.sat.python import cp_model
+
+    model, x, scaling = build_cpsat(instance, relax=True)
+    for var, val in zip(x, (xv > 0.5).tolist()):
+        model.AddHint(var, int(val))
+    solver = cp_model.CpSolver()
+    for name in ("num_workers", "random_seed", "relative_gap_limit", "log_search_progress"):
+        setattr(solver.parameters, name, getattr(params, name))
+    if time_limit is not None:
+        solver.parameters.max_time_in_seconds = max(0.01, float(time_limit))
+    raw = solver.Solve(model)
+    if raw not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return xv, None, solver.StatusName(raw)
+    bound = solver.BestObjectiveBound() / scaling["value_scale"] + scaling["bound_slack"]
+    rx = np.fromiter((solver.BooleanValue(v) for v in x), dtype=np.float64, count=len(x))
+    if feasibility_violation(instance, rx) is None and float(instance.values @ rx) > float(instance.values @ xv):
+        xv = rx  # the relaxation's answer happens to fit the original capacities
+    return xv, bound, solver.StatusName(raw)
 
 
 def solve_cpsat(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
@@ -185,18 +232,33 @@ def solve_cpsat(instance: Instance, *, time_limit: float | None = None, threads:
     else:
         xv = np.fromiter((solver.BooleanValue(v) for v in x), dtype=np.float64, count=len(x))
         message = ""
+    proven = status is Status.OPTIMAL and exact
     if scaling["rows_exact"] and status is not None:
         # Without a solution (UNKNOWN) CP-SAT's response carries no bound: its
         # best_objective_bound is the proto default 0, which would "prove" the empty
         # allocation optimal. Only a response with a solution has a meaningful bound.
         bound = solver.BestObjectiveBound() / scaling["value_scale"] + scaling["bound_slack"]
-    else:
+    elif status is Status.OPTIMAL:
+        # capacities rounded conservatively: the same problem rounded the other way is a
+        # relaxation, whose bound is a bound of the original problem; equal optima prove it
+        left = None if time_limit is None else float(time_limit) - (time.perf_counter() - t1)
+        if left is None or left > 0.01:
+            xv, bound, relaxed = _relaxed_proof(instance, xv, p, left)
+            details["relaxed_rows"] = relaxed
+    if status is Status.OPTIMAL and not scaling["rows_exact"]:
+        proven = bound is not None and within_mip_gap(bound, float(instance.values @ xv))
+        if not proven:
+            message = (message + "; " if message else "") + (
+                "capacities could not be scaled to integers exactly; rows were rounded conservatively, "
+                "and the same rows rounded the other way (a relaxation) did not prove optimality")
+    elif not scaling["rows_exact"]:
         message = (message + "; " if message else "") + (
             "capacities could not be scaled to integers exactly; rows were rounded conservatively, "
             "so optimality is not proven for the original problem")
     if status is Status.OPTIMAL and scaling["rows_exact"] and not exact and bound is not None:
         # rounded values: a proof when the widened bound is within the backends' gap (with
         # the same absolute floor as the engine, so an empty answer is not left "feasible")
-        exact = within_mip_gap(bound, float(instance.values @ xv))
-    return finish(instance, xv, method="cpsat", proven_optimal=status is Status.OPTIMAL and exact, bound=bound,
+        proven = within_mip_gap(bound, float(instance.values @ xv))
+    t2 = time.perf_counter()
+    return finish(instance, xv, method="cpsat", proven_optimal=proven, bound=bound,
                   build=t1 - t0, solve=t2 - t1, details=details, message=message)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ...model import Instance
 from ..result import Allocation, Status, finish
-from .common import DEFAULT_MIP_GAP, hint_vector, pop_options, quiet_native_output, rows_of, xor_groups
+from .common import DEFAULT_MIP_GAP, hint_vector, objective_lift, pop_options, quiet_native_output, rows_of, xor_groups
 
 __all__ = ["solve_scip", "solve_highs", "solve_cbc", "build_pywraplp", "STATUS_TABLE"]
 
@@ -56,7 +56,7 @@ def build_pywraplp(instance: Instance, backend: str) -> tuple[Any, list[Any]]:
         raise RuntimeError(f"OR-Tools was built without the {backend} backend")
     inf = solver.infinity()
     x = [solver.BoolVar(f"x{j}") for j in range(instance.n_bids)]
-    for cap, cols, coefs in rows_of(instance):
+    for cap, cols, coefs in rows_of(instance, lift_small=True):
         ct = solver.RowConstraint(-inf, cap, "")
         for j, a in zip(cols.tolist(), coefs.tolist()):
             ct.SetCoefficient(x[j], a)
@@ -65,7 +65,8 @@ def build_pywraplp(instance: Instance, backend: str) -> tuple[Any, list[Any]]:
         for j in cols.tolist():
             ct.SetCoefficient(x[j], 1.0)
     obj = solver.Objective()
-    for j, v in enumerate(instance.values.tolist()):
+    lift = objective_lift(instance.values)  # tiny values scaled up; bounds are divided back
+    for j, v in enumerate((instance.values * lift).tolist()):
         if v:
             obj.SetCoefficient(x[j], v)
     obj.SetMaximization()
@@ -122,10 +123,10 @@ def _solve(instance: Instance, backend: str, name: str, *, time_limit: float | N
         xv = np.fromiter((v.solution_value() for v in x), dtype=np.float64, count=len(x))
         message = ""
         try:
-            bound = float(solver.Objective().BestBound())
+            bound = float(solver.Objective().BestBound()) / objective_lift(instance.values)
         except Exception:  # pragma: no cover - backend without a bound
             bound = None
-        if bound is not None and abs(bound) >= solver.infinity():
+        if bound is not None and abs(bound) * objective_lift(instance.values) >= solver.infinity():
             bound = None  # the backend's "infinity" (e.g. SCIP's 1e20 before the root LP) bounds nothing
     return finish(instance, xv, method=name, proven_optimal=status is Status.OPTIMAL, bound=bound,
                   build=t1 - t0, solve=t2 - t1, details=details, message=message)

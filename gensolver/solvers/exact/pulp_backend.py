@@ -24,7 +24,7 @@ import numpy as np
 
 from ...model import Instance
 from ..result import Allocation, Status, finish
-from .common import DEFAULT_MIP_GAP, hint_vector, pop_options, quiet_native_output, rows_of, xor_groups
+from .common import DEFAULT_MIP_GAP, hint_vector, objective_lift, pop_options, quiet_native_output, rows_of, xor_groups
 
 __all__ = ["solve_pulp_cbc", "solve_pulp_highs", "build_pulp", "SOLUTION_STATUS_TABLE"]
 
@@ -52,9 +52,11 @@ def build_pulp(instance: Instance) -> tuple[Any, list[Any]]:
 
     prob = pulp.LpProblem("wdp", pulp.LpMaximize)
     x = [pulp.LpVariable(f"x{j}", cat=pulp.LpBinary) for j in range(instance.n_bids)]
-    prob.setObjective(pulp.LpAffineExpression([(x[j], v) for j, v in enumerate(instance.values.tolist()) if v]))
+    lift = objective_lift(instance.values)  # tiny values scaled up; bounds are divided back
+    prob.setObjective(pulp.LpAffineExpression([(x[j], v) for j, v in enumerate((instance.values * lift).tolist())
+                                               if v]))
     k = 0
-    for cap, cols, coefs in rows_of(instance):
+    for cap, cols, coefs in rows_of(instance, lift_small=True):
         expr = pulp.LpAffineExpression([(x[j], a) for j, a in zip(cols.tolist(), coefs.tolist())])
         prob.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"c{k}", cap))
         k += 1
@@ -157,9 +159,11 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
                 if np.isfinite(raw_bound):
                     # PuLP hands HiGHS the negated objective of a maximisation problem (HiGHS
                     # then minimises), so the dual bound comes back negated as well.
-                    bound = -raw_bound if _highs_minimises(model) else raw_bound
+                    bound = (-raw_bound if _highs_minimises(model) else raw_bound) / objective_lift(instance.values)
         elif log_path is not None and status is not Status.OPTIMAL:
-            bound = _cbc_bound_from_log(log_path, welfare)
+            lift = objective_lift(instance.values)
+            bound = _cbc_bound_from_log(log_path, welfare * lift)
+            bound = None if bound is None else bound / lift
         return finish(instance, xv, method=name, proven_optimal=status is Status.OPTIMAL, bound=bound,
                       build=t1 - t0, solve=t2 - t1, details=details,
                       message="" if status is not None else "no solution within the time limit; empty allocation")
