@@ -46,8 +46,12 @@ def _table() -> dict[int, tuple[Status | None, str]]:
 SOLUTION_STATUS_TABLE = _table
 
 
-def build_pulp(instance: Instance) -> tuple[Any, list[Any]]:
-    """Build the MILP as a ``pulp.LpProblem``; returns ``(problem, variables)``."""
+def build_pulp(instance: Instance, *, margin: float = 0.0) -> tuple[Any, list[Any]]:
+    """Build the MILP as a ``pulp.LpProblem``; returns ``(problem, variables)``.
+
+    ``margin``: each capacity is moved by ``margin * (|capacity| + sum |demands|)`` of its row
+    (positive: a relaxation, negative: a restriction; see :func:`solve_pulp_cbc`).
+    """
     import pulp
 
     prob = pulp.LpProblem("wdp", pulp.LpMaximize)
@@ -57,6 +61,8 @@ def build_pulp(instance: Instance) -> tuple[Any, list[Any]]:
                                                if v]))
     k = 0
     for cap, cols, coefs in rows_of(instance, lift_small=True):
+        if margin:
+            cap = cap + margin * (abs(cap) + float(np.abs(coefs).sum()))
         expr = pulp.LpAffineExpression([(x[j], a) for j, a in zip(cols.tolist(), coefs.tolist())])
         prob.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"c{k}", cap))
         k += 1
@@ -98,13 +104,15 @@ def _highs_minimises(model: Any) -> bool:
 
 
 def _solve(instance: Instance, which: str, *, time_limit: float | None, threads: int | None, seed: int,
-           options: dict[str, Any]) -> Allocation:
+           options: dict[str, Any], margin: float = 0.0) -> tuple[Allocation, np.ndarray | None]:
+    """One PuLP solve; returns the allocation and the backend's raw 0/1 vector (``None``
+    without one), which :func:`solve_pulp_cbc` needs when the allocation is an error."""
     import pulp
 
     name = f"pulp-{which}"
-    opts = pop_options(options, _OPTIONS, name)
+    opts = pop_options(dict(options), _OPTIONS, name)
     t0 = time.perf_counter()
-    prob, x = build_pulp(instance)
+    prob, x = build_pulp(instance, margin=margin)
     hint = hint_vector(instance, opts)
     if hint is not None:
         for var, val in zip(x, hint.tolist()):
@@ -136,14 +144,14 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
     except pulp.PulpSolverError as exc:
         t2 = time.perf_counter()
         return finish(instance, None, method=name, proven_optimal=False, bound=None, build=t1 - t0, solve=t2 - t1,
-                      details={"backend": name}, status=Status.ERROR, message=f"PuLP solver error: {exc}")
+                      details={"backend": name}, status=Status.ERROR, message=f"PuLP solver error: {exc}"), None
     t2 = time.perf_counter()
     status, raw_name = SOLUTION_STATUS_TABLE().get(prob.sol_status, (Status.ERROR, f"UNKNOWN({prob.sol_status})"))
     details = {"backend": name, "raw_status": pulp.LpStatus.get(prob.status, prob.status), "raw_solution_status": raw_name}
     try:
         if status in (Status.ERROR, Status.INFEASIBLE):
             return finish(instance, None, method=name, proven_optimal=False, bound=None, build=t1 - t0,
-                          solve=t2 - t1, details=details, status=status, message=f"PuLP returned {raw_name}")
+                          solve=t2 - t1, details=details, status=status, message=f"PuLP returned {raw_name}"), None
         if status is None:
             xv = np.zeros(instance.n_bids)
         else:
@@ -166,7 +174,7 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
             bound = None if bound is None else bound / lift
         return finish(instance, xv, method=name, proven_optimal=status is Status.OPTIMAL, bound=bound,
                       build=t1 - t0, solve=t2 - t1, details=details,
-                      message="" if status is not None else "no solution within the time limit; empty allocation")
+                      message="" if status is not None else "no solution within the time limit; empty allocation"), xv
     finally:
         if log_path is not None:
             try:
@@ -175,13 +183,59 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
                 pass
 
 
+#: relative move of each capacity when PuLP's file would round the data (13 significant
+#: digits, about 5e-13 relative per number): twenty times the largest rounding of a row
+_FILE_MARGIN = 1e-11
+
+
+def _file_rounds(instance: Instance) -> bool:
+    """Whether PuLP's MPS file (``% .12e``: 13 significant digits) would change any demand,
+    capacity or value (``1/3`` of anything, or a float computed from bytes)."""
+    data = np.concatenate([instance.capacity_matrix.data, instance.capacity, instance.values])
+    if not data.size:
+        return False
+    return bool(np.any(np.array([float(f"{v:.12e}") for v in data.tolist()]) != data))
+
+
 def solve_pulp_cbc(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
                    options: dict[str, Any] | None = None) -> Allocation:
-    """Exact MILP with CBC through PuLP. Options: ``mip_gap``, ``hint``, ``verbose``."""
-    return _solve(instance, "cbc", time_limit=time_limit, threads=threads, seed=seed, options=options or {})
+    """Exact MILP with CBC through PuLP. Options: ``mip_gap``, ``hint``, ``verbose``.
+
+    PuLP hands CBC an MPS file with 13 significant digits. When that rounds the data, a row
+    that an allocation fills exactly can look overfull to CBC (or the reverse), so the answer
+    would prove nothing. Then every capacity is first loosened by ``1e-11`` of its row's size,
+    which keeps every feasible allocation feasible: CBC's optimum bounds the true one, and if
+    its allocation fits the true capacities it is optimal. If it does not fit, CBC solves again
+    with the capacities tightened as much, and that answer is reported ``feasible`` with the
+    first solve's bound.
+    """
+    opts = dict(options or {})
+    if not _file_rounds(instance):
+        return _solve(instance, "cbc", time_limit=time_limit, threads=threads, seed=seed, options=opts)[0]
+    t0 = time.perf_counter()
+    loose, x_loose = _solve(instance, "cbc", time_limit=time_limit, threads=threads, seed=seed, options=opts,
+                            margin=_FILE_MARGIN)
+    if loose.status is not Status.ERROR or x_loose is None:
+        return loose  # fits the true capacities: its status and bound stand
+    # the relaxation's answer overfills a row by less than the margin: its value (if proven
+    # optimal) or its bound still bounds the true optimum; a tightened solve gives the answer
+    bound = loose.bound
+    if loose.details.get("raw_solution_status") == "LpSolutionOptimal":
+        bound = float(instance.values @ (x_loose > 0.5))
+    left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
+    tight, x_tight = _solve(instance, "cbc", time_limit=left, threads=threads, seed=seed, options=opts,
+                            margin=-_FILE_MARGIN)
+    if tight.status is Status.ERROR or x_tight is None:
+        return tight
+    details = dict(tight.details)
+    details["file_rounding"] = "capacities loosened, then tightened, by 1e-11 of each row"
+    return finish(instance, x_tight, method="pulp-cbc", proven_optimal=False, bound=bound,
+                  build=loose.seconds.build + tight.seconds.build, solve=loose.seconds.solve + tight.seconds.solve,
+                  details=details, message="PuLP's file rounds the data to 13 digits; the answer fits, "
+                  "but its optimality rests on a bound from loosened capacities")
 
 
 def solve_pulp_highs(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
                      options: dict[str, Any] | None = None) -> Allocation:
     """Exact MILP with HiGHS through PuLP (highspy). Options: ``mip_gap``, ``hint``, ``verbose``."""
-    return _solve(instance, "highs", time_limit=time_limit, threads=threads, seed=seed, options=options or {})
+    return _solve(instance, "highs", time_limit=time_limit, threads=threads, seed=seed, options=options or {})[0]
