@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 
-__all__ = ["console", "err_console", "fail", "EXIT_BAD_INPUT", "print_json"]
+__all__ = ["console", "err_console", "fail", "EXIT_BAD_INPUT", "print_json", "check_output_file", "check_output_dir"]
 
 EXIT_BAD_INPUT = 2
 
@@ -27,3 +29,40 @@ def print_json(obj: Any) -> None:
     """One JSON object on stdout (no colour, no wrapping)."""
     sys.stdout.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
     sys.stdout.flush()
+
+
+def _writable_dir(folder: Path, option: str) -> None:
+    """The nearest existing ancestor of ``folder`` must be a writable directory."""
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        fail(f"{option}: {probe} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        fail(f"{option}: cannot write in {probe}")
+
+
+def check_output_file(path: str | os.PathLike[str] | None, option: str) -> None:
+    """Check, *before* any work, that ``path`` can be written as a file (exit 2 if not).
+
+    It must not be a directory, and its nearest existing ancestor must be a writable directory
+    (missing folders are created when the file is written). ``None``: nothing to check.
+    """
+    if path is None:
+        return
+    p = Path(path)
+    if p.is_dir():
+        fail(f"{option}: {p} is a directory, not a file")
+    _writable_dir(p.parent if str(p.parent) else Path("."), option)
+
+
+def check_output_dir(path: str | os.PathLike[str] | None, option: str) -> None:
+    """Check, *before* any work, that ``path`` is (or can be created as) a writable directory."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        fail(f"{option}: {p} exists and is not a directory")
+    _writable_dir(p, option)

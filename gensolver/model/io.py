@@ -46,6 +46,20 @@ __all__ = [
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where the system allows (Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: read by setting (briefly) and restoring it
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_write(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success fsync and rename it over ``path``.
@@ -56,6 +70,13 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) -
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        # mkstemp creates the file 0600; the result gets the mode a plain open() would give
+        # (an existing file's own mode, else 0666 less the umask)
+        try:
+            file_mode = target.stat().st_mode & 0o7777
+        except OSError:
+            file_mode = 0o666 & ~_umask()
+        os.chmod(tmp, file_mode)
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
             fh.flush()

@@ -346,3 +346,23 @@ def test_unwritable_cats_leaves_no_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="CATS cannot express it"):
         write_cats(inst, tmp_path / "x.txt")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_write_gives_the_mode_a_plain_open_would(tmp_path: Path) -> None:
+    """The temporary file is created 0600; the result must not stay that private: a new file
+    gets 0666 less the umask, an existing one keeps its own mode."""
+    import os
+    import stat
+
+    mask = os.umask(0o027)
+    try:
+        target = tmp_path / "new.json"
+        with atomic_write(target, "w") as fh:
+            fh.write("{}")
+        assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    finally:
+        os.umask(mask)
+    os.chmod(target, 0o604)
+    with atomic_write(target, "w") as fh:
+        fh.write("[]")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o604 and target.read_text() == "[]"

@@ -1,0 +1,41 @@
+"""Shared CLI helpers: the output-path checks every command runs before its work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+
+from gensolver.cli.common import check_output_dir, check_output_file
+
+
+def _code(fn, *args) -> int | None:
+    try:
+        fn(*args)
+    except typer.Exit as exc:
+        return exc.exit_code
+    return None
+
+
+def test_output_file_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "a.json"
+    a_file.write_text("{}")
+    assert _code(check_output_file, tmp_path, "--out") == 2  # a directory
+    assert "is a directory" in capsys.readouterr().err
+    assert _code(check_output_file, a_file / "x.json", "--out") == 2  # under a file
+    assert "not a directory" in capsys.readouterr().err
+    assert _code(check_output_file, tmp_path / "new" / "deeper" / "x.json", "--out") is None
+    assert _code(check_output_file, a_file, "--out") is None  # overwriting a file is fine
+    assert _code(check_output_file, None, "--out") is None
+    assert not (tmp_path / "new").exists()  # checking creates nothing
+
+
+def test_output_dir_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "a.json"
+    a_file.write_text("{}")
+    assert _code(check_output_dir, a_file, "--out") == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert _code(check_output_dir, a_file / "sub", "--out") == 2
+    assert _code(check_output_dir, tmp_path / "fresh" / "sub", "--out") is None
+    assert _code(check_output_dir, tmp_path, "--out") is None
