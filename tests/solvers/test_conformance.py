@@ -121,6 +121,18 @@ class MethodConformance:
                 Bid("free", "B", 621.8, {"s1": {"memory": 0.0}})]
         self.check_against_brute_force(Instance(tuple(slots), tuple(bids)))
 
+    def test_two_demands_that_fill_a_large_capacity_exactly(self) -> None:
+        """Found by fuzzing: 903441508.4070965 + 387189217.8887556 fill 1290630726.2958522
+        (to 1e-7). CP-SAT's scaling called these "integral" at 1e5 (a relative noise test at
+        1.3e14, where ulps are 0.016) and rounded both demands up past the capacity."""
+        slots = [Slot("s0", {"memory": 1290630726.2958522})]
+        bids = [Bid("b0", "p2", 107789689028.57521, {"s0": {"memory": 903441508.4070965}}),
+                Bid("b1", "p2", 31163982181.541153, {"s0": {"memory": 645315363.1479261}}),
+                Bid("b2", "p2", 130660691704.56396, {"s0": {"memory": 1548756871.5550225}}),
+                Bid("b3", "p1", 44824012160.30469, {"s0": {"memory": 387189217.8887556}}),
+                Bid("b4", "p0", 35147686715.42211, {"s0": {"memory": 645315363.1479261}})]
+        self.check_against_brute_force(Instance(tuple(slots), tuple(bids)))
+
     def test_nothing_fits(self) -> None:
         slots = [Slot("s0", {"memory": 10.0}), Slot("s1", {"memory": 10.0, "compute": 1.0})]
         bids = [Bid("a", "A", 5.0, {"s0": {"memory": 11.0}}),

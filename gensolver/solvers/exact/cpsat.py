@@ -35,7 +35,8 @@ __all__ = ["solve_cpsat", "build_cpsat", "integer_scale", "certified_value_scale
 
 _OPTIONS = {"hint", "mip_gap", "verbose", "workers"}
 _INT_LIMIT = 2**52
-_NOISE = 1e-13  # relative residual treated as floating-point noise by integer_scale
+_NOISE = 1e-15  # relative residual treated as floating-point noise by integer_scale (~4 ulps)
+_EXACT_MAX = 2.0**40  # no value is called integral above this magnitude
 
 
 def integer_scale(values: np.ndarray, max_power: int, limit: float = _INT_LIMIT) -> tuple[float, bool]:
@@ -51,10 +52,14 @@ def integer_scale(values: np.ndarray, max_power: int, limit: float = _INT_LIMIT)
         if total * scale > limit:
             break
         scaled = vals * scale
-        # integral up to floating-point noise (a few ulps: 0.3 * 10 = 3.0000000000000004). A
-        # looser relative test (1e-9) called every value above 0.5 "integral" at 10**9 and
+        if vals.size and float(scaled.max()) > _EXACT_MAX:
+            break  # ulps too coarse to tell a decimal from a rounded value (see below)
+        # integral up to floating-point noise (a few ulps: 0.3 * 10 = 3.0000000000000004).
+        # A looser relative test (1e-9) called every value above 0.5 "integral" at 10**9 and
         # rounded 6.666666666666666 up, so two such demands no longer fitted a capacity of
-        # twice that, and CP-SAT "proved" a wrong optimum.
+        # twice that, and CP-SAT "proved" a wrong optimum. Below 2**40 the noise allowed
+        # moves a value by at most 1e-3 of a unit, so a row's rounded sum cannot cross its
+        # rounded capacity unless the true sum is within the format's tolerance of it.
         if np.all(np.abs(scaled - np.round(scaled)) <= _NOISE * np.maximum(1.0, scaled)):
             return scale, True
     k = max_power

@@ -14,6 +14,7 @@ Mitchell, O'Sullivan & Dunning, "PuLP: a linear programming toolkit for Python" 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
@@ -46,11 +47,13 @@ def _table() -> dict[int, tuple[Status | None, str]]:
 SOLUTION_STATUS_TABLE = _table
 
 
-def build_pulp(instance: Instance, *, margin: float = 0.0) -> tuple[Any, list[Any]]:
+def build_pulp(instance: Instance, *, margin: float = 0.0, normalise: bool = False) -> tuple[Any, list[Any]]:
     """Build the MILP as a ``pulp.LpProblem``; returns ``(problem, variables)``.
 
     ``margin``: each capacity is moved by ``margin * (|capacity| + sum |demands|)`` of its row
     (positive: a relaxation, negative: a restriction; see :func:`solve_pulp_cbc`).
+    ``normalise``: every row is scaled by a power of two so that its largest entry lies in
+    ``[1, 2)`` (by default only rows below 1 are, see :func:`~.common.row_lift`).
     """
     import pulp
 
@@ -61,6 +64,10 @@ def build_pulp(instance: Instance, *, margin: float = 0.0) -> tuple[Any, list[An
                                                if v]))
     k = 0
     for cap, cols, coefs in rows_of(instance, lift_small=True):
+        top = max(abs(cap), float(np.abs(coefs).max()) if coefs.size else 0.0)
+        if normalise and top >= 2.0:
+            f = 2.0 ** (-math.floor(math.log2(top)))
+            cap, coefs = cap * f, coefs * f
         if margin:
             cap = cap + margin * (abs(cap) + float(np.abs(coefs).sum()))
         expr = pulp.LpAffineExpression([(x[j], a) for j, a in zip(cols.tolist(), coefs.tolist())])
@@ -104,7 +111,8 @@ def _highs_minimises(model: Any) -> bool:
 
 
 def _solve(instance: Instance, which: str, *, time_limit: float | None, threads: int | None, seed: int,
-           options: dict[str, Any], margin: float = 0.0) -> tuple[Allocation, np.ndarray | None]:
+           options: dict[str, Any], margin: float = 0.0,
+           normalise: bool = False) -> tuple[Allocation, np.ndarray | None]:
     """One PuLP solve; returns the allocation and the backend's raw 0/1 vector (``None``
     without one), which :func:`solve_pulp_cbc` needs when the allocation is an error."""
     import pulp
@@ -112,7 +120,7 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
     name = f"pulp-{which}"
     opts = pop_options(dict(options), _OPTIONS, name)
     t0 = time.perf_counter()
-    prob, x = build_pulp(instance, margin=margin)
+    prob, x = build_pulp(instance, margin=margin, normalise=normalise)
     hint = hint_vector(instance, opts)
     if hint is not None:
         for var, val in zip(x, hint.tolist()):
@@ -186,6 +194,9 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
 #: relative move of each capacity when PuLP's file would round the data (13 significant
 #: digits, about 5e-13 relative per number): twenty times the largest rounding of a row
 _FILE_MARGIN = 1e-11
+#: relative tightening of each (normalised) row for an answer that surely fits: beyond CBC's
+#: primal tolerance (1e-7 on rows of size 1) and the file's rounding
+_TIGHT_MARGIN = 1e-6
 
 
 def _file_rounds(instance: Instance) -> bool:
@@ -201,38 +212,43 @@ def solve_pulp_cbc(instance: Instance, *, time_limit: float | None = None, threa
                    options: dict[str, Any] | None = None) -> Allocation:
     """Exact MILP with CBC through PuLP. Options: ``mip_gap``, ``hint``, ``verbose``.
 
-    PuLP hands CBC an MPS file with 13 significant digits. When that rounds the data, a row
-    that an allocation fills exactly can look overfull to CBC (or the reverse), so the answer
-    would prove nothing. Then every capacity is first loosened by ``1e-11`` of its row's size,
-    which keeps every feasible allocation feasible: CBC's optimum bounds the true one, and if
-    its allocation fits the true capacities it is optimal. If it does not fit, CBC solves again
-    with the capacities tightened as much, and that answer is reported ``feasible`` with the
-    first solve's bound.
+    Two numerical traps are handled. PuLP hands CBC an MPS file with 13 significant digits,
+    so a row that an allocation fills exactly can look overfull; and CBC's absolute
+    tolerances on rows of size ``1e9`` (bytes) are below floating-point resolution, so it may
+    call the problem "infeasible" (a winner determination problem never is: nobody winning
+    is feasible). In either case the rows are normalised (scaled by powers of two to size 1)
+    and every capacity loosened by ``1e-11`` of its row: every feasible allocation stays
+    feasible, so CBC's optimum bounds the true one, and if its allocation fits the true
+    capacities it is optimal. If it does not fit, CBC solves again with the rows tightened
+    by ``1e-6``, and that answer is reported ``feasible`` with the first solve's bound.
     """
     opts = dict(options or {})
-    if not _file_rounds(instance):
-        return _solve(instance, "cbc", time_limit=time_limit, threads=threads, seed=seed, options=opts)[0]
     t0 = time.perf_counter()
-    loose, x_loose = _solve(instance, "cbc", time_limit=time_limit, threads=threads, seed=seed, options=opts,
-                            margin=_FILE_MARGIN)
-    if loose.status is not Status.ERROR or x_loose is None:
+    if not _file_rounds(instance):
+        first, _ = _solve(instance, "cbc", time_limit=time_limit, threads=threads, seed=seed, options=opts)
+        if first.details.get("raw_status") != "Infeasible":
+            return first
+    left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
+    loose, x_loose = _solve(instance, "cbc", time_limit=left, threads=threads, seed=seed, options=opts,
+                            margin=_FILE_MARGIN, normalise=True)
+    if (loose.status is not Status.ERROR or x_loose is None) and loose.details.get("raw_status") != "Infeasible":
         return loose  # fits the true capacities: its status and bound stand
     # the relaxation's answer overfills a row by less than the margin: its value (if proven
     # optimal) or its bound still bounds the true optimum; a tightened solve gives the answer
     bound = loose.bound
-    if loose.details.get("raw_solution_status") == "LpSolutionOptimal":
+    if loose.details.get("raw_solution_status") == "LpSolutionOptimal" and x_loose is not None:
         bound = float(instance.values @ (x_loose > 0.5))
     left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
     tight, x_tight = _solve(instance, "cbc", time_limit=left, threads=threads, seed=seed, options=opts,
-                            margin=-_FILE_MARGIN)
+                            margin=-_TIGHT_MARGIN, normalise=True)
     if tight.status is Status.ERROR or x_tight is None:
         return tight
     details = dict(tight.details)
-    details["file_rounding"] = "capacities loosened, then tightened, by 1e-11 of each row"
+    details["numerics"] = "rows normalised; capacities loosened by 1e-11, then tightened by 1e-6"
     return finish(instance, x_tight, method="pulp-cbc", proven_optimal=False, bound=bound,
                   build=loose.seconds.build + tight.seconds.build, solve=loose.seconds.solve + tight.seconds.solve,
-                  details=details, message="PuLP's file rounds the data to 13 digits; the answer fits, "
-                  "but its optimality rests on a bound from loosened capacities")
+                  details=details, message="CBC's answer on the loosened rows did not fit the true capacities; "
+                  "this answer fits, with the loosened problem's bound")
 
 
 def solve_pulp_highs(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
