@@ -25,6 +25,8 @@ def _check_args(time_limit: Any, threads: Any, seed: Any, options: Any) -> dict[
             raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ValueError(f"seed must be an integer, got {seed!r}")
+    if not 0 <= int(seed) < 2**31:  # the backends' seed parameters are 32-bit signed
+        raise ValueError(f"seed must be an integer in [0, 2**31), got {seed!r}")
     if options is None:
         return {}
     if not isinstance(options, Mapping):

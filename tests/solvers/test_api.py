@@ -96,6 +96,15 @@ def test_bad_seed(value) -> None:
         solve(BIDS, SLOTS, method="greedy", seed=value)
 
 
+@pytest.mark.parametrize("method", ["greedy", "auto", "cpsat"])
+@pytest.mark.parametrize("value", [-1, 2**31, 99999999999999999999])
+def test_seed_out_of_range(method, value) -> None:
+    """Checked for every method before any solve (CP-SAT raised a TypeError on 1e20, and
+    numpy an unnamed error on -1)."""
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*31\)"):
+        solve(BIDS, SLOTS, method=method, seed=value)
+
+
 @pytest.mark.parametrize("value", [["hint"], "verbose", 3])
 def test_options_must_be_a_mapping(value) -> None:
     with pytest.raises(ValueError, match=r"options must be a mapping, got"):
