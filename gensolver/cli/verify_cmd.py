@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..model import InstanceError, read_instance
 from ..solvers import BackendUnavailableError, UnknownMethodError
-from .common import console, fail, print_json
+from .common import console, err_console, fail, print_json
 
 __all__ = ["register"]
 
@@ -33,8 +33,19 @@ def verify_command(
     except InstanceError as exc:
         fail(f"{file}: {exc}")
     fams = FAMILIES if families is None else tuple(f.strip() for f in families.split(",") if f.strip())
+    if not fams:
+        fail(f"--families: no family given; choose from {', '.join(FAMILIES)}")
     try:
-        res = max_regret(mechanism, instance, families=fams, solver=solver, time_limit=time_limit)
+        if as_json or not err_console.is_terminal:
+            res = max_regret(mechanism, instance, families=fams, solver=solver, time_limit=time_limit)
+        else:  # a transient progress bar on stderr: one step per bidder
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            with Progress(TextColumn("verify {task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=err_console, transient=True) as bar:
+                task = bar.add_task(f"{mechanism}: bidders", total=instance.n_bidders)
+                res = max_regret(mechanism, instance, families=fams, solver=solver, time_limit=time_limit,
+                                 progress=lambda b, k, n: bar.update(task, completed=k, total=n))
     except (UnknownMechanismError, UnknownMethodError, BackendUnavailableError, ValueError) as exc:
         fail(str(exc))
     worst = res.worst

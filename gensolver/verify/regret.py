@@ -356,14 +356,24 @@ def max_regret(
     time_limit: float | None = None,
     executor: Any = None,
     options: Mapping[str, Any] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> MaxRegretResult:
-    """:func:`regret` of every bidder (or of ``bidders``); the largest one and who has it."""
+    """:func:`regret` of every bidder (or of ``bidders``); the largest one and who has it.
+
+    ``progress(bidder, done, total)``, when given, is called after each bidder (the CLI shows
+    a progress bar with it).
+    """
+    if not families or isinstance(families, str):
+        raise ValueError(f"families must be a non-empty sequence of family names from {', '.join(FAMILIES)}")
     instance = coerce_instance(instance)
     run = _runner(mechanism, solver, time_limit, executor, options)
     base = run(instance)
     per: dict[str, RegretResult] = {}
-    for b in bidders if bidders is not None else instance.bidder_ids:
+    todo = list(bidders if bidders is not None else instance.bidder_ids)
+    for k, b in enumerate(todo, 1):
         per[b] = regret(mechanism, instance, b, families=families, factors=factors, solver=solver,
                         time_limit=time_limit, executor=executor, options=options, truthful=base)
+        if progress is not None:
+            progress(b, k, len(todo))
     worst = max(per.values(), key=lambda r: r.regret, default=None)
     return MaxRegretResult(_name(mechanism), worst.regret if worst else 0.0, worst, MappingProxyType(per))

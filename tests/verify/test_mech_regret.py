@@ -82,3 +82,17 @@ def test_unknown_mechanism_in_regret():
     inst = goods_instance([("a", "A", 1, ["g"])], ["g"])
     with pytest.raises(ValueError, match="valid mechanisms"):
         regret("nope", inst, "A")
+
+
+def test_max_regret_reports_progress_per_bidder_and_needs_families() -> None:
+    from gensolver.model import Bid, Instance, Slot
+    from gensolver.verify.regret import max_regret
+
+    inst = Instance((Slot("s", {"units": 1.0}),), tuple(Bid(f"b{i}", f"B{i}", 1.0 + i, {"s": {"units": 1.0}})
+                                                       for i in range(3)))
+    calls: list[tuple[str, int, int]] = []
+    res = max_regret("vcg", inst, families=("scale",), progress=lambda b, k, n: calls.append((b, k, n)))
+    assert [c[1:] for c in calls] == [(1, 3), (2, 3), (3, 3)]
+    assert [c[0] for c in calls] == list(res.per_bidder)
+    with pytest.raises(ValueError, match="non-empty"):
+        max_regret("vcg", inst, families=())
