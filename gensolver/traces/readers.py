@@ -62,7 +62,7 @@ def _rows(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, s
     """Yield ``(line, row)`` of a CSV file whose header must contain ``columns``."""
     name = str(path)
     try:
-        fh = open(path, newline="", encoding="utf-8")
+        fh = open(path, newline="", encoding="utf-8-sig")  # a BOM (spreadsheet exports) is not part of the header
     except FileNotFoundError:
         raise TraceError(name, None, "no such file") from None
     except IsADirectoryError:

@@ -180,3 +180,13 @@ def test_bad_options(tmp_path: Path) -> None:
         read_alibaba_pods(path, model_gpus={"H100X": 1})
     (job,) = read_alibaba_pods(path, model_gpus={"V100M32": 1})
     assert job.memory_gib_preferred == 16.0 and job.gpu_model == "V100M32"
+
+
+def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path: Path) -> None:
+    """Spreadsheet exports start with a UTF-8 BOM; it used to glue itself to the first column
+    ("header lacks column(s) timestamp"). The rows must read exactly as without it."""
+    text = "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,10.0,1,10.0,c\n"
+    plain = read_philly(_write(tmp_path / "plain.csv", text))
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert read_philly(bom) == plain
