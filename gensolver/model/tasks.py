@@ -29,15 +29,44 @@ Task utility model (documented, used by generators, the market and the simulator
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from .instance import Bid, Bidder, Instance, Slot
-from .validate import InstanceError, _mark
+from .validate import InstanceError, _esc, _mark
 
 __all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "task_value", "task_steps"]
+
+
+def _kind(value: Any) -> str:
+    """``"str 'x'"``-style description of a bad value for error messages."""
+    return "null" if value is None else f"{type(value).__name__} {value!r}"
+
+
+def _is_int(value: Any) -> bool:
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, np.integer))
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def _argv(command: Any, where: str) -> tuple[str, ...]:
+    """A command as an argv tuple: a list of strings, or one string split like a shell would."""
+    if isinstance(command, str):
+        try:
+            return tuple(shlex.split(command))
+        except ValueError as exc:
+            raise InstanceError(where, f"cannot split {command!r} into arguments: {exc}") from None
+    if not isinstance(command, (list, tuple)):
+        raise InstanceError(where, f"expected a list of strings or a string, got {_kind(command)}")
+    for i, arg in enumerate(command):
+        if not isinstance(arg, str):
+            raise InstanceError(f"{where}/{i}", f"expected a string, got {_kind(arg)}")
+    return tuple(command)
 
 
 @dataclass(frozen=True)
@@ -100,9 +129,16 @@ class Task:
     command: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        where = f"/tasks/{self.id}"
+        if not isinstance(self.id, str) or not self.id:
+            raise InstanceError(f"{where}/id", f"expected a non-empty string, got {_kind(self.id)}")
+        if not isinstance(self.tenant, str):
+            raise InstanceError(f"{where}/tenant", f"expected a string, got {_kind(self.tenant)}")
         if not self.tenant:
             object.__setattr__(self, "tenant", self.id)
-        object.__setattr__(self, "command", tuple(self.command))
+        object.__setattr__(self, "command", _argv(self.command, f"{where}/command"))
+        if not isinstance(self.preemptible, (bool, np.bool_)):
+            raise InstanceError(f"{where}/preemptible", f"expected true or false, got {_kind(self.preemptible)}")
         for name in ("preferred_memory", "min_memory", "value", "urgency", "elasticity", "compute"):
             val = getattr(self, name)
             if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val) or val < 0:
@@ -116,11 +152,11 @@ class Task:
             raise InstanceError(f"/tasks/{self.id}/compute", f"must be in (0, 1], got {self.compute}")
         for name in ("duration", "gpus"):
             val = getattr(self, name)
-            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
+            if not _is_int(val) or val < 1:
                 raise InstanceError(f"/tasks/{self.id}/{name}", f"must be a positive integer, got {val!r}")
-        if isinstance(self.release, bool) or not isinstance(self.release, (int, np.integer)) or self.release < 0:
+        if not _is_int(self.release) or self.release < 0:
             raise InstanceError(f"/tasks/{self.id}/release", f"must be a non-negative integer, got {self.release!r}")
-        if self.deadline is not None and (not isinstance(self.deadline, (int, np.integer)) or self.deadline <= self.release):
+        if self.deadline is not None and (not _is_int(self.deadline) or self.deadline <= self.release):
             raise InstanceError(f"/tasks/{self.id}/deadline", f"must be an integer after release, got {self.deadline!r}")
 
     def memory_levels(self, count: int) -> np.ndarray:
@@ -198,17 +234,46 @@ class GpuRound:
         object.__setattr__(self, "tasks", tuple(self.tasks))
         if not self.gpus:
             raise InstanceError("/gpus", "must not be empty")
-        if self.steps < 1:
-            raise InstanceError("/steps", f"must be a positive integer, got {self.steps!r}")
-        ids = [g.id for g in self.gpus]
-        if len(set(ids)) != len(ids):
-            raise InstanceError("/gpus", "duplicate GPU ids")
-        tids = [t.id for t in self.tasks]
-        if len(set(tids)) != len(tids):
-            raise InstanceError("/tasks", "duplicate task ids")
+        if not _is_int(self.steps) or self.steps < 1:
+            raise InstanceError("/steps", f"must be a positive integer, got {_kind(self.steps)}")
+        if not _is_number(self.step_seconds) or not math.isfinite(self.step_seconds) or self.step_seconds <= 0:
+            raise InstanceError("/step_seconds", f"must be a finite positive number, got {_kind(self.step_seconds)}")
+        if not _is_int(self.memory_levels) or self.memory_levels < 1:
+            raise InstanceError("/memory_levels", f"must be a positive integer, got {_kind(self.memory_levels)}")
+        if not isinstance(self.name, str):
+            raise InstanceError("/name", f"expected a string, got {_kind(self.name)}")
+        seen: dict[Any, int] = {}
         for k, g in enumerate(self.gpus):
-            if not (math.isfinite(g.memory) and g.memory > 0 and math.isfinite(g.compute) and g.compute > 0):
-                raise InstanceError(f"/gpus/{k}", "memory and compute must be positive and finite")
+            if not isinstance(g, GpuSpec):
+                raise InstanceError(f"/gpus/{k}", f"expected a GpuSpec, got {type(g).__name__}")
+            if not isinstance(g.id, str) or not g.id:
+                raise InstanceError(f"/gpus/{k}/id", f"expected a non-empty string, got {_kind(g.id)}")
+            if g.id in seen:
+                raise InstanceError(f"/gpus/{k}/id", f"duplicate GPU id {g.id!r} (also /gpus/{seen[g.id]})")
+            seen[g.id] = k
+            for name in ("memory", "compute"):
+                val = getattr(g, name)
+                if not _is_number(val) or not math.isfinite(val) or val <= 0:
+                    raise InstanceError(f"/gpus/{k}/{name}", f"must be a finite positive number, got {_kind(val)}")
+            for name in ("node", "model"):
+                if not isinstance(getattr(g, name), str):
+                    raise InstanceError(f"/gpus/{k}/{name}", f"expected a string, got {_kind(getattr(g, name))}")
+        seen = {}
+        for k, t in enumerate(self.tasks):
+            if not isinstance(t, Task):
+                raise InstanceError(f"/tasks/{k}", f"expected a Task, got {type(t).__name__}")
+            if t.id in seen:
+                raise InstanceError(f"/tasks/{k}/id", f"duplicate task id {t.id!r} (also /tasks/{seen[t.id]})")
+            seen[t.id] = k
+        if not isinstance(self.budgets, Mapping):
+            raise InstanceError("/budgets", f"expected an object (tenant -> budget), got {_kind(self.budgets)}")
+        owners = {t.id for t in self.tasks} | {t.tenant for t in self.tasks}
+        for key, val in self.budgets.items():
+            where = f"/budgets/{_esc(str(key))}"
+            if not isinstance(key, str) or key not in owners:
+                raise InstanceError(where, f"{key!r} is neither a task id nor a tenant of this round")
+            if not _is_number(val) or not math.isfinite(val) or val < 0:
+                raise InstanceError(where, f"must be a finite non-negative number, got {_kind(val)}")
 
     # ----------------------------------------------------------------- options
     def gpu_groups(self, k: int) -> list[tuple[int, ...]]:
@@ -296,23 +361,61 @@ class GpuRound:
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "GpuRound":
-        """Inverse of :meth:`to_dict` (errors name the field)."""
+        """Inverse of :meth:`to_dict`.
+
+        Raises
+        ------
+        InstanceError
+            Naming the offending place as a JSON pointer (``/tasks/3/memory``, ``/steps``): a
+            missing or unknown field, a value of the wrong type (no coercion: ``"80"`` is not a
+            number, ``2.7`` not an integer) or out of range. ``command`` is a list of strings, or
+            one string split into arguments as a POSIX shell would (:func:`shlex.split`).
+        """
+        if not isinstance(doc, Mapping):
+            raise InstanceError("", f"expected an object, got {type(doc).__name__}")
         if doc.get("schema") != "gensolver.gpuround/v1":
             raise InstanceError("/schema", f"expected 'gensolver.gpuround/v1', got {doc.get('schema')!r}")
-        try:
-            gpus = [GpuSpec(**g) for g in doc["gpus"]]
-            tasks = []
-            for k, t in enumerate(doc["tasks"]):
-                t = dict(t)
-                t["command"] = tuple(t.get("command", ()))
+        _fields(doc, "", ("schema", "steps", "gpus", "tasks"), _ROUND_FIELDS)
+        gpus = []
+        for k, g in enumerate(_array(doc["gpus"], "/gpus")):
+            g = _fields(g, f"/gpus/{k}", ("id", "memory"), tuple(GpuSpec.__dataclass_fields__))
+            gpus.append(GpuSpec(**g))
+        tasks = []
+        for k, t in enumerate(_array(doc["tasks"], "/tasks")):
+            t = _fields(t, f"/tasks/{k}", _TASK_REQUIRED, tuple(Task.__dataclass_fields__))
+            try:
                 tasks.append(Task(**t))
-        except KeyError as exc:
-            raise InstanceError(f"/{exc.args[0]}", "missing field") from None
-        except TypeError as exc:
-            raise InstanceError("/tasks", f"bad field: {exc}") from None
-        return cls(tuple(gpus), tuple(tasks), int(doc["steps"]), float(doc.get("step_seconds", 60.0)),
-                   int(doc.get("memory_levels", 3)), str(doc.get("name", "")), dict(doc.get("budgets", {})))
+            except InstanceError as exc:
+                prefix = f"/tasks/{t.get('id')}"
+                pointer = exc.pointer
+                if pointer == prefix or pointer.startswith(prefix + "/"):
+                    pointer = f"/tasks/{k}" + pointer[len(prefix):]
+                raise InstanceError(pointer, exc.reason) from None
+        return cls(tuple(gpus), tuple(tasks), doc["steps"], doc.get("step_seconds", 60.0),
+                   doc.get("memory_levels", 3), doc.get("name", ""), doc.get("budgets", {}))
 
+
+_ROUND_FIELDS = ("schema", "name", "steps", "step_seconds", "memory_levels", "gpus", "tasks", "budgets")
+_TASK_REQUIRED = ("id", "preferred_memory", "min_memory", "duration", "value")
+
+
+def _array(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, (list, tuple)):
+        raise InstanceError(where, f"expected a list, got {_kind(value)}")
+    return list(value)
+
+
+def _fields(value: Any, where: str, required: Sequence[str], allowed: Sequence[str]) -> dict[str, Any]:
+    """``value`` as a dict after checking it is an object with every required and no unknown key."""
+    if not isinstance(value, Mapping):
+        raise InstanceError(where, f"expected an object, got {_kind(value)}")
+    for key in value:
+        if key not in allowed:
+            raise InstanceError(f"{where}/{_esc(str(key))}", f"unknown field {key!r} (expected one of: {', '.join(allowed)})")
+    for key in required:
+        if key not in value:
+            raise InstanceError(f"{where}/{key}", "missing required field")
+    return dict(value)
 
 def uniform_gpus(memories: Sequence[float], *, per_node: int = 8, prefix: str = "gpu") -> tuple[GpuSpec, ...]:
     """GPUs with the given memories, grouped ``per_node`` to a node (ids ``gpu0``, ...)."""
