@@ -95,17 +95,30 @@ _TOL = 1e-9
 class PlanError(ValueError):
     """An allocation that cannot be laid out, or a malformed plan document.
 
+    Parameters
+    ----------
+    pointer : str
+        JSON pointer (RFC 6901) to the offending place (``""``: the whole document or file).
+    reason : str
+    path : str, keyword-only, optional
+        The file the document came from; the message then starts with it.
+
     Attributes
     ----------
     pointer : str
-        JSON pointer (RFC 6901) to the offending place.
     reason : str
+    path : str or None
     """
 
-    def __init__(self, pointer: str, reason: str) -> None:
+    def __init__(self, pointer: str, reason: str, *, path: str | None = None) -> None:
         self.pointer = pointer
         self.reason = reason
-        super().__init__(f"{pointer or '/'}: {reason}")
+        self.path = path
+        if path is None:
+            message = f"{pointer or '/'}: {reason}"
+        else:
+            message = f"{path}: {pointer}: {reason}" if pointer else f"{path}: {reason}"
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -561,7 +574,7 @@ def plan_from_dict(doc: Any) -> ExecutionPlan:
             if not isinstance(e, Mapping):
                 raise PlanError(ew, "expected an object")
             task = e.get("task")
-            if task not in task_ids:
+            if not isinstance(task, str) or task not in task_ids:
                 raise PlanError(f"{ew}/task", f"unknown task {task!r} (not in /tasks)")
             start = _num(e.get("start"), f"{ew}/start")
             end = _num(e.get("end"), f"{ew}/end")
@@ -582,7 +595,7 @@ def plan_from_dict(doc: Any) -> ExecutionPlan:
         raise PlanError("/preemptions", "expected a list")
     for k, p in enumerate(raw_points):
         where = f"/preemptions/{k}"
-        if not isinstance(p, Mapping) or p.get("task") not in task_ids:
+        if not isinstance(p, Mapping) or not isinstance(p.get("task"), str) or p["task"] not in task_ids:
             raise PlanError(where, "expected an object naming a task of /tasks")
         if p.get("kind") not in ("gap", "move"):
             raise PlanError(f"{where}/kind", f"expected 'gap' or 'move', got {p.get('kind')!r}")
@@ -604,15 +617,45 @@ def plan_from_dict(doc: Any) -> ExecutionPlan:
 
 
 def read_plan(path: str | os.PathLike[str]) -> ExecutionPlan:
-    """Read a ``gensolver.plan/v1`` JSON file (errors name the file and the JSON pointer)."""
+    """Read a ``gensolver.plan/v1`` JSON file.
+
+    Parameters
+    ----------
+    path : path
+        A UTF-8 JSON file.
+
+    Returns
+    -------
+    ExecutionPlan
+
+    Raises
+    ------
+    PlanError
+        The file cannot be read (missing, a directory, unreadable), is not UTF-8 JSON, or is not
+        a valid plan; the message names the file (:attr:`PlanError.path`) and, for a bad
+        document, the JSON pointer.
+    """
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
+        text = p.read_bytes().decode("utf-8")
     except FileNotFoundError:
-        raise PlanError("", f"{p}: no such file") from None
+        raise PlanError("", "no such file", path=str(p)) from None
+    except IsADirectoryError:
+        raise PlanError("", "is a directory, not a plan file", path=str(p)) from None
+    except UnicodeDecodeError as exc:
+        raise PlanError("", f"not a UTF-8 JSON file (byte {exc.start} cannot be decoded)", path=str(p)) from None
+    except OSError as exc:
+        raise PlanError("", f"cannot read it: {exc.strerror or exc}", path=str(p)) from None
+    try:
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise PlanError("", f"{p}: not JSON ({exc})") from None
-    return plan_from_dict(doc)
+        raise PlanError("", f"not JSON ({exc})", path=str(p)) from None
+    except RecursionError:
+        raise PlanError("", "not JSON (nested too deeply)", path=str(p)) from None
+    try:
+        return plan_from_dict(doc)
+    except PlanError as exc:
+        raise PlanError(exc.pointer, exc.reason, path=str(p)) from None
 
 
 def write_plan(plan: ExecutionPlan, path: str | os.PathLike[str]) -> None:

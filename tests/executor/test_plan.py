@@ -101,6 +101,45 @@ def test_plan_reader_names_the_bad_place() -> None:
         plan_from_dict({"schema": "nope"})
 
 
+def test_plan_reader_refuses_unreadable_files_naming_them(tmp_path) -> None:
+    with pytest.raises(PlanError, match="is a directory") as exc:
+        read_plan(tmp_path)
+    assert exc.value.path == str(tmp_path) and str(exc.value).startswith(str(tmp_path))
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\x00\xff\xfe plan")
+    with pytest.raises(PlanError, match="not a UTF-8 JSON file") as exc:
+        read_plan(binary)
+    assert str(exc.value).startswith(str(binary))
+    missing = tmp_path / "missing.json"
+    with pytest.raises(PlanError, match="no such file") as exc:
+        read_plan(missing)
+    assert str(exc.value).startswith(str(missing))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(PlanError, match="not JSON"):
+        read_plan(deep)
+    # a bad document names the file and the JSON pointer
+    doc = plan_of({"gpu0": 16}, {"a": {"at": [("gpu0", 0, 1)], "memory": 4}}).to_dict()
+    doc["devices"][0]["entries"][0]["end"] = -1
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(PlanError) as exc:
+        read_plan(bad)
+    assert str(exc.value).startswith(f"{bad}: /devices/0/entries/0/end: ")
+
+
+def test_plan_reader_refuses_a_non_string_task_reference() -> None:
+    doc = plan_of({"gpu0": 16}, {"a": {"at": [("gpu0", 0, 1), ("gpu0", 2, 3)], "memory": 4}}).to_dict()
+    entry_task = json.loads(json.dumps(doc))
+    entry_task["devices"][0]["entries"][0]["task"] = ["a"]
+    with pytest.raises(PlanError, match="/devices/0/entries/0/task"):
+        plan_from_dict(entry_task)
+    point_task = json.loads(json.dumps(doc))
+    point_task["preemptions"][0]["task"] = {"id": "a"}
+    with pytest.raises(PlanError, match="/preemptions/0"):
+        plan_from_dict(point_task)
+
+
 def test_check_plan_catches_an_overcommitted_plan() -> None:
     doc = plan_of({"gpu0": 16}, {"a": {"at": [("gpu0", 0, 2)], "memory": 10},
                                  "b": {"at": [("gpu0", 2, 4)], "memory": 10}}).to_dict()
