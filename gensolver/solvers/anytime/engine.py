@@ -57,7 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ..exact.common import new_highs, objective_lift, quiet_native_output, within_mip_gap
+from ..exact.common import LARGE_ROW, new_highs, objective_lift, quiet_native_output, within_mip_gap
 from ..result import CAPACITY_TOL
 from .problem import MatrixProblem, column_ranges
 
@@ -488,15 +488,17 @@ def _xor_groups(owners: np.ndarray) -> list[list[int]]:
 
 
 def _row_lifts(Ac: sp.csr_matrix, cap: np.ndarray) -> np.ndarray:
-    """Per-row :func:`~gensolver.solvers.exact.common.row_lift` of ``Ac x <= cap`` (rows whose
-    entries are all below 1 scaled into ``[1, 2)`` by a power of two, others by 1), so that the
-    floating-point backends' absolute feasibility tolerance is relative to each row."""
+    """Per-row power-of-two scale of ``Ac x <= cap`` for the floating-point backends: rows whose
+    entries are all below 1 are lifted into ``[1, 2)`` (:func:`~gensolver.solvers.exact.common.row_lift`),
+    so the absolute feasibility tolerance is relative to them, and rows reaching
+    :data:`~gensolver.solvers.exact.common.LARGE_ROW` (bytes) are brought down to ``[1, 2)``,
+    where SCIP and CBC stay accurate; the caller checks the answer against the true rows."""
     top = np.abs(np.asarray(cap, dtype=np.float64)).copy()
     if Ac.nnz:
         top = np.maximum(top, abs(Ac).max(axis=1).toarray().ravel())
     f = np.ones(top.size)
-    small = (top > 0.0) & (top < 1.0)
-    f[small] = 2.0 ** (-np.floor(np.log2(top[small])))
+    move = (top > 0.0) & np.isfinite(top) & ((top < 1.0) | (top >= LARGE_ROW))
+    f[move] = 2.0 ** (-np.floor(np.log2(top[move])))
     return f
 
 

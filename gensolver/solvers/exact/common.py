@@ -6,13 +6,13 @@ import math
 import os
 import sys
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ...model import Instance
 
-__all__ = ["rows_of", "row_lift", "objective_lift", "xor_groups", "hint_vector", "pop_options"]
+__all__ = ["rows_of", "row_lift", "objective_lift", "has_large_rows", "numerically_guarded", "xor_groups", "hint_vector", "pop_options"]
 
 DEFAULT_MIP_GAP = 1e-9
 
@@ -24,7 +24,16 @@ def within_mip_gap(bound: float, value: float) -> bool:
     return bound - value <= DEFAULT_MIP_GAP * max(1.0, abs(bound))
 
 
-def row_lift(coefs: np.ndarray, cap: float) -> float:
+#: rows with an entry this large (memory in bytes) are normalised for the floating-point
+#: backends: SCIP and CBC returned wrong "optimal" answers on rows of size 1e9 (their absolute
+#: tolerances fall below the data's floating-point resolution there)
+LARGE_ROW = 2.0**20
+#: relative tightening of normalised rows for an answer that surely fits after a normalised
+#: solve's answer did not (above the backends' 1e-6 feasibility tolerance)
+TIGHT_MARGIN = 2e-6
+
+
+def row_lift(coefs: np.ndarray, cap: float, *, normalise: bool = False) -> float:
     """Power of two that lifts a capacity row whose entries are all below 1 into ``[1, 2)``.
 
     Floating-point MIP backends (HiGHS, SCIP, CBC) accept a row as satisfied within an
@@ -33,10 +42,12 @@ def row_lift(coefs: np.ndarray, cap: float) -> float:
     an infeasible allocation optimal. Scaled by this factor the tolerance is relative to the
     row's size. A power of two changes no digit of the data (``x * 2**k`` is exact in binary
     floating point and adds no decimal places); rows with an entry of 1 or more are left as
-    they are (``1.0``), so the absolute tolerance there stays as strict as the format's.
+    they are (``1.0``), so the absolute tolerance there stays as strict as the format's,
+    unless ``normalise``: then every row is scaled into ``[1, 2)`` (see
+    :func:`numerically_guarded`, which checks the answer against the true rows).
     """
     top = max(float(np.abs(coefs).max()) if len(coefs) else 0.0, abs(float(cap)))
-    if top <= 0.0 or top >= 1.0 or not math.isfinite(top):
+    if top <= 0.0 or not math.isfinite(top) or (top >= 1.0 and not (normalise and top >= 2.0)):
         return 1.0
     return 2.0 ** (-math.floor(math.log2(top)))
 
@@ -49,11 +60,22 @@ def objective_lift(values: np.ndarray) -> float:
     return row_lift(np.asarray(values, dtype=np.float64), 0.0)
 
 
-def rows_of(instance: Instance, *, lift_small: bool = False) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
+def has_large_rows(instance: Instance) -> bool:
+    """Whether any demand or capacity reaches :data:`LARGE_ROW` (then the floating-point
+    backends solve normalised rows under :func:`numerically_guarded`)."""
+    data = instance.capacity_matrix.data
+    return bool((data.size and float(np.abs(data).max()) >= LARGE_ROW)
+                or (instance.capacity.size and float(np.abs(instance.capacity).max()) >= LARGE_ROW))
+
+
+def rows_of(instance: Instance, *, lift_small: bool = False, normalise: bool = False,
+            margin: float = 0.0) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
     """Yield ``(capacity, columns, coefficients)`` for every non-empty capacity row.
 
     ``lift_small=True`` (floating-point MIP backends): rows with every entry below 1 come
-    scaled by :func:`row_lift`.
+    scaled by :func:`row_lift`; ``normalise=True``: every row does. ``margin``: each capacity
+    is then moved by ``margin * (|capacity| + sum |demands|)`` (positive loosens, negative
+    tightens; see :func:`numerically_guarded`).
     """
     mat = instance.capacity_matrix
     cap = instance.capacity
@@ -62,10 +84,12 @@ def rows_of(instance: Instance, *, lift_small: bool = False) -> Iterator[tuple[f
         lo, hi = indptr[r], indptr[r + 1]
         if hi > lo:
             c, coefs = float(cap[r]), data[lo:hi]
-            if lift_small:
-                f = row_lift(coefs, c)
+            if lift_small or normalise:
+                f = row_lift(coefs, c, normalise=normalise)
                 if f != 1.0:
                     c, coefs = c * f, coefs * f
+            if margin:
+                c = c + margin * (abs(c) + float(np.abs(coefs).sum()))
             yield c, indices[lo:hi], coefs
 
 
@@ -171,3 +195,42 @@ def new_highs() -> Any:
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     return h
+
+
+def numerically_guarded(instance: Instance, solve_once: Callable[..., tuple[Any, np.ndarray | None, bool]], *,
+                        method: str, time_limit: float | None, first_margin: float = 0.0) -> Any:
+    """Solve with normalised rows, then make sure the answer fits the true rows.
+
+    ``solve_once(margin=, normalise=True, time_limit=)`` returns ``(allocation, x, proven)``:
+    the allocation built by :func:`~gensolver.solvers.result.finish` (an ``ERROR`` when ``x``
+    does not fit the true capacities), the backend's raw 0/1 vector (``None`` without one) and
+    whether the backend proved ``x`` optimal. Normalised rows (every row scaled to size 1 by
+    a power of two) keep SCIP and CBC inside their numerical range, but their ``1e-6``
+    tolerance is then relative, so the first solve, with capacities moved by
+    ``first_margin >= 0``, is a *relaxation*: its optimum bounds the true one, and an answer
+    that fits the true rows is optimal. One that does not fit (it overfills a row by less
+    than the tolerance) is replaced by a second solve with every row tightened by
+    :data:`TIGHT_MARGIN`, reported ``feasible`` with the first solve's bound.
+    """
+    import time as _time
+
+    from ..result import Status, finish
+
+    t0 = _time.perf_counter()
+    loose, x_loose, proven = solve_once(margin=first_margin, normalise=True, time_limit=time_limit)
+    if loose.status is not Status.ERROR or x_loose is None:
+        return loose
+    bound = loose.bound
+    if proven:  # the relaxation's optimum (its answer merely overfills by round-off)
+        bound = float(instance.values @ (x_loose > 0.5))
+    left = None if time_limit is None else max(0.1, time_limit - (_time.perf_counter() - t0))
+    tight, x_tight, _ = solve_once(margin=-TIGHT_MARGIN, normalise=True, time_limit=left)
+    if tight.status is Status.ERROR or x_tight is None:
+        return tight
+    details = dict(tight.details)
+    details["numerics"] = (f"rows normalised; the answer on them overfilled a true row "
+                           f"({loose.details.get('infeasible_answer', '')}); rows tightened by {TIGHT_MARGIN:g}")
+    return finish(instance, x_tight, method=method, proven_optimal=False, bound=bound,
+                  build=loose.seconds.build + tight.seconds.build, solve=loose.seconds.solve + tight.seconds.solve,
+                  details=details, message="the backend's answer on normalised rows overfilled a capacity by "
+                  "round-off; this answer fits, with the first solve's bound")

@@ -21,7 +21,8 @@ import numpy as np
 
 from ...model import Instance
 from ..result import Allocation, Status, finish
-from .common import DEFAULT_MIP_GAP, hint_vector, objective_lift, pop_options, quiet_native_output, rows_of, xor_groups
+from .common import (DEFAULT_MIP_GAP, has_large_rows, hint_vector, numerically_guarded, objective_lift, pop_options,
+                     quiet_native_output, rows_of, xor_groups)
 
 __all__ = ["solve_scip", "solve_highs", "solve_cbc", "build_pywraplp", "STATUS_TABLE"]
 
@@ -47,8 +48,12 @@ def _status_table() -> dict[int, tuple[Status | None, str]]:
 STATUS_TABLE = _status_table  # callable: the table needs ortools imported
 
 
-def build_pywraplp(instance: Instance, backend: str) -> tuple[Any, list[Any]]:
-    """Build the MILP in a ``pywraplp.Solver`` for ``backend`` ("SCIP", "HIGHS", "CBC")."""
+def build_pywraplp(instance: Instance, backend: str, *, normalise: bool = False,
+                   margin: float = 0.0) -> tuple[Any, list[Any]]:
+    """Build the MILP in a ``pywraplp.Solver`` for ``backend`` ("SCIP", "HIGHS", "CBC").
+
+    ``normalise``/``margin``: see :func:`~gensolver.solvers.exact.common.rows_of`.
+    """
     from ortools.linear_solver import pywraplp
 
     solver = pywraplp.Solver.CreateSolver(backend)
@@ -56,7 +61,7 @@ def build_pywraplp(instance: Instance, backend: str) -> tuple[Any, list[Any]]:
         raise RuntimeError(f"OR-Tools was built without the {backend} backend")
     inf = solver.infinity()
     x = [solver.BoolVar(f"x{j}") for j in range(instance.n_bids)]
-    for cap, cols, coefs in rows_of(instance, lift_small=True):
+    for cap, cols, coefs in rows_of(instance, lift_small=True, normalise=normalise, margin=margin):
         ct = solver.RowConstraint(-inf, cap, "")
         for j, a in zip(cols.tolist(), coefs.tolist()):
             ct.SetCoefficient(x[j], a)
@@ -75,12 +80,25 @@ def build_pywraplp(instance: Instance, backend: str) -> tuple[Any, list[Any]]:
 
 def _solve(instance: Instance, backend: str, name: str, *, time_limit: float | None, threads: int | None,
            seed: int, options: dict[str, Any]) -> Allocation:
+    """One solve; rows of byte-sized data go through
+    :func:`~gensolver.solvers.exact.common.numerically_guarded` (normalised, answer checked)."""
+    if not has_large_rows(instance):
+        return _solve_once(instance, backend, name, time_limit=time_limit, threads=threads, seed=seed,
+                           options=options)[0]
+    return numerically_guarded(
+        instance, lambda **kw: _solve_once(instance, backend, name, threads=threads, seed=seed, options=options, **kw),
+        method=name, time_limit=time_limit)
+
+
+def _solve_once(instance: Instance, backend: str, name: str, *, time_limit: float | None, threads: int | None,
+                seed: int, options: dict[str, Any], normalise: bool = False,
+                margin: float = 0.0) -> tuple[Allocation, np.ndarray | None, bool]:
     from ortools.linear_solver import pywraplp
 
-    opts = pop_options(options, _OPTIONS, name)
+    opts = pop_options(dict(options), _OPTIONS, name)
     t0 = time.perf_counter()
     with quiet_native_output(not opts.get("verbose")):
-        solver, x = build_pywraplp(instance, backend)
+        solver, x = build_pywraplp(instance, backend, normalise=normalise, margin=margin)
     hint = hint_vector(instance, opts)
     hint_ignored = False
     if hint is not None:
@@ -114,7 +132,7 @@ def _solve(instance: Instance, backend: str, name: str, *, time_limit: float | N
         details["hint_ignored"] = "pywraplp HiGHS crashes with a solution hint; hint not passed"
     if status in (Status.ERROR, Status.INFEASIBLE):
         return finish(instance, None, method=name, proven_optimal=False, bound=None, build=t1 - t0,
-                      solve=t2 - t1, details=details, status=status, message=f"{backend} returned {raw_name}")
+                      solve=t2 - t1, details=details, status=status, message=f"{backend} returned {raw_name}"), None, False
     bound: float | None = None
     if status is None:  # no incumbent before the limit: the empty allocation is feasible
         xv = np.zeros(instance.n_bids)
@@ -128,8 +146,9 @@ def _solve(instance: Instance, backend: str, name: str, *, time_limit: float | N
             bound = None
         if bound is not None and abs(bound) * objective_lift(instance.values) >= solver.infinity():
             bound = None  # the backend's "infinity" (e.g. SCIP's 1e20 before the root LP) bounds nothing
-    return finish(instance, xv, method=name, proven_optimal=status is Status.OPTIMAL, bound=bound,
-                  build=t1 - t0, solve=t2 - t1, details=details, message=message)
+    return (finish(instance, xv, method=name, proven_optimal=status is Status.OPTIMAL, bound=bound,
+                   build=t1 - t0, solve=t2 - t1, details=details, message=message),
+            xv if status is not None else None, status is Status.OPTIMAL)
 
 
 def solve_scip(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,

@@ -14,7 +14,6 @@ Mitchell, O'Sullivan & Dunning, "PuLP: a linear programming toolkit for Python" 
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import tempfile
@@ -25,7 +24,8 @@ import numpy as np
 
 from ...model import Instance
 from ..result import Allocation, Status, finish
-from .common import DEFAULT_MIP_GAP, hint_vector, objective_lift, pop_options, quiet_native_output, rows_of, xor_groups
+from .common import (DEFAULT_MIP_GAP, has_large_rows, hint_vector, numerically_guarded, objective_lift, pop_options,
+                     quiet_native_output, rows_of, xor_groups)
 
 __all__ = ["solve_pulp_cbc", "solve_pulp_highs", "build_pulp", "SOLUTION_STATUS_TABLE"]
 
@@ -63,13 +63,7 @@ def build_pulp(instance: Instance, *, margin: float = 0.0, normalise: bool = Fal
     prob.setObjective(pulp.LpAffineExpression([(x[j], v) for j, v in enumerate((instance.values * lift).tolist())
                                                if v]))
     k = 0
-    for cap, cols, coefs in rows_of(instance, lift_small=True):
-        top = max(abs(cap), float(np.abs(coefs).max()) if coefs.size else 0.0)
-        if normalise and top >= 2.0:
-            f = 2.0 ** (-math.floor(math.log2(top)))
-            cap, coefs = cap * f, coefs * f
-        if margin:
-            cap = cap + margin * (abs(cap) + float(np.abs(coefs).sum()))
+    for cap, cols, coefs in rows_of(instance, lift_small=True, normalise=normalise, margin=margin):
         expr = pulp.LpAffineExpression([(x[j], a) for j, a in zip(cols.tolist(), coefs.tolist())])
         prob.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"c{k}", cap))
         k += 1
@@ -112,9 +106,10 @@ def _highs_minimises(model: Any) -> bool:
 
 def _solve(instance: Instance, which: str, *, time_limit: float | None, threads: int | None, seed: int,
            options: dict[str, Any], margin: float = 0.0,
-           normalise: bool = False) -> tuple[Allocation, np.ndarray | None]:
-    """One PuLP solve; returns the allocation and the backend's raw 0/1 vector (``None``
-    without one), which :func:`solve_pulp_cbc` needs when the allocation is an error."""
+           normalise: bool = False) -> tuple[Allocation, np.ndarray | None, bool]:
+    """One PuLP solve; returns the allocation, the backend's raw 0/1 vector (``None``
+    without one) and whether the backend proved it optimal (for
+    :func:`~gensolver.solvers.exact.common.numerically_guarded`)."""
     import pulp
 
     name = f"pulp-{which}"
@@ -152,14 +147,14 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
     except pulp.PulpSolverError as exc:
         t2 = time.perf_counter()
         return finish(instance, None, method=name, proven_optimal=False, bound=None, build=t1 - t0, solve=t2 - t1,
-                      details={"backend": name}, status=Status.ERROR, message=f"PuLP solver error: {exc}"), None
+                      details={"backend": name}, status=Status.ERROR, message=f"PuLP solver error: {exc}"), None, False
     t2 = time.perf_counter()
     status, raw_name = SOLUTION_STATUS_TABLE().get(prob.sol_status, (Status.ERROR, f"UNKNOWN({prob.sol_status})"))
     details = {"backend": name, "raw_status": pulp.LpStatus.get(prob.status, prob.status), "raw_solution_status": raw_name}
     try:
         if status in (Status.ERROR, Status.INFEASIBLE):
             return finish(instance, None, method=name, proven_optimal=False, bound=None, build=t1 - t0,
-                          solve=t2 - t1, details=details, status=status, message=f"PuLP returned {raw_name}"), None
+                          solve=t2 - t1, details=details, status=status, message=f"PuLP returned {raw_name}"), None, False
         if status is None:
             xv = np.zeros(instance.n_bids)
         else:
@@ -182,7 +177,8 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
             bound = None if bound is None else bound / lift
         return finish(instance, xv, method=name, proven_optimal=status is Status.OPTIMAL, bound=bound,
                       build=t1 - t0, solve=t2 - t1, details=details,
-                      message="" if status is not None else "no solution within the time limit; empty allocation"), xv
+                      message="" if status is not None else "no solution within the time limit; empty allocation"), (
+                          xv if status is not None else None), status is Status.OPTIMAL
     finally:
         if log_path is not None:
             try:
@@ -191,12 +187,9 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
                 pass
 
 
-#: relative move of each capacity when PuLP's file would round the data (13 significant
+#: relative loosening of each capacity when PuLP's file would round the data (13 significant
 #: digits, about 5e-13 relative per number): twenty times the largest rounding of a row
 _FILE_MARGIN = 1e-11
-#: relative tightening of each (normalised) row for an answer that surely fits: beyond CBC's
-#: primal tolerance (1e-7 on rows of size 1) and the file's rounding
-_TIGHT_MARGIN = 1e-6
 
 
 def _file_rounds(instance: Instance) -> bool:
@@ -212,46 +205,36 @@ def solve_pulp_cbc(instance: Instance, *, time_limit: float | None = None, threa
                    options: dict[str, Any] | None = None) -> Allocation:
     """Exact MILP with CBC through PuLP. Options: ``mip_gap``, ``hint``, ``verbose``.
 
-    Two numerical traps are handled. PuLP hands CBC an MPS file with 13 significant digits,
-    so a row that an allocation fills exactly can look overfull; and CBC's absolute
-    tolerances on rows of size ``1e9`` (bytes) are below floating-point resolution, so it may
-    call the problem "infeasible" (a winner determination problem never is: nobody winning
-    is feasible). In either case the rows are normalised (scaled by powers of two to size 1)
-    and every capacity loosened by ``1e-11`` of its row: every feasible allocation stays
-    feasible, so CBC's optimum bounds the true one, and if its allocation fits the true
-    capacities it is optimal. If it does not fit, CBC solves again with the rows tightened
-    by ``1e-6``, and that answer is reported ``feasible`` with the first solve's bound.
+    Three numerical traps lead to :func:`~gensolver.solvers.exact.common.numerically_guarded`
+    (rows normalised to size 1, the answer checked against the true rows, a tightened
+    re-solve if it overfills one): PuLP hands CBC an MPS file with 13 significant digits, so
+    a row that an allocation fills exactly can look overfull (the capacities are then also
+    loosened by ``1e-11`` of their row, keeping the first solve a relaxation); rows of size
+    ``1e9`` (bytes) fall outside CBC's absolute tolerances; and CBC may then call a winner
+    determination problem "infeasible", which it never is (nobody winning is feasible).
     """
     opts = dict(options or {})
-    t0 = time.perf_counter()
-    if not _file_rounds(instance):
-        first, _ = _solve(instance, "cbc", time_limit=time_limit, threads=threads, seed=seed, options=opts)
+
+    def once(**kw: Any) -> tuple[Allocation, np.ndarray | None, bool]:
+        return _solve(instance, "cbc", threads=threads, seed=seed, options=opts, **kw)
+
+    rounds = _file_rounds(instance)
+    if not rounds and not has_large_rows(instance):
+        t0 = time.perf_counter()
+        first = once(time_limit=time_limit)[0]
         if first.details.get("raw_status") != "Infeasible":
             return first
-    left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
-    loose, x_loose = _solve(instance, "cbc", time_limit=left, threads=threads, seed=seed, options=opts,
-                            margin=_FILE_MARGIN, normalise=True)
-    if (loose.status is not Status.ERROR or x_loose is None) and loose.details.get("raw_status") != "Infeasible":
-        return loose  # fits the true capacities: its status and bound stand
-    # the relaxation's answer overfills a row by less than the margin: its value (if proven
-    # optimal) or its bound still bounds the true optimum; a tightened solve gives the answer
-    bound = loose.bound
-    if loose.details.get("raw_solution_status") == "LpSolutionOptimal" and x_loose is not None:
-        bound = float(instance.values @ (x_loose > 0.5))
-    left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
-    tight, x_tight = _solve(instance, "cbc", time_limit=left, threads=threads, seed=seed, options=opts,
-                            margin=-_TIGHT_MARGIN, normalise=True)
-    if tight.status is Status.ERROR or x_tight is None:
-        return tight
-    details = dict(tight.details)
-    details["numerics"] = "rows normalised; capacities loosened by 1e-11, then tightened by 1e-6"
-    return finish(instance, x_tight, method="pulp-cbc", proven_optimal=False, bound=bound,
-                  build=loose.seconds.build + tight.seconds.build, solve=loose.seconds.solve + tight.seconds.solve,
-                  details=details, message="CBC's answer on the loosened rows did not fit the true capacities; "
-                  "this answer fits, with the loosened problem's bound")
+        time_limit = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
+    return numerically_guarded(instance, once, method="pulp-cbc", time_limit=time_limit,
+                               first_margin=_FILE_MARGIN if rounds else 0.0)
 
 
 def solve_pulp_highs(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
                      options: dict[str, Any] | None = None) -> Allocation:
     """Exact MILP with HiGHS through PuLP (highspy). Options: ``mip_gap``, ``hint``, ``verbose``."""
-    return _solve(instance, "highs", time_limit=time_limit, threads=threads, seed=seed, options=options or {})[0]
+    opts = dict(options or {})
+    if not has_large_rows(instance):
+        return _solve(instance, "highs", time_limit=time_limit, threads=threads, seed=seed, options=opts)[0]
+    return numerically_guarded(
+        instance, lambda **kw: _solve(instance, "highs", threads=threads, seed=seed, options=opts, **kw),
+        method="pulp-highs", time_limit=time_limit)
