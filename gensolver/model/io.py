@@ -129,7 +129,11 @@ def read_instance(path: str | os.PathLike[str]) -> Instance:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InstanceError("", f"{p.name} is not UTF-8 text: {exc}") from None
+        # CATS comment lines may carry any bytes (a generator's banner); anything else must
+        # be UTF-8 text
+        text = data.decode("utf-8", errors="replace")
+        if any("\ufffd" in ln and not ln.lstrip().startswith("%") for ln in text.splitlines()):
+            raise InstanceError("", f"{p.name} is not UTF-8 text: {exc}") from None
     stripped = text.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
         try:
@@ -248,7 +252,9 @@ def parse_cats(text: str, *, name: str = "") -> Instance:
 def read_cats(path: str | os.PathLike[str]) -> Instance:
     """Read a CATS text file (plain or gzip)."""
     p = Path(path)
-    return parse_cats(_read_bytes(p).decode("utf-8"), name=p.name.split(".")[0])
+    # comments may carry any bytes (a CATS build's banner, a path): an undecodable byte can
+    # only matter on a bid line, where it fails that line's number parsing by name
+    return parse_cats(_read_bytes(p).decode("utf-8", errors="replace"), name=p.name.split(".")[0])
 
 
 def format_cats(instance: Instance) -> str:
