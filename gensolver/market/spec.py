@@ -34,8 +34,10 @@ bad quantity '30Gx'``.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -58,6 +60,10 @@ _DECIMAL = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 
 _QUANTITY = re.compile(r"^\s*([+]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*$")
 _DURATION = re.compile(r"^\s*(\d+\.?\d*|\.\d+)\s*(ms|s|m|h|d)?\s*$")
 _DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+#: the fields of ``spec.genResources`` and its parts (anything else is refused as a likely typo)
+_GEN_RESOURCES = ("gpuMemory", "computeTime", "gpuCompute", "value")
+_GPU_MEMORY = ("preferred", "minRequired", "urgencyFactor", "elasticity")
+_COMPUTE_TIME = ("preemptible", "duration", "arrival", "deadline")
 
 
 class SpecError(ValueError):
@@ -116,10 +122,19 @@ def parse_quantity(value: Any, *, field: str = "quantity") -> float:
 
 
 def parse_memory_gib(value: Any, *, field: str) -> float:
-    """A memory quantity in GiB (``"500Mi"`` -> 0.48828125)."""
-    gib = parse_quantity(value, field=field) / 2 ** 30
+    """A memory quantity in GiB (``"500Mi"`` -> 0.48828125).
+
+    A number without a unit is bytes (Kubernetes convention); one below 1 MiB is refused as a
+    forgotten unit (``preferred: 30`` is 30 bytes, not 30 GiB).
+    """
+    number = parse_quantity(value, field=field)
+    gib = number / 2 ** 30
     if gib <= 0:
         raise SpecError(field, f"must be positive, got {value!r}")
+    unitless = not isinstance(value, str) or not _QUANTITY.match(value).group(2)
+    if unitless and number < 2 ** 20:
+        raise SpecError(field, f"{value!r} is {number:g} bytes (a number without a unit is bytes); "
+                               f"write the unit, e.g. '{value}Gi'")
     return gib
 
 
@@ -180,6 +195,44 @@ def _number(value: Any, field: str, ctx: _Ctx, *, lo: float | None = None, hi: f
     return float(value)
 
 
+def _known_keys(doc: Mapping[str, Any], path: str, allowed: Sequence[str], ctx: _Ctx) -> None:
+    """Refuse a key of the mapping at ``path`` (if present) that is not in ``allowed`` (typos)."""
+    value = _get(doc, path, ctx)
+    if not isinstance(value, Mapping):
+        return
+    for key in value:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ctx.error(f"{path}.{key}", f"unknown field ({hint}known fields: {', '.join(allowed)})")
+
+
+def _string(value: Any, field: str, ctx: _Ctx) -> str | None:
+    """``value`` if a string, ``None`` if absent; anything else is refused (no ``str()`` coercion)."""
+    if value is None or isinstance(value, str):
+        return value
+    hint = " (quote it)" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+    raise ctx.error(field, f"must be a string, got {type(value).__name__} {value!r}{hint}")
+
+
+def _argv(value: Any, field: str, ctx: _Ctx) -> list[str]:
+    """``command``/``args``: a list of strings, or one string split as a POSIX shell would."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        try:
+            return shlex.split(value)
+        except ValueError as exc:
+            raise ctx.error(field, f"cannot split {value!r} into arguments: {exc}") from None
+    if not isinstance(value, list):
+        raise ctx.error(field, f"must be a list of strings or a string, got {type(value).__name__} {value!r}")
+    for i, arg in enumerate(value):
+        if not isinstance(arg, str):
+            hint = " (quote it)" if isinstance(arg, (int, float)) and not isinstance(arg, bool) else ""
+            raise ctx.error(f"{field}[{i}]", f"must be a string, got {type(arg).__name__} {arg!r}{hint}")
+    return list(value)
+
+
 def _wrap(fn, ctx: _Ctx, field: str, value: Any) -> float:
     try:
         return fn(value, field=field)
@@ -210,6 +263,9 @@ def parse_gentask(doc: Any, *, step_seconds: float = 60.0, default_duration: str
         Naming the field path, e.g. ``spec.genResources.gpuMemory.minRequired: bad quantity '30Gx'``.
     """
     ctx = _Ctx(source, document, dict(lines or {}))
+    if isinstance(step_seconds, bool) or not isinstance(step_seconds, (int, float)) \
+            or not math.isfinite(step_seconds) or step_seconds <= 0:
+        raise SpecError("", f"step_seconds must be a finite positive number, got {step_seconds!r}")
     if not isinstance(doc, Mapping):
         raise ctx.error("", f"a GenTask document must be a mapping, got {type(doc).__name__}")
     api = doc.get("apiVersion")
@@ -222,9 +278,15 @@ def parse_gentask(doc: Any, *, step_seconds: float = 60.0, default_duration: str
     name = _get(doc, "metadata.name", ctx, required=True)
     if not isinstance(name, str) or not name.strip():
         raise ctx.error("metadata.name", f"must be a non-empty string, got {name!r}")
-    labels = _get(doc, "metadata.labels", ctx, default={}) or {}
-    tenant = (labels.get("tenant") if isinstance(labels, Mapping) else None) or _get(doc, "metadata.namespace", ctx) or name
+    labels = _get(doc, "metadata.labels", ctx, default={})
+    if not isinstance(labels, Mapping):
+        raise ctx.error("metadata.labels", f"must be a mapping, got {type(labels).__name__}")
+    tenant = (_string(labels.get("tenant"), "metadata.labels.tenant", ctx)
+              or _string(_get(doc, "metadata.namespace", ctx), "metadata.namespace", ctx) or name)
     _get(doc, "spec.genResources", ctx, required=True)
+    _known_keys(doc, "spec.genResources", _GEN_RESOURCES, ctx)
+    _known_keys(doc, "spec.genResources.gpuMemory", _GPU_MEMORY, ctx)
+    _known_keys(doc, "spec.genResources.computeTime", _COMPUTE_TIME, ctx)
     base = "spec.genResources.gpuMemory"
     pref = _wrap(parse_memory_gib, ctx, f"{base}.preferred", _get(doc, f"{base}.preferred", ctx, required=True))
     raw_min = _get(doc, f"{base}.minRequired", ctx)
@@ -265,11 +327,11 @@ def parse_gentask(doc: Any, *, step_seconds: float = 60.0, default_duration: str
         where = f"spec.containers[{k}]"
         if not isinstance(c, Mapping):
             raise ctx.error(where, "must be a mapping")
-        res = c.get("resources") or {}
+        res = {} if c.get("resources") is None else c["resources"]
         if not isinstance(res, Mapping):
             raise ctx.error(f"{where}.resources", "must be a mapping")
         for part in ("requests", "limits"):
-            req = res.get(part) or {}
+            req = {} if res.get(part) is None else res[part]
             if not isinstance(req, Mapping):
                 raise ctx.error(f"{where}.resources.{part}", "must be a mapping")
             if "nvidia.com/gpu" in req:
@@ -282,14 +344,11 @@ def parse_gentask(doc: Any, *, step_seconds: float = 60.0, default_duration: str
                 if key in req:
                     _wrap(parse_quantity, ctx, f"{where}.resources.{part}.{key}", req[key])
         if k == 0:
-            cmd = list(c.get("command") or []) + list(c.get("args") or [])
-            if not all(isinstance(a, (str, int, float)) for a in cmd):
-                raise ctx.error(f"{where}.command", "must be a list of strings")
-            command = tuple(str(a) for a in cmd)
+            command = tuple(_argv(c.get("command"), f"{where}.command", ctx) + _argv(c.get("args"), f"{where}.args", ctx))
     try:
         return Task(id=name, preferred_memory=pref, min_memory=mini, duration=duration, value=float(value),
                     urgency=urgency, elasticity=elasticity, compute=compute, preemptible=preemptible,
-                    release=release, deadline=deadline, gpus=gpus, tenant=str(tenant), command=command)
+                    release=release, deadline=deadline, gpus=gpus, tenant=tenant, command=command)
     except InstanceError as exc:  # pragma: no cover - every field is checked above
         raise ctx.error("spec", str(exc)) from None
 
@@ -359,4 +418,7 @@ def load_gentasks(path: str | Path, *, step_seconds: float = 60.0, default_durat
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError("", f"cannot read: {exc.strerror}", source=p.name) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError("", f"not a UTF-8 text file (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+                            "a GenTask file is YAML text", source=p.name) from None
     return loads_gentasks(text, source=p.name, step_seconds=step_seconds, default_duration=default_duration)
