@@ -20,12 +20,15 @@ YAML field                                                  Task field
 ``spec.genResources.gpuCompute``                            ``compute`` (share of a device: ``0.5`` or ``500m``; default 0.25)
 ``spec.genResources.value``                                 ``value`` (credits; default ``duration * preferred / 10``)
 ``spec.containers[*].resources.{requests,limits}['nvidia.com/gpu']``  ``gpus`` (largest; default 1)
-``spec.containers[0].command`` + ``args``                   ``command``
+``spec.containers[0].command`` + ``args``                   ``command`` (lists of strings; a string is split like a shell)
 ==========================================================  ====================================
 
 Quantities follow Kubernetes conventions: binary suffixes ``Ki Mi Gi Ti Pi Ei``, decimal
 suffixes ``k M G T P E``, ``m`` (milli), or a plain number of bytes (``1.5e9`` allowed);
 memory is converted to GiB (2**30 bytes), so ``30Gi`` is 30 GiB and ``1G`` is 0.931 GiB.
+
+Unknown fields under ``spec.genResources`` (and its ``gpuMemory`` and ``computeTime``) are refused as
+likely typos; a GPU memory number without a unit below 1 MiB is refused as a forgotten unit.
 
 Every error is a :class:`SpecError` naming the document and the field path, and the YAML line
 where one is known, e.g. ``tasks.yaml: document 2 (line 14): spec.genResources.gpuMemory.minRequired:
