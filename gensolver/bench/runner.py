@@ -33,7 +33,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..model import atomic_write
 from .suites import Suite, SuiteEntry, decode_instance, load_suite, materialize
 
-__all__ = ["CellResult", "BenchResult", "run_suite", "run_cell", "DEFAULT_METHODS", "JOURNAL", "read_journal"]
+__all__ = ["CellResult", "BenchResult", "run_suite", "run_cell", "DEFAULT_METHODS", "JOURNAL", "read_journal",
+           "JournalError"]
 
 #: methods run when none are given (those usable here)
 DEFAULT_METHODS: tuple[str, ...] = ("auto", "cpsat", "highs", "greedy", "lp")
@@ -216,32 +217,110 @@ def cell_key(entry: SuiteEntry, method: str, mechanism: str | None, time_limit: 
     return f"{entry.name}|{entry.sha256[:16]}|{method}|{mechanism or '-'}|{time_limit if time_limit is not None else '-'}"
 
 
-def read_journal(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """Finished cells by key; a torn last line (a crash mid-write) is ignored."""
-    p = Path(path)
-    out: dict[str, dict[str, Any]] = {}
-    if not p.exists():
-        return out
-    for line in p.read_text().splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
+class JournalError(ValueError):
+    """A damaged journal (``cells.jsonl``): the message names the file, the line and the field."""
+
+
+#: journal row fields and their kinds (``key``, ``instance``, ``method`` and ``status`` are required)
+_ROW_FIELDS: dict[str, str] = {
+    "key": "str", "instance": "str", "method": "str", "status": "str",
+    "family": "str?", "mechanism": "str?", "error": "str?", "mechanism_note": "str?", "worker": "str?",
+    "welfare": "num?", "seconds": "num?", "bound": "num?", "time_limit": "num?", "finished": "num?",
+    "payments_seconds": "num?", "revenue": "num?", "max_regret": "num?", "wall_seconds": "num?",
+    "slots": "int?", "bids": "int?", "bidders": "int?",
+}
+
+
+def _check_row(row: Any, where: str) -> dict[str, Any]:
+    """A journal row, checked field by field (``where`` is ``cells.jsonl:LINE``)."""
+    if not isinstance(row, dict):
+        raise JournalError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    for name, kind in _ROW_FIELDS.items():
+        v = row.get(name)
+        if v is None:
+            if not kind.endswith("?"):
+                raise JournalError(f"{where}: /{name}: missing")
             continue
-        if isinstance(row, dict) and "key" in row:
-            out[row["key"]] = row
-    return out
+        base = kind.rstrip("?")
+        if base == "str":
+            ok = isinstance(v, str)
+            want = "a string"
+        elif base == "int":
+            ok = isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            want = "a non-negative integer"
+        else:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            want = "a finite number"
+        if not ok:
+            raise JournalError(f"{where}: /{name}: expected {want}, got {v!r}"[:300])
+    return row
+
+
+def _read_journal(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, int], int]:
+    """``(rows by key, line number by key, byte length of the intact part)``.
+
+    A last line without its newline that does not parse is a write torn by a crash: it is left
+    out (and the length excludes it). Any other damage raises :class:`JournalError`.
+    """
+    rows: dict[str, dict[str, Any]] = {}
+    lines: dict[str, int] = {}
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return rows, lines, 0
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    pos = 0
+    number = 0
+    while pos < len(data):
+        number += 1
+        nl = data.find(b"\n", pos)
+        last = nl < 0
+        end = len(data) if last else nl
+        raw = data[pos:end]
+        where = f"{path}:{number}"
+        try:
+            text = raw.decode("utf-8")
+            row = json.loads(text) if text.strip() else None
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            if last:
+                return rows, lines, pos  # torn tail
+            why = f"not UTF-8 text (byte {exc.start})" if isinstance(exc, UnicodeDecodeError) else "invalid JSON"
+            raise JournalError(f"{where}: {why}; remove the line, or run again with --fresh to redo every cell") from None
+        if row is not None:
+            try:
+                _check_row(row, where)
+            except JournalError as exc:
+                raise JournalError(f"{exc}; remove the line, or run again with --fresh to redo every cell") from None
+            rows[row["key"]] = row
+            lines[row["key"]] = number
+        pos = len(data) if last else nl + 1
+    return rows, lines, len(data)
+
+
+def read_journal(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """Finished cells by key; a torn last line (a crash mid-write) is ignored.
+
+    Raises
+    ------
+    JournalError
+        Any other damage: a line that is not UTF-8 JSON, or a row with a missing or bad field
+        (the message names ``cells.jsonl:LINE`` and the field).
+    """
+    return _read_journal(Path(path))[0]
 
 
 class _Journal:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, intact: int) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() and path.stat().st_size:
-            with open(path, "rb") as fh:  # a torn last line must not glue onto the next one
-                fh.seek(-1, os.SEEK_END)
-                torn = fh.read(1) != b"\n"
-            if torn:
-                with open(path, "ab") as fh:
-                    fh.write(b"\n")
+            with open(path, "r+b") as fh:
+                if fh.seek(0, os.SEEK_END) > intact:  # drop a torn tail left by a crash
+                    fh.truncate(intact)
+                if intact:  # a last row without its newline must not glue onto the next one
+                    fh.seek(intact - 1)
+                    if fh.read(1) != b"\n":
+                        fh.write(b"\n")
         self.fh = open(path, "a", encoding="utf-8")
 
     def append(self, row: Mapping[str, Any]) -> None:
@@ -365,16 +444,28 @@ def run_suite(
         raise ValueError(f"regret_bidders must be a non-negative integer, got {regret_bidders!r}")
     if executor is not None and not isinstance(executor, Executor):
         raise ValueError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
+    if not s.entries:
+        raise ValueError(f"suite {s.name!r} has no instances")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    for path in output_paths(out, plots=plots):
+        if path.is_dir():
+            raise ValueError(f"out_dir: {path} is a directory, not a file")
     journal_path = out / JOURNAL
+    # a damaged journal is reported before anything is written (nothing is lost)
+    done, lines, intact = _read_journal(journal_path) if resume else ({}, {}, 0)
+    cells = [(e, m) for e in s.entries for m in meths]
+    for e, m in cells:
+        row = done.get(cell_key(e, _method_name(m), mechanism, time_limit))
+        if row is not None and (row["instance"] != e.name or row["method"] != _method_name(m)):
+            raise JournalError(f"{journal_path}:{lines[row['key']]}: /instance, /method: "
+                               f"{row['instance']!r} / {row['method']!r} do not match the key {row['key']!r}; "
+                               "remove the line, or run again with --fresh to redo every cell")
+    out.mkdir(parents=True, exist_ok=True)
     if not resume and journal_path.exists():
         journal_path.unlink()
     if any(not s.path_of(e).exists() for e in s.entries):
         materialize(s)
-    done = read_journal(journal_path)
 
-    cells = [(e, m) for e in s.entries for m in meths]
     todo = [(e, m) for e, m in cells if cell_key(e, _method_name(m), mechanism, time_limit) not in done]
     resumed = len(cells) - len(todo)
     payloads: dict[str, tuple[bytes | None, str]] = {}
@@ -386,11 +477,11 @@ def run_suite(
 
     own = executor is None
     label = executor_label or ("local process pool" if own else type(executor).__name__)
-    if own and todo:
-        executor = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-    journal = _Journal(journal_path)
+    journal = _Journal(journal_path, intact)
     bar = None
     try:
+        if own and todo:
+            executor = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
         if progress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -438,25 +529,32 @@ def run_suite(
                        MappingProxyType(files))
 
 
+def _finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number, else ``None``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
 def _derive(suite: Suite, rows: Iterable[Mapping[str, Any]]) -> list[CellResult]:
     rows = list(rows)
     entries = {e.name: e for e in suite.entries}
     best: dict[str, float | None] = {}
     bound: dict[str, float | None] = {}
     for name, e in entries.items():
-        found = [float(r["welfare"]) for r in rows if r["instance"] == name and r.get("status") in ("optimal", "feasible")]
-        cands = [v for v in [e.best_welfare, *found] if v is not None]
+        ok_rows = [r for r in rows if r["instance"] == name and r.get("status") in ("optimal", "feasible")]
+        found = [_finite(r.get("welfare")) for r in ok_rows]
+        cands = [v for v in [_finite(e.best_welfare), *found] if v is not None]
         best[name] = max(cands) if cands else None
-        bounds = [float(r["bound"]) for r in rows if r["instance"] == name and r.get("bound") is not None
-                  and r.get("status") in ("optimal", "feasible")]
-        bcands = [v for v in [e.bound_value, *bounds] if v is not None]
+        bounds = [_finite(r.get("bound")) for r in ok_rows]
+        bcands = [v for v in [_finite(e.bound_value), *bounds] if v is not None]
         bound[name] = min(bcands) if bcands else None
     fields = set(CellResult.__dataclass_fields__)
     out = []
     for r in rows:
         e = entries[r["instance"]]
         ok = r.get("status") in ("optimal", "feasible")
-        welfare = float(r.get("welfare") or 0.0)
+        welfare = _finite(r.get("welfare")) or 0.0
         b, ub = best[e.name], bound[e.name]
         extra = {
             "best_known": b,
@@ -470,7 +568,7 @@ def _derive(suite: Suite, rows: Iterable[Mapping[str, Any]]) -> list[CellResult]
         kw = {k: v for k, v in r.items() if k in fields}
         kw.update(extra)
         kw["welfare"] = welfare
-        kw["seconds"] = float(r.get("seconds") or 0.0)
+        kw["seconds"] = _finite(r.get("seconds")) or 0.0
         kw["error"] = r.get("error") or ""
         kw["mechanism_note"] = r.get("mechanism_note") or ""
         kw["worker"] = r.get("worker") or ""
@@ -479,6 +577,14 @@ def _derive(suite: Suite, rows: Iterable[Mapping[str, Any]]) -> list[CellResult]
 
 
 # ------------------------------------------------------------------------------ outputs
+def output_paths(out: str | os.PathLike[str], *, plots: bool = True) -> tuple[Path, ...]:
+    """The files a run writes in ``out``: the journal, CSV, JSON, report and (``plots``) the PNGs."""
+    names = [JOURNAL, "results.csv", "results.json", "report.md"]
+    if plots:
+        names += ["quality_vs_time.png", "time_vs_size.png"]
+    return tuple(Path(out) / n for n in names)
+
+
 COLUMNS = ("instance", "family", "bids", "method", "status", "welfare", "pct_best", "gap_to_bound", "seconds",
            "payments_seconds", "max_regret", "error")
 
@@ -533,31 +639,39 @@ def summary_rows(cells: Sequence[CellResult], methods: Sequence[str]) -> list[li
     return out
 
 
+def _json_safe(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by ``None`` (JSON ``null``)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def write_outputs(suite: Suite, cells: Sequence[CellResult], out: Path, *, methods: Sequence[str],
                   time_limit: float | None, mechanism: str | None, executor_label: str, jobs: int | None,
                   plots: bool = True) -> dict[str, Path]:
-    """Write ``results.csv``, ``results.json``, ``report.md`` and the plots, each atomically."""
+    """Write ``results.csv``, ``results.json``, ``report.md`` and the plots, each atomically.
+
+    Every output is built in memory first (a non-finite number becomes ``null`` in the JSON and
+    an empty field in the CSV), so a failure while preparing them writes none of them.
+    """
     import csv
     import io
 
-    files: dict[str, Path] = {}
     buf = io.StringIO()
     names = list(CellResult.__dataclass_fields__)
     w = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
     w.writeheader()
     for c in cells:
-        w.writerow({k: ("" if v is None else v) for k, v in c.to_dict().items()})
-    files["results_csv"] = out / "results.csv"
-    with atomic_write(files["results_csv"], "w") as fh:
-        fh.write(buf.getvalue())
+        w.writerow({k: ("" if v is None else v) for k, v in _json_safe(c.to_dict()).items()})
     meta = {"suite": suite.name, "methods": list(methods), "time_limit": time_limit, "mechanism": mechanism,
             "executor": executor_label, "jobs": jobs, "host": platform.node(), "cpus": os.cpu_count(),
             "python": platform.python_version()}
-    files["results_json"] = out / "results.json"
-    with atomic_write(files["results_json"], "w") as fh:
-        json.dump({"meta": meta, "cells": [c.to_dict() for c in cells]}, fh, indent=1, allow_nan=False)
-    if plots:
-        files.update(_plots(cells, methods, out, suite.name))
+    results_json = json.dumps(_json_safe({"meta": meta, "cells": [c.to_dict() for c in cells]}), indent=1,
+                              allow_nan=False)
     head, rows = table_rows(cells, mechanism=mechanism)
     md = [f"# Benchmark: suite `{suite.name}`", "",
           f"- methods: {', '.join(methods)}; time limit per cell: {time_limit if time_limit is not None else 'none'} s",
@@ -574,15 +688,23 @@ def write_outputs(suite: Suite, cells: Sequence[CellResult], out: Path, *, metho
         md += ["", "## Errors", ""] + [f"- `{c.instance}` / `{c.method}`: {c.error}" for c in errors]
     if plots:
         md += ["", "## Plots", "", "![quality vs time](quality_vs_time.png)", "", "![solve time vs size](time_vs_size.png)"]
-    files["report"] = out / "report.md"
-    with atomic_write(files["report"], "w") as fh:
-        fh.write("\n".join(md) + "\n")
+    pngs = _plots(cells, methods, suite.name) if plots else {}
+
+    # every output is ready: write them, each atomically
+    files: dict[str, Path] = {"results_csv": out / "results.csv", "results_json": out / "results.json"}
+    contents: list[tuple[str, Path, str | bytes]] = [("results_csv", files["results_csv"], buf.getvalue()),
+                                                     ("results_json", files["results_json"], results_json)]
+    contents += [(key, out / name, data) for key, (name, data) in pngs.items()]
+    contents.append(("report", out / "report.md", "\n".join(md) + "\n"))
+    for key, path, data in contents:
+        with atomic_write(path, "wb" if isinstance(data, bytes) else "w") as fh:
+            fh.write(data)
+        files[key] = path
     return files
 
 
-def _plots(cells: Sequence[CellResult], methods: Sequence[str], out: Path, suite: str) -> dict[str, Path]:
-    import io
-
+def _plots(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> dict[str, tuple[str, bytes]]:
+    """The two PNG plots in memory: ``{key: (file name, bytes)}``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -601,7 +723,7 @@ def _plots(cells: Sequence[CellResult], methods: Sequence[str], out: Path, suite
     ax.set_title(f"{suite}: quality vs time")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
-    files["plot_quality"] = _save(fig, out / "quality_vs_time.png", io)
+    files["plot_quality"] = ("quality_vs_time.png", _png(fig))
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for k, m in enumerate(methods):
@@ -615,14 +737,14 @@ def _plots(cells: Sequence[CellResult], methods: Sequence[str], out: Path, suite
     ax.set_title(f"{suite}: solve time vs size")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left")
-    files["plot_time"] = _save(fig, out / "time_vs_size.png", io)
+    files["plot_time"] = ("time_vs_size.png", _png(fig))
     plt.close(fig)
     return files
 
 
-def _save(fig: Any, path: Path, io: Any) -> Path:
+def _png(fig: Any) -> bytes:
+    import io
+
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    with atomic_write(path, "wb") as fh:
-        fh.write(buf.getvalue())
-    return path
+    return buf.getvalue()

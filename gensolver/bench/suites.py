@@ -21,6 +21,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 import os
 import time
 import zlib
@@ -123,48 +124,236 @@ def list_suites() -> tuple[str, ...]:
     return tuple(sorted(p.parent.name for p in root.glob("*/manifest.json")))
 
 
+def _looks_like_path(text: str) -> bool:
+    """Whether a suite argument is meant as a path (a separator or a ``.json`` name), not a name."""
+    return os.sep in text or "/" in text or (os.altsep is not None and os.altsep in text) or text.endswith(".json")
+
+
+def _ptr(base: str, key: str | int) -> str:
+    """``base`` extended by one JSON-pointer token (``~`` and ``/`` escaped)."""
+    return f"{base}/{str(key).replace('~', '~0').replace('/', '~1')}"
+
+
+def _desc(value: Any) -> str:
+    """A short description of a JSON value for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _non_finite(value: Any, where: str) -> tuple[str, float] | None:
+    """JSON pointer and value of the first NaN or infinite number in ``value``, or ``None``."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where, value)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _non_finite(v, _ptr(where, k))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for k, v in enumerate(value):
+            found = _non_finite(v, _ptr(where, k))
+            if found is not None:
+                return found
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_SUITE_FIELDS = ("schema", "name", "description", "committed", "instances")
+_ENTRY_FIELDS = ("name", "family", "params", "seed", "file", "size", "best_known", "bound", "sha256")
+_BEST_FIELDS = {"welfare": "number", "method": "str", "seconds": "seconds", "status": "str", "time_limit": "limit"}
+_BOUND_FIELDS = {"value": "number?", "method": "str", "seconds": "seconds", "time_limit": "limit"}
+
+
+class _Checker:
+    """Field checks that raise :class:`SuiteError` naming the manifest and the JSON pointer."""
+
+    def __init__(self, manifest: Path) -> None:
+        self.manifest = manifest
+
+    def fail(self, where: str, what: str) -> SuiteError:
+        return SuiteError(f"{self.manifest}: {where or '/'}: {what}")
+
+    def string(self, value: Any, where: str, *, empty: bool = False) -> str:
+        if not isinstance(value, str):
+            raise self.fail(where, f"expected a string, got {_desc(value)}")
+        if not empty and not value.strip():
+            raise self.fail(where, "must not be empty")
+        return value
+
+    def obj(self, value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected an object, got {_desc(value)}")
+        return value
+
+    def number(self, value: Any, where: str, *, minimum: float | None = None, positive: bool = False) -> float:
+        if not _is_number(value):
+            raise self.fail(where, f"expected a finite number, got {_desc(value)}")
+        if positive and value <= 0:
+            raise self.fail(where, f"must be positive, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise self.fail(where, f"must be at least {minimum:g}, got {value!r}")
+        return value
+
+    def integer(self, value: Any, where: str, *, minimum: int = 0) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(where, f"expected an integer, got {_desc(value)}")
+        if value < minimum:
+            raise self.fail(where, f"must be at least {minimum}, got {value}")
+        return value
+
+    def record(self, value: Any, where: str, spec: Mapping[str, str]) -> dict[str, Any] | None:
+        """``best_known`` / ``bound``: null or an object with the fields of ``spec``."""
+        if value is None:
+            return None
+        doc = self.obj(value, where)
+        for key in doc:
+            if key not in spec:
+                raise self.fail(_ptr(where, key), f"unknown field; expected one of {', '.join(spec)}")
+        for key, kind in spec.items():
+            at = _ptr(where, key)
+            v = doc.get(key)
+            if kind == "number":
+                if key not in doc:
+                    raise self.fail(at, "missing (a finite number)")
+                self.number(v, at)
+            elif v is None:
+                continue  # optional
+            elif kind == "number?":
+                self.number(v, at)
+            elif kind == "str":
+                self.string(v, at, empty=True)
+            elif kind == "seconds":
+                self.number(v, at, minimum=0.0)
+            elif kind == "limit":
+                self.number(v, at, positive=True)
+        return doc
+
+
+def _parse_manifest(doc: Any, manifest: Path) -> Suite:
+    """Check every field of a manifest document and build the :class:`Suite`."""
+    check = _Checker(manifest)
+    if not isinstance(doc, dict):
+        raise check.fail("", f"expected a JSON object, got {_desc(doc)}")
+    if doc.get("schema") != SUITE_SCHEMA:
+        got = "missing" if "schema" not in doc else f"got {_desc(doc['schema'])}"
+        raise check.fail("/schema", f"expected {SUITE_SCHEMA!r}, {got}")
+    bad = _non_finite(doc, "")
+    if bad is not None:
+        raise check.fail(bad[0], f"expected a finite number, got {_desc(bad[1])}")
+    for key in doc:
+        if key not in _SUITE_FIELDS:
+            raise check.fail(_ptr("", key), f"unknown field; expected one of {', '.join(_SUITE_FIELDS)}")
+    name = check.string(doc["name"], "/name") if "name" in doc else manifest.parent.name
+    description = check.string(doc["description"], "/description", empty=True) if "description" in doc else ""
+    committed = doc.get("committed", True)
+    if not isinstance(committed, bool):
+        raise check.fail("/committed", f"expected true or false, got {_desc(committed)}")
+    if "instances" not in doc:
+        raise check.fail("/instances", "missing (a list of instances)")
+    raws = doc["instances"]
+    if not isinstance(raws, list):
+        raise check.fail("/instances", f"expected a list of instances, got {_desc(raws)}")
+    if not raws:
+        raise check.fail("/instances", "the suite has no instances")
+    families = {f.name for f in list_families()}
+    entries = []
+    names: set[str] = set()
+    files: set[str] = set()
+    for k, raw in enumerate(raws):
+        where = f"/instances/{k}"
+        check.obj(raw, where)
+        for key in raw:
+            if key not in _ENTRY_FIELDS:
+                raise check.fail(_ptr(where, key), f"unknown field; expected one of {', '.join(_ENTRY_FIELDS)}")
+        for key in ("name", "family", "seed", "file"):
+            if key not in raw:
+                raise check.fail(_ptr(where, key), "missing")
+        name_k = check.string(raw["name"], f"{where}/name")
+        if name_k in names:
+            raise check.fail(f"{where}/name", f"duplicate instance name {name_k!r}")
+        family = check.string(raw["family"], f"{where}/family")
+        if family not in families:
+            raise check.fail(f"{where}/family", f"unknown family {family!r}; valid: {', '.join(sorted(families))}")
+        params = check.obj(raw.get("params", {}), f"{where}/params")
+        seed = check.integer(raw["seed"], f"{where}/seed")
+        file = check.string(raw["file"], f"{where}/file")
+        if "/" in file or "\\" in file or file.startswith(".") or "\0" in file:
+            raise check.fail(f"{where}/file", f"must be a plain file name, got {file!r}")
+        if file == "manifest.json" or file in files:
+            raise check.fail(f"{where}/file", f"{file!r} is used twice" if file in files else "must not be manifest.json")
+        size = check.obj(raw.get("size", {}), f"{where}/size")
+        for key, v in size.items():
+            check.integer(v, _ptr(f"{where}/size", key))
+        best = check.record(raw.get("best_known"), f"{where}/best_known", _BEST_FIELDS)
+        bound = check.record(raw.get("bound"), f"{where}/bound", _BOUND_FIELDS)
+        sha = raw.get("sha256", "")
+        if sha is None:
+            sha = ""
+        check.string(sha, f"{where}/sha256", empty=True)
+        if sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha)):
+            raise check.fail(f"{where}/sha256", f"expected 64 lowercase hex digits (or empty), got {_desc(sha)}")
+        names.add(name_k)
+        files.add(file)
+        entries.append(SuiteEntry(name_k, family, MappingProxyType(dict(params)), seed, file,
+                                  MappingProxyType(dict(size)), best, bound, sha))
+    return Suite(name, manifest.parent, tuple(entries), description, committed)
+
+
 def load_suite(suite: str | os.PathLike[str]) -> Suite:
     """Load a suite by name (``smoke``, ``small``, ...), folder or manifest path.
+
+    Every field of the manifest is checked here, before any work: numbers must be finite
+    (``best_known.welfare``, ``bound.value``, ...), ``seed`` and ``size`` values non-negative
+    integers, ``family`` a known generator, ``file`` a plain file name, ``instances`` a non-empty
+    list.
 
     Raises
     ------
     SuiteError
-        Unknown suite (the message lists the valid ones) or a malformed manifest (names the
-        entry and field).
+        Unknown suite (the message lists the valid ones), a missing file, or a malformed
+        manifest (the message names the manifest and the field as a JSON pointer, e.g.
+        ``.../manifest.json: /instances/0/best_known/welfare: expected a finite number, got 'abc'``).
     """
     p = Path(suite)
+    text = os.fspath(suite)
     if p.is_file():
         manifest = p
     elif p.is_dir():
         manifest = p / "manifest.json"
-    else:
-        manifest = suites_dir() / str(suite) / "manifest.json"
         if not manifest.is_file():
-            raise SuiteError(f"unknown suite {str(suite)!r}; valid: {', '.join(list_suites()) or '(none found)'}")
+            raise SuiteError(f"no manifest.json in folder {text}")
+    elif not isinstance(suite, str) or _looks_like_path(text):
+        raise SuiteError(f"no such file: {text}")
+    else:
+        manifest = suites_dir() / text / "manifest.json"
+        if not manifest.is_file():
+            raise SuiteError(f"unknown suite {text!r}; valid: {', '.join(list_suites()) or '(none found)'}")
     try:
-        doc = json.loads(manifest.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SuiteError(f"{manifest}: unreadable manifest: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SUITE_SCHEMA:
-        raise SuiteError(f"{manifest}: expected schema {SUITE_SCHEMA!r}")
-    entries = []
-    names: set[str] = set()
-    for k, raw in enumerate(doc.get("instances", [])):
-        where = f"{manifest}: /instances/{k}"
-        try:
-            entry = SuiteEntry(str(raw["name"]), str(raw["family"]), MappingProxyType(dict(raw.get("params", {}))),
-                               int(raw["seed"]), str(raw["file"]), MappingProxyType(dict(raw.get("size", {}))),
-                               raw.get("best_known"), raw.get("bound"), str(raw.get("sha256", "")))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SuiteError(f"{where}: missing or bad field {exc}") from None
-        if entry.name in names:
-            raise SuiteError(f"{where}: duplicate instance name {entry.name!r}")
-        if "/" in entry.file or entry.file.startswith("."):
-            raise SuiteError(f"{where}/file: must be a plain file name, got {entry.file!r}")
-        names.add(entry.name)
-        entries.append(entry)
-    return Suite(str(doc.get("name", manifest.parent.name)), manifest.parent, tuple(entries),
-                 str(doc.get("description", "")), bool(doc.get("committed", True)))
+        raw = manifest.read_bytes()
+    except OSError as exc:
+        raise SuiteError(f"{manifest}: cannot read: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SuiteError(f"{manifest}: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise SuiteError(f"{manifest}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise SuiteError(f"{manifest}: invalid JSON: nested too deeply") from None
+    return _parse_manifest(doc, manifest)
 
 
 def instance_bytes(instance: Instance) -> bytes:
@@ -215,9 +404,23 @@ def load_entry(suite: Suite, entry: SuiteEntry) -> Instance:
     return decode_instance(raw, expected_sha256=entry.sha256, name=entry.file)
 
 
+def _check_present(path: Path, entry: SuiteEntry) -> str:
+    """Status of an instance file that is present: its checksum against the manifest."""
+    if not entry.sha256:
+        return "present (not checked: the manifest has no sha256 for it)"
+    try:
+        decode_instance(path.read_bytes(), expected_sha256=entry.sha256, name=entry.file)
+    except OSError as exc:
+        return f"error: {entry.file}: cannot read: {exc.strerror or exc}"
+    except InstanceError as exc:
+        why = exc.reason if not exc.pointer else f"{entry.file}: {exc}"
+        return f"error: {why} (--force regenerates it from its seed)"
+    return "present"
+
+
 def materialize(suite: str | Suite, *, force: bool = False,
                 progress: Callable[[SuiteEntry, str], None] | None = None) -> dict[str, str]:
-    """Generate the missing instance files of ``suite`` from their seeds.
+    """Generate the missing instance files of ``suite`` from their seeds; check the present ones.
 
     Parameters
     ----------
@@ -230,16 +433,18 @@ def materialize(suite: str | Suite, *, force: bool = False,
     Returns
     -------
     dict
-        ``{instance name: status}``, status one of ``"present"``, ``"generated"`` or
-        ``"error: ..."`` (a generator failure, or a checksum that the regenerated instance
-        does not reproduce — then no file is written).
+        ``{instance name: status}``, status one of ``"present"`` (its checksum matches the
+        manifest), ``"present (not checked: ...)"`` (the manifest has no checksum for it),
+        ``"generated"`` or ``"error: ..."`` (a present file that is corrupt or fails its
+        checksum, a generator failure, a checksum that the regenerated instance does not
+        reproduce — then no file is written — or a file that cannot be written).
     """
     s = load_suite(suite) if not isinstance(suite, Suite) else suite
     out: dict[str, str] = {}
     for entry in s.entries:
         path = s.path_of(entry)
         if path.exists() and not force:
-            status = "present"
+            status = _check_present(path, entry)
         else:
             try:
                 payload = instance_bytes(generate(entry.family, seed=entry.seed, **dict(entry.params)))
@@ -249,8 +454,12 @@ def materialize(suite: str | Suite, *, force: bool = False,
                 if entry.sha256 and digest(payload) != entry.sha256:
                     status = "error: regenerated instance does not match the manifest checksum"
                 else:
-                    _write_gz(path, payload)
-                    status = "generated"
+                    try:
+                        _write_gz(path, payload)
+                    except OSError as exc:
+                        status = f"error: {entry.file}: cannot write: {exc.strerror or exc}"
+                    else:
+                        status = "generated" if entry.sha256 else "generated (the manifest has no sha256 for it)"
         out[entry.name] = status
         if progress is not None:
             progress(entry, status)
@@ -289,9 +498,13 @@ def build_manifest(name: str, specs: Sequence[Mapping[str, Any]], *, description
     """
     from ..solvers import solve
 
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not math.isfinite(time_limit) \
+            or time_limit <= 0:
+        raise ValueError(f"time_limit must be a positive finite number of seconds, got {time_limit!r}")
     dest = Path(folder) if folder is not None else suites_dir() / name
     old = {e.name: e for e in load_suite(dest).entries} if only is not None else {}
     entries = []
+    payloads: dict[str, bytes] = {}  # written only once every instance is generated and solved
     for spec in specs:
         if only is not None and spec["name"] not in only and spec["name"] in old:
             entries.append(old[spec["name"]])
@@ -302,7 +515,7 @@ def build_manifest(name: str, specs: Sequence[Mapping[str, Any]], *, description
         inst = generate(fam, seed=int(spec["seed"]), **dict(spec.get("params", {})))
         payload = instance_bytes(inst)
         file = f"{spec['name']}.json.gz"
-        _write_gz(dest / file, payload)
+        payloads[file] = payload
         best: dict[str, Any] | None = None
         bound: dict[str, Any] | None = None
         for m in [*best_methods, *([bound_method] if bound_method else [])]:
@@ -321,6 +534,9 @@ def build_manifest(name: str, specs: Sequence[Mapping[str, Any]], *, description
                                   {"slots": inst.n_slots, "bids": inst.n_bids, "bidders": inst.n_bidders},
                                   best, bound, digest(payload)))
     suite = Suite(name, dest, tuple(entries), description, committed)
+    json.dumps(suite.to_dict(), allow_nan=False)  # a non-finite value fails here, before any file is written
+    for file, payload in payloads.items():
+        _write_gz(dest / file, payload)
     write_manifest(suite)
     return suite
 

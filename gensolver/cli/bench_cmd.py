@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -9,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .common import console, fail
+from .common import check_output_dir, check_output_file, console, fail
 
 __all__ = ["register", "bench_command"]
 
@@ -37,12 +38,12 @@ def bench_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run every (instance, method) cell of SUITE; resumable; writes CSV, JSON, report.md and plots."""
-    from ..bench import SuiteError, run_suite
+    from ..bench import SuiteError, load_suite, run_suite
+    from ..bench.runner import _check_methods, output_paths
     from ..solvers import UnknownMethodError
 
     meths = _split_methods(methods)
-    if time_limit <= 0:
-        fail(f"--time-limit must be positive, got {time_limit}")
+    _check_time_limit(time_limit)
     if jobs < 1:
         fail(f"--jobs must be at least 1, got {jobs}")
     if regret_bidders < 0:
@@ -55,7 +56,19 @@ def bench_command(
         except ImportError:
             pass  # reported as unavailable in the table
         except ValueError as exc:
-            fail(str(exc))
+            fail(f"--mechanism: {exc}")
+    if meths is not None:
+        try:
+            _check_methods(meths)
+        except ValueError as exc:  # UnknownMethodError too
+            fail(f"--methods: {exc}")
+    check_output_dir(out, "--out")
+    for path in output_paths(out, plots=not no_plots):
+        check_output_file(path, "--out")
+    try:
+        loaded = load_suite(suite)
+    except SuiteError as exc:
+        fail(str(exc))
     client = None
     executor = None
     label = None
@@ -72,15 +85,23 @@ def bench_command(
             executor = client.get_executor()
             label = f"Dask cluster at {dask} ({len(client.scheduler_info().get('workers', {}))} workers)"
         try:
-            result = run_suite(suite, methods=meths, time_limit=time_limit, executor=executor, jobs=jobs,
+            result = run_suite(loaded, methods=meths, time_limit=time_limit, executor=executor, jobs=jobs,
                                out_dir=out, mechanism=mechanism, regret_bidders=regret_bidders, resume=not fresh,
                                progress=not quiet, plots=not no_plots, executor_label=label)
         except (SuiteError, UnknownMethodError, ValueError) as exc:
             fail(str(exc))
+        except OSError as exc:
+            fail(f"--out: cannot write {exc.filename or out}: {exc.strerror or exc}")
     finally:
         if client is not None:
             client.close()
     print_table(result)
+
+
+def _check_time_limit(time_limit: float | None) -> None:
+    """``--time-limit`` must be a finite number of seconds above zero (exit 2 if not)."""
+    if time_limit is not None and (not math.isfinite(time_limit) or time_limit <= 0):
+        fail(f"--time-limit must be a positive finite number of seconds, got {time_limit}")
 
 
 def _wide() -> "Console":
@@ -116,14 +137,22 @@ suite_app = typer.Typer(help="Benchmark suites: list, show, materialize, build."
 @suite_app.command("list")
 def suite_list() -> None:
     """List the bundled suites."""
-    from ..bench import list_suites, load_suite
+    from ..bench import SuiteError, list_suites, load_suite
 
     table = Table("suite", "instances", "files", "description")
+    errors = []
     for name in list_suites():
-        s = load_suite(name)
+        try:
+            s = load_suite(name)
+        except SuiteError as exc:
+            errors.append(str(exc))
+            table.add_row(name, "—", "—", "error: malformed manifest")
+            continue
         present = sum(s.path_of(e).exists() for e in s.entries)
         table.add_row(name, str(len(s.entries)), f"{present}/{len(s.entries)} present", s.description)
     console.print(table)
+    if errors:
+        fail("; ".join(errors))
 
 
 @suite_app.command("show")
@@ -139,7 +168,7 @@ def suite_show(name: str = typer.Argument(..., help="Suite name, folder or manif
     for e in s.entries:
         bk = e.best_known or {}
         table.add_row(e.name, e.family, str(e.seed), str(e.size.get("slots", "")), str(e.size.get("bids", "")),
-                      str(e.size.get("bidders", "")), f"{bk.get('welfare', float('nan')):.6g}" if bk else "—",
+                      str(e.size.get("bidders", "")), "—" if e.best_welfare is None else f"{e.best_welfare:.6g}",
                       f"{bk.get('method', '')} {bk.get('seconds', '')} s" if bk else "",
                       "—" if e.bound_value is None else f"{e.bound_value:.6g}")
     _wide().print(table)
@@ -160,7 +189,7 @@ def suite_materialize(
     status = materialize(s, force=force, progress=lambda e, st: console.print(f"{e.name}: {st}", highlight=False))
     bad = [n for n, st in status.items() if st.startswith("error")]
     if bad:
-        fail(f"{len(bad)} instance(s) could not be materialized: {', '.join(bad)}", code=1)
+        fail(f"{len(bad)} instance(s) failed their checksum or could not be materialized: {', '.join(bad)}", code=1)
 
 
 @suite_app.command("build")
@@ -171,13 +200,23 @@ def suite_build(
 ) -> None:
     """Regenerate a catalog suite and its manifest (best known values by cpsat, bound by lp)."""
     from ..bench.catalog import CATALOG
-    from ..bench.suites import build_manifest
+    from ..bench.suites import SuiteError, build_manifest, suites_dir
 
     if name not in CATALOG:
         fail(f"unknown suite {name!r}; the catalog has: {', '.join(CATALOG)}")
+    _check_time_limit(time_limit)
+    dest = folder if folder is not None else suites_dir() / name
+    check_output_dir(dest, "--folder")
     spec = CATALOG[name]
-    s = build_manifest(name, spec["instances"], description=spec["description"], committed=spec["committed"],
-                       folder=folder, time_limit=time_limit or spec["time_limit"])
+    for path in [dest / f"{inst['name']}.json.gz" for inst in spec["instances"]] + [dest / "manifest.json"]:
+        check_output_file(path, "--folder")
+    try:
+        s = build_manifest(name, spec["instances"], description=spec["description"], committed=spec["committed"],
+                           folder=folder, time_limit=spec["time_limit"] if time_limit is None else time_limit)
+    except SuiteError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"--folder: cannot write {exc.filename or folder}: {exc.strerror or exc}")
     console.print(f"wrote {s.folder / 'manifest.json'} ({len(s.entries)} instances)")
 
 
