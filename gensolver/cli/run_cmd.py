@@ -8,28 +8,109 @@ unavailable (e.g. ``--backend nvml`` on a machine without an NVIDIA driver).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import math
+import os
+import warnings
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Iterator, List, Optional
 
 import typer
+from rich.markup import escape
 
-from .common import console, err_console, fail, print_json
+from .common import check_output_dir, check_output_file, console, err_console, fail, print_json
 
 __all__ = ["register", "EXIT_TASK_FAILED", "EXIT_BACKEND_UNAVAILABLE"]
 
 EXIT_TASK_FAILED = 1
 EXIT_BACKEND_UNAVAILABLE = 3
 
+#: ``--gantt`` formats, by file suffix (no suffix: PNG)
+GANTT_FORMATS = ("png", "svg", "pdf")
 
-def _device_map(items: list[str]) -> dict[str, str]:
-    out = {}
+
+def _device_map(items: list[str], devices: list[str]) -> dict[str, str]:
+    """``--device-map`` items as a dict; every name must be one of the plan's ``devices``."""
+    out: dict[str, str] = {}
     for item in items:
         name, sep, target = item.partition("=")
         if not sep or not name or not target:
             fail(f"--device-map expects NAME=UUID_OR_INDEX, got {item!r}")
+        if name not in devices:
+            fail(f"--device-map: the plan has no device {name!r} (its devices: {', '.join(devices) or 'none'})")
+        if name in out:
+            fail(f"--device-map: device {name!r} is mapped twice")
         out[name] = target
     return out
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name the same file (by identity when both exist, else by path)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _check_file(path: Path | None, option: str) -> None:
+    """:func:`check_output_file`, with an OS error on the path itself (a name too long) as exit 2."""
+    try:
+        check_output_file(path, option)
+    except OSError as exc:
+        fail(f"{option}: {path}: {exc.strerror or exc}")
+
+
+def _check_dir(path: Path | None, option: str) -> None:
+    """:func:`check_output_dir`, with an OS error on the path itself (a name too long) as exit 2."""
+    try:
+        check_output_dir(path, option)
+    except OSError as exc:
+        fail(f"{option}: {path}: {exc.strerror or exc}")
+
+
+def _distinct_outputs(files: dict[str, Path | None], dirs: dict[str, Path | None]) -> None:
+    """Exit 2 when two outputs collide: one file given twice, or a file where another output's folder goes."""
+    named = [(opt, p, True) for opt, p in files.items() if p is not None]
+    named += [(opt, p, False) for opt, p in dirs.items() if p is not None]
+    for k, (opt, p, is_file) in enumerate(named):
+        for opt2, p2, is_file2 in named[k + 1:]:
+            if is_file and is_file2 and _same_file(p, p2):
+                fail(f"{opt2}: {p2} is also the {opt}; choose another path")
+            for (oa, a, fa), (ob, b) in (((opt, p, is_file), (opt2, p2)), ((opt2, p2, is_file2), (opt, p))):
+                if fa and Path(os.path.abspath(a)) in Path(os.path.abspath(b)).parents:
+                    fail(f"{ob}: {b} would be inside {a}, which {oa} writes as a file")
+
+
+def _number(value: float | None, option: str, *, positive: bool = True, what: str = "seconds") -> None:
+    """Exit 2 unless ``value`` (when given) is a finite number above zero (or at least zero)."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        kind = "positive" if positive else "non-negative"
+        fail(f"{option} must be a {kind} number of {what}, got {value:g}")
+
+
+def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                  line: Any = None) -> None:
+    """``warnings.showwarning`` for the CLI: one line on stderr, no source location."""
+    err_console.print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True)
+
+
+@contextlib.contextmanager
+def _clean_warnings() -> Iterator[None]:
+    """Show every warning raised inside as a one-line ``warning: ...`` on stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = _show_warning
+        yield
+
+
+def _os_error(exc: OSError) -> str:
+    """``exc`` as ``cannot write PATH: reason``."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: {exc.strerror or exc}"
 
 
 def run_command(
@@ -52,62 +133,156 @@ def run_command(
     as_json: bool = typer.Option(False, "--json", help="Print the feedback document as one JSON object."),
 ) -> None:
     """Execute PLAN_FILE: launch, watch, preempt and journal each task's processes."""
-    from ..executor import (BackendError, Executor, ExecutorError, ExecutorPolicy, JournalError, NvmlBackend,
-                            PlanError, SimulatedBackend, parse_memory, read_plan)
+    from ..executor import (BackendError, Executor, ExecutorError, ExecutorPolicy, Journal, JournalError,
+                            NvmlBackend, PlanError, SimulatedBackend, check_plan, parse_memory, read_plan,
+                            resolve_devices)
+    from ..executor.runner import OVER_GRANT_POLICIES
+
+    # options first: nothing is read, created or launched before they are all good
+    if backend not in ("nvml", "sim"):
+        fail(f"--backend: unknown backend {backend!r}; choose one of: nvml, sim")
+    if over_grant not in OVER_GRANT_POLICIES:
+        fail(f"--over-grant must be one of {', '.join(OVER_GRANT_POLICIES)}, got {over_grant!r}")
+    if preempt not in ("plan", "checkpoint"):
+        fail(f"--preempt must be plan or checkpoint, got {preempt!r}")
+    if lost not in ("restart", "skip"):
+        fail(f"--lost must be restart or skip, got {lost!r}")
+    try:
+        tolerance = parse_memory(over_grant_tolerance)
+    except ValueError as exc:
+        fail(f"--over-grant-tolerance: {exc}")
+    _number(time_scale, "--time-scale", what="wall seconds per plan second")
+    _number(grace, "--grace", positive=False)
+    _number(poll, "--poll")
+    _number(timeout, "--timeout")
+    if sim_devices and backend != "sim":
+        fail("--sim-devices: only with --backend sim")
+    if sim_state is not None and backend != "sim":
+        fail("--sim-state: only with --backend sim")
+    # where results go: checked before any work
+    _check_file(journal, "--journal")
+    _check_file(feedback, "--feedback")
+    _check_dir(log_dir, "--log-dir")
+    state = sim_state
+    state_option = "--sim-state"
+    if backend == "sim" and state is None and journal is not None:
+        state = journal.with_name(journal.name + ".sim")
+        state_option = "--journal (its simulated state folder JOURNAL.sim)"
+    _check_dir(state, state_option)
+    for option, path in (("--journal", journal), ("--feedback", feedback)):
+        if path is not None and _same_file(path, plan_file):
+            fail(f"{option}: {path} is the plan file; choose another path")
+    _distinct_outputs({"--journal": journal, "--feedback": feedback}, {"--log-dir": log_dir, state_option: state})
 
     try:
         plan = read_plan(plan_file)
     except PlanError as exc:
-        fail(f"{plan_file}: {exc}")
-    try:
-        policy = ExecutorPolicy(over_grant=over_grant, over_grant_tolerance=parse_memory(over_grant_tolerance),
-                                grace=grace, preempt=preempt, lost=lost)
-    except ValueError as exc:
-        fail(str(exc))
+        fail(str(exc) if exc.path is not None else f"{plan_file}: {exc}")
+    check = check_plan(plan)
+    if not check.ok:
+        for v in check.violations:
+            err_console.print(f"violation: {escape(str(v))}", highlight=False, soft_wrap=True)
+        fail(f"{plan_file}: the plan breaks device capacities (see above)")
+    mapping = _device_map(device_map, [d.id for d in plan.devices])
+    if journal is not None and journal.exists():
+        # refuse a file that is not this plan's journal before anything is created or launched
+        try:
+            with Journal(journal) as old:
+                first = old.records[0] if old.records else None
+        except JournalError as exc:
+            fail(f"--journal: {exc}")
+        if first is not None:
+            if first.get("event") != "plan" or first.get("digest") != plan.digest:
+                fail(f"--journal: {journal} was written for another plan (digest {first.get('digest')!r}, "
+                     f"this plan {plan.digest!r})")
+            kept = first.get("time_scale")
+            if isinstance(kept, (int, float)) and kept != time_scale:
+                err_console.print(f"[yellow]warning:[/] --time-scale {time_scale:g} is ignored: the journal keeps "
+                                  f"its time scale {kept:g}", highlight=False, soft_wrap=True)
+                time_scale = float(kept)
+    policy = ExecutorPolicy(over_grant=over_grant, over_grant_tolerance=tolerance, grace=grace, preempt=preempt,
+                            lost=lost)
+
     if backend == "nvml":
         try:
             gpu = NvmlBackend()
         except BackendError as exc:
             fail(str(exc), EXIT_BACKEND_UNAVAILABLE)
-    elif backend == "sim":
-        state = sim_state
-        if state is None and journal is not None:
-            state = journal.with_name(journal.name + ".sim")
+    else:
         try:
             if sim_devices:
-                gpu = SimulatedBackend.from_specs(sim_devices, state_dir=state)
+                try:
+                    gpu = SimulatedBackend.from_specs(sim_devices, state_dir=state)
+                except ValueError as exc:
+                    msg = str(exc)
+                    fail(msg if msg.startswith("--sim-devices") else f"--sim-devices: {msg}")
             else:
                 missing = [d.id for d in plan.devices if d.memory is None]
                 if missing:
                     fail(f"the plan does not give the memory of {missing}; pass --sim-devices COUNT:MEMORY")
+                empty = [d.id for d in plan.devices if not d.memory]
+                if empty:
+                    fail(f"{plan_file}: devices {empty} have no memory (0 bytes); pass --sim-devices COUNT:MEMORY")
                 gpu = SimulatedBackend([(d.id, d.memory) for d in plan.devices], state_dir=state)  # type: ignore[misc]
-        except ValueError as exc:
-            fail(str(exc))
-    else:
-        fail(f"unknown backend {backend!r}; choose one of: nvml, sim")
+        except OSError as exc:
+            fail(f"--sim-state: {_os_error(exc)}")
     try:
-        ex = Executor(plan, backend=gpu, journal=journal, policy=policy, time_scale=time_scale, poll_interval=poll,
-                      device_map=_device_map(device_map), log_dir=log_dir)
-        report = ex.run(timeout=timeout)
-    except (ExecutorError, JournalError, ValueError) as exc:
+        taken: dict[str, str] = {}
+        for name in sorted({e.device for e in plan.entries}):
+            try:
+                uuid = resolve_devices([name], gpu, mapping)[name]
+            except ExecutorError as exc:
+                fail(f"--device-map: {exc}" if name in mapping else f"{plan_file}: {exc}")
+            if uuid in taken:  # two plan devices on one device: their grants would overlap
+                other = taken[uuid]
+                where = "--device-map" if name in mapping or other in mapping else str(plan_file)
+                fail(f"{where}: plan devices {other!r} and {name!r} both name the {gpu.name} device {uuid}")
+            taken[uuid] = name
+        with _clean_warnings():
+            ex = Executor(plan, backend=gpu, journal=journal, policy=policy, time_scale=time_scale,
+                          poll_interval=poll, device_map=mapping, log_dir=log_dir)
+            report = ex.run(timeout=timeout)
+    except ExecutorError as exc:
+        fail(f"{plan_file}: {exc}")
+    except JournalError as exc:
+        fail(f"--journal: {exc}")
+    except ValueError as exc:
         fail(str(exc))
     except TimeoutError as exc:
-        fail(str(exc), EXIT_TASK_FAILED)
+        fail(f"--timeout: {exc} (its processes keep running; rerun with the same --journal to take them back)",
+             EXIT_TASK_FAILED)
+    except OSError as exc:
+        fail(_os_error(exc))
     finally:
         gpu.close()
-    if feedback is not None:
-        report.write_feedback(feedback)
+    # the results are shown before --feedback is written, so a failing write loses nothing
     if as_json:
         print_json(report.to_dict())
     else:
-        console.print(f"[bold]{plan.name or plan_file.name}[/]: {len(report.feedback)} tasks, "
+        console.print(f"[bold]{escape(plan.name or plan_file.name)}[/]: {len(report.feedback)} tasks, "
                       f"{report.restarts} restart(s), {report.seconds:.2f} s")
         for f in report.feedback:
             peak = "—" if f.peak_memory is None else f"{f.peak_memory / (1 << 20):.1f} MiB"
-            console.print(f"  {f.task}: {f.outcome} (exit {f.exit_code}, peak {peak} of "
+            console.print(f"  {escape(f.task)}: {f.outcome} (exit {f.exit_code}, peak {peak} of "
                           f"{f.granted_memory / (1 << 20):.1f} MiB, {f.run_seconds:.2f} s, {f.attempts} attempt(s))")
+    if feedback is not None:
+        try:
+            report.write_feedback(feedback)
+        except OSError as exc:
+            fail(f"--feedback: {_os_error(exc)}")
     if not report.ok:
         raise typer.Exit(EXIT_TASK_FAILED)
+
+
+def _gantt_format(path: Path) -> str:
+    """The ``--gantt`` format from the file suffix (no suffix: PNG); exit 2 for another suffix."""
+    suffix = path.suffix[1:].lower()
+    if not suffix:
+        return "png"
+    if suffix not in GANTT_FORMATS:
+        fail(f"--gantt: cannot draw a {path.suffix!r} file; give a name ending in "
+             f"{', '.join('.' + f for f in GANTT_FORMATS)}")
+    return suffix
 
 
 def plan_command(
@@ -120,11 +295,26 @@ def plan_command(
     """Solve a round and write its execution plan (checked with check_plan)."""
     from ..executor import PlanError, check_plan, plot_plan, to_plan, write_plan
     from ..model import GpuRound, InstanceError, read_instance
-    from ..solvers import solve
+    from ..model.io import atomic_write
+    from ..solvers import BackendUnavailableError, UnknownMethodError, get_method, solve
+
+    # options and output paths first: nothing is solved or written before they are all good
+    try:
+        get_method(method)
+    except UnknownMethodError as exc:
+        fail(f"--method: {exc}")
+    _number(time_limit, "--time-limit")
+    _check_file(output, "--output")
+    _check_file(gantt, "--gantt")
+    fmt = _gantt_format(gantt) if gantt is not None else None
+    for option, path in (("--output", output), ("--gantt", gantt)):
+        if path is not None and _same_file(path, file):
+            fail(f"{option}: {path} is the input file; choose another path")
+    _distinct_outputs({"--output": output, "--gantt": gantt}, {})
 
     try:
         doc = json.loads(file.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         doc = None
     tasks = None
     try:
@@ -136,18 +326,32 @@ def plan_command(
             instance = read_instance(file)
         allocation = solve(instance, method=method, time_limit=time_limit)
         plan = to_plan(instance, allocation, tasks)
+    except BackendUnavailableError as exc:
+        fail(f"--method: {exc}")
     except (InstanceError, PlanError, ValueError) as exc:
         fail(f"{file}: {exc}")
     check = check_plan(plan)
     if not check.ok:
         for v in check.violations:
-            err_console.print(f"violation: {v}")
+            err_console.print(f"violation: {escape(str(v))}", highlight=False, soft_wrap=True)
         fail("the plan breaks device capacities (see above)", 1)
-    write_plan(plan, output)
-    if gantt is not None:
-        plot_plan(plan, gantt)
-    console.print(f"wrote {output}: {len(plan.tasks)} tasks, {len(plan.entries)} entries on {len(plan.devices)} devices, "
-                  f"{len(plan.preemptions)} preemption points")
+    chart = None
+    if gantt is not None:  # drawn before anything is written: a drawing error leaves no half result
+        buf = io.BytesIO()
+        plot_plan(plan).savefig(buf, format=fmt, dpi=120)
+        chart = buf.getvalue()
+    try:
+        write_plan(plan, output)
+    except OSError as exc:
+        fail(f"--output: {_os_error(exc)}")
+    if gantt is not None and chart is not None:
+        try:
+            with atomic_write(gantt, "wb") as fh:
+                fh.write(chart)
+        except OSError as exc:
+            fail(f"--gantt: {_os_error(exc)} (the plan was written to {output})")
+    console.print(f"wrote {escape(str(output))}: {len(plan.tasks)} tasks, {len(plan.entries)} entries on "
+                  f"{len(plan.devices)} devices, {len(plan.preemptions)} preemption points")
 
 
 def register(app: typer.Typer) -> None:
