@@ -27,8 +27,9 @@ Quantities follow Kubernetes conventions: binary suffixes ``Ki Mi Gi Ti Pi Ei``,
 suffixes ``k M G T P E``, ``m`` (milli), or a plain number of bytes (``1.5e9`` allowed);
 memory is converted to GiB (2**30 bytes), so ``30Gi`` is 30 GiB and ``1G`` is 0.931 GiB.
 
-Unknown fields under ``spec.genResources`` (and its ``gpuMemory`` and ``computeTime``) are refused as
-likely typos; a GPU memory number without a unit below 1 MiB is refused as a forgotten unit.
+Unknown fields under ``spec.genResources`` (and its ``gpuMemory`` and ``computeTime``) that are
+close to a known one are refused as likely typos (others are ignored); a GPU memory number
+without a unit below 1 MiB is refused as a forgotten unit.
 
 Every error is a :class:`SpecError` naming the document and the field path, and the YAML line
 where one is known, e.g. ``tasks.yaml: document 2 (line 14): spec.genResources.gpuMemory.minRequired:
@@ -199,15 +200,19 @@ def _number(value: Any, field: str, ctx: _Ctx, *, lo: float | None = None, hi: f
 
 
 def _known_keys(doc: Mapping[str, Any], path: str, allowed: Sequence[str], ctx: _Ctx) -> None:
-    """Refuse a key of the mapping at ``path`` (if present) that is not in ``allowed`` (typos)."""
+    """Refuse a key of the mapping at ``path`` (if present) that is not in ``allowed`` but close
+    to a key that is (a typo such as ``minRequred``, which would otherwise silently fall back to
+    the default). Keys unlike any known one are left alone: fields this version does not model
+    (another scheduler's annotations, a newer schema) do not make the task unreadable."""
     value = _get(doc, path, ctx)
     if not isinstance(value, Mapping):
         return
     for key in value:
         if key not in allowed:
-            close = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ctx.error(f"{path}.{key}", f"unknown field ({hint}known fields: {', '.join(allowed)})")
+            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.75)
+            if close:
+                raise ctx.error(f"{path}.{key}", f"unknown field (did you mean {close[0]!r}? "
+                                                 f"known fields: {', '.join(allowed)})")
 
 
 def _string(value: Any, field: str, ctx: _Ctx) -> str | None:
