@@ -334,8 +334,8 @@ def load_suite(suite: str | os.PathLike[str]) -> Suite:
     elif p.is_dir():
         manifest = p / "manifest.json"
         if not manifest.is_file():
-            raise SuiteError(f"no manifest.json in folder {text}")
-    elif not isinstance(suite, str) or _looks_like_path(text):
+            raise SuiteError(f"no manifest.json in folder {p}")
+    elif _looks_like_path(text):
         raise SuiteError(f"no such file: {text}")
     else:
         manifest = suites_dir() / text / "manifest.json"

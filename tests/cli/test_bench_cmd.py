@@ -125,6 +125,9 @@ def test_bench_on_a_missing_manifest_path_says_no_such_file(tmp_path: Path,
     assert f"no such file: {missing}" in msg and "unknown suite" not in msg
     msg = bad_input(capsys, "suite", "show", "missing/manifest.json")
     assert "no such file: missing/manifest.json" in msg
+    (tmp_path / "empty").mkdir()
+    msg = bad_input(capsys, "bench", tmp_path / "empty", *FAST, "--out", tmp_path / "out")
+    assert f"no manifest.json in folder {tmp_path / 'empty'}" in msg
     # a plain name is still looked up among the bundled suites
     msg = bad_input(capsys, "bench", "no-such-suite", *FAST, "--out", tmp_path / "out")
     assert "unknown suite 'no-such-suite'" in msg and "smoke" in msg
