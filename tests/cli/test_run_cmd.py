@@ -230,6 +230,23 @@ def test_journal_time_scale_mismatch_is_a_one_line_warning(tmp_path: Path, plan_
     assert "RuntimeWarning" not in res.stderr and ".py" not in res.stderr
 
 
+def test_over_grant_warning_is_one_clean_line(tmp_path: Path) -> None:
+    from tests.executor.helpers import MIB, child
+
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    doc = plan_doc(tmp_path / "unused", memory=MIB)
+    argv = list(child(markers, 64 * MIB, 1.0))  # reports 64 MiB on a 1 MiB grant, then exits 0
+    doc["tasks"][0]["command"] = doc["devices"][0]["entries"][0]["command"] = argv
+    plan = tmp_path / "over.json"
+    plan.write_text(json.dumps(doc))
+    res = run_script("run", str(plan), "-b", "sim", "--time-scale", "2", "--poll", "0.02")
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: task 't0'") and "over its grant" in lines[0], lines
+    assert "RuntimeWarning" not in res.stderr and ".py" not in res.stderr
+
+
 # ---------------------------------------------------------------------- defect 7: option names
 @pytest.mark.parametrize("args, message", [
     (["--poll", "0"], "--poll must be a positive number"),
