@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 __all__ = ["console", "err_console", "fail", "EXIT_BAD_INPUT", "print_json", "check_output_file", "check_output_dir"]
 
@@ -21,7 +22,8 @@ err_console = Console(stderr=True)
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """Print ``message`` on stderr and exit with ``code`` (2: bad input)."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # the message is plain text: brackets in it (a path, a value) are not rich markup
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -53,9 +55,12 @@ def check_output_file(path: str | os.PathLike[str] | None, option: str) -> None:
     if path is None:
         return
     p = Path(path)
-    if p.is_dir():
-        fail(f"{option}: {p} is a directory, not a file")
-    _writable_dir(p.parent if str(p.parent) else Path("."), option)
+    try:
+        if p.is_dir():
+            fail(f"{option}: {p} is a directory, not a file")
+        _writable_dir(p.parent if str(p.parent) else Path("."), option)
+    except OSError as exc:  # a name too long for the file system, a loop of links, ...
+        fail(f"{option}: {p}: {exc.strerror or exc}")
 
 
 def check_output_dir(path: str | os.PathLike[str] | None, option: str) -> None:
@@ -63,6 +68,9 @@ def check_output_dir(path: str | os.PathLike[str] | None, option: str) -> None:
     if path is None:
         return
     p = Path(path)
-    if p.exists() and not p.is_dir():
-        fail(f"{option}: {p} exists and is not a directory")
-    _writable_dir(p, option)
+    try:
+        if p.exists() and not p.is_dir():
+            fail(f"{option}: {p} exists and is not a directory")
+        _writable_dir(p, option)
+    except OSError as exc:
+        fail(f"{option}: {p}: {exc.strerror or exc}")

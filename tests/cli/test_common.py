@@ -39,3 +39,17 @@ def test_output_dir_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert _code(check_output_dir, a_file / "sub", "--out") == 2
     assert _code(check_output_dir, tmp_path / "fresh" / "sub", "--out") is None
     assert _code(check_output_dir, tmp_path, "--out") is None
+
+
+def test_a_name_too_long_is_bad_input_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    long = tmp_path / ("x" * 300) / "out.json"
+    assert _code(check_output_file, long, "--out") == 2
+    assert _code(check_output_dir, tmp_path / ("y" * 300), "--out") == 2
+    assert "--out" in capsys.readouterr().err
+
+
+def test_fail_prints_brackets_in_the_message_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
+    from gensolver.cli.common import fail
+
+    assert _code(fail, "bad value [bold]x[/bold] in /tasks/[0]") == 2
+    assert "bad value [bold]x[/bold] in /tasks/[0]" in capsys.readouterr().err
