@@ -2,24 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
+import numpy as np
 import typer
 from rich.table import Table
 
-from .common import console, fail
+from .common import check_output_dir, check_output_file, console, err_console, fail, print_json
 
-__all__ = ["register", "load_workload", "comparison_rows"]
+__all__ = ["register", "load_workload", "comparison_rows", "json_safe"]
 
 SHARED_TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 
 
+TRACES = ("alibaba", "philly")
+MAX_NODES = 4096  # --nodes above this only makes the replay crawl (a typo, not a cluster)
+SEED_LIMIT = 2**32
+
+
+def _is_synthetic(trace: str) -> bool:
+    return trace == "synthetic" or trace.startswith("synthetic:")
+
+
 def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int | None = None,
                   nodes: int | None = None, compress: float | None = None, seed: int = 0):
-    """A :class:`gensolver.sim.Workload` from ``alibaba``, ``philly``, ``synthetic:...`` or a GenTask YAML file."""
+    """A :class:`gensolver.sim.Workload` from ``alibaba``, ``philly``, ``synthetic:...`` or a GenTask YAML file.
+
+    ``seed`` seeds the trace memory model, and a synthetic workload whose spec has no ``seed`` key.
+    """
     from ..market.spec import load_gentasks
     from ..model.tasks import uniform_gpus
     from ..sim import Workload, parse_synthetic
@@ -29,14 +44,17 @@ def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int |
 
     base = traces_dir or default_trace_dir()
     kw = {k: v for k, v in {"max_jobs": max_jobs, "compress": compress}.items() if v is not None}
+    nodes = 4 if nodes is None else nodes
     if trace == "alibaba":
-        return alibaba_workload(base / "alibaba-gpu-2023", nodes=nodes or 4, seed=seed, **{"compress": 8.0, **kw})
+        return alibaba_workload(base / "alibaba-gpu-2023", nodes=nodes, seed=seed, **{"compress": 8.0, **kw})
     if trace == "philly":
-        return philly_workload(base / "philly" / "philly.csv", nodes=nodes or 4, seed=seed, **kw)
-    if trace.startswith("synthetic"):
-        return parse_synthetic(trace)
+        return philly_workload(base / "philly" / "philly.csv", nodes=nodes, seed=seed, **kw)
+    if _is_synthetic(trace):
+        return parse_synthetic(trace, seed=seed)
     p = Path(trace)
     if p.suffix in (".yaml", ".yml") or p.exists():
+        if p.is_dir():
+            raise ValueError(f"TRACE: {trace} is a directory, not a GenTask YAML file")
         tasks = load_gentasks(p)
         return Workload(p.name, tasks, uniform_gpus([80.0, 40.0, 24.0, 16.0], per_node=4), 60.0, {"source": "gentask"})
     raise ValueError(f"unknown trace {trace!r}: use alibaba, philly, synthetic:key=value,... or a GenTask YAML file")
@@ -49,22 +67,196 @@ def _parse_gpus(text: str):
         mems = [float(x) for x in text.replace("+", ",").split(",") if x.strip()]
     except ValueError:
         raise ValueError(f"--gpus: expected GiB per GPU like '80,40,24', got {text!r}") from None
-    if not mems or any(m <= 0 for m in mems):
-        raise ValueError(f"--gpus: expected positive GiB per GPU, got {text!r}")
+    if not mems or not all(math.isfinite(m) and m > 0 for m in mems):
+        raise ValueError(f"--gpus: expected finite positive GiB per GPU like '80,40,24', got {text!r}")
     return uniform_gpus(mems, per_node=8)
 
 
-def comparison_rows(results) -> list[dict]:
-    """One dict per result with the headline metrics (steps, fractions, seconds)."""
+def comparison_rows(results, total: int | None = None) -> list[dict]:
+    """One dict per result with the headline metrics (steps, fractions, seconds).
+
+    ``done`` is ``completed/total``: ``total`` is the workload's task count (default: the tasks
+    that arrived, rejected ones included); ``rejected`` counts tasks that fit on no node.
+    Undefined metrics (no finished task) are NaN here; :func:`json_safe` turns them into null.
+    """
     rows = []
     for r in results:
         m = r.metrics
-        rows.append({"policy": r.policy, "done": f"{m.completed}/{m.tasks}", "avg_jct": m.avg_jct, "p95_jct": m.p95_jct,
-                     "avg_wait": m.avg_wait, "makespan": m.makespan, "mem_util": m.memory_utilisation,
-                     "compute_util": m.compute_utilisation, "preemptions": m.preemptions, "lost_work": m.lost_work,
-                     "jain": m.jain, "rho_max": m.rho_max, "credits": m.credits_spent, "rounds": m.rounds,
-                     "solver_s_per_round": m.solver_seconds_mean, "sim_seconds": r.wall_seconds})
+        n = total if total is not None else m.tasks + m.rejected
+        rows.append({"policy": r.policy, "done": f"{m.completed}/{n}", "rejected": m.rejected, "avg_jct": m.avg_jct,
+                     "p95_jct": m.p95_jct, "avg_wait": m.avg_wait, "makespan": m.makespan,
+                     "mem_util": m.memory_utilisation, "compute_util": m.compute_utilisation,
+                     "preemptions": m.preemptions, "lost_work": m.lost_work, "jain": m.jain, "rho_max": m.rho_max,
+                     "credits": m.credits_spent, "rounds": m.rounds, "solver_s_per_round": m.solver_seconds_mean,
+                     "sim_seconds": r.wall_seconds})
     return rows
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, +-inf) replaced by ``None`` (JSON null)."""
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, float) and not math.isfinite(v):
+        return "-"
+    return f"{v:.3g}"
+
+
+def _check_options(trace: str, policy: List[str], solver: str, mechanism: str, time_limit: float, lease: int,
+                   until: Optional[float], max_jobs: Optional[int], nodes: Optional[int],
+                   compress: Optional[float], seed: int) -> None:
+    """Every option's value, before any work (exit 2 naming the option)."""
+    from ..sim import list_policies
+
+    valid = list_policies()
+    if not policy:
+        fail(f"--policy: give at least one; valid policies: {', '.join(valid)}")
+    seen = set()
+    for p in policy:
+        if p not in valid:
+            fail(f"--policy: unknown policy {p!r}; valid policies: {', '.join(valid)}")
+        if p in seen:
+            fail(f"--policy: {p!r} given twice")
+        seen.add(p)
+    _check_solver(solver)
+    _check_mechanism(mechanism)
+    if not math.isfinite(time_limit) or time_limit <= 0:
+        fail(f"--time-limit: must be a finite positive number of seconds, got {time_limit:g}")
+    if lease < 1:
+        fail(f"--lease: must be a positive integer (steps), got {lease}")
+    if until is not None and (not math.isfinite(until) or until <= 0):
+        fail(f"--until: must be a finite positive step, got {until:g}")
+    if not 0 <= seed < SEED_LIMIT:
+        fail(f"--seed: must be an integer in [0, 2**32), got {seed}")
+    trace_only = {"--max-jobs": max_jobs, "--nodes": nodes, "--compress": compress}
+    if trace not in TRACES:
+        given = [name for name, v in trace_only.items() if v is not None]
+        if given:
+            fail(f"{given[0]}: applies only to the {' and '.join(TRACES)} traces, not to {trace!r}")
+        return
+    if max_jobs is not None and max_jobs < 1:
+        fail(f"--max-jobs: must be a positive integer, got {max_jobs}")
+    if nodes is not None and not 1 <= nodes <= MAX_NODES:
+        fail(f"--nodes: must be an integer from 1 to {MAX_NODES}, got {nodes}")
+    if compress is not None and (not math.isfinite(compress) or compress <= 0):
+        fail(f"--compress: must be a finite positive factor, got {compress:g}")
+
+
+def _check_solver(solver: str) -> None:
+    from ..solvers import UnknownMethodError, get_method
+
+    try:
+        method = get_method(solver)
+    except UnknownMethodError as exc:
+        fail(f"--solver: {exc}")
+    ok, why = method.available()
+    if not ok:
+        fail(f"--solver: method {solver!r} is not available here: {why}")
+
+
+def _check_mechanism(mechanism: str) -> None:
+    from ..market.market import MECHANISMS_BUILTIN
+    from ..mechanisms import MECHANISMS
+
+    names = sorted(set(MECHANISMS_BUILTIN) | set(MECHANISMS))
+    if mechanism not in names:
+        fail(f"--mechanism: unknown mechanism {mechanism!r}; valid mechanisms: {', '.join(names)}")
+
+
+def _check_fault_targets(texts: List[str], faults: list, gpus) -> None:  # type: ignore[no-untyped-def]
+    """Each fault names a GPU or node of the cluster (exit 2 naming ``--fault``)."""
+    ids = [g.id for g in gpus]
+    nodes = list(dict.fromkeys(g.node for g in gpus))
+    for text, f in zip(texts, faults):
+        names = ids if f.kind == "gpu" else nodes
+        if f.target not in names:
+            shown = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+            fail(f"--fault: {text!r} names unknown {'GPU' if f.kind == 'gpu' else 'node'} {f.target!r}; "
+                 f"{'GPUs' if f.kind == 'gpu' else 'nodes'}: {shown}")
+
+
+def _make_out_dir(out: Path) -> list[Path]:
+    """Create ``out`` (and missing parents) before any work; the folders created, deepest first."""
+    created = []
+    probe = out
+    while not probe.exists() and probe.parent != probe:
+        created.append(probe)
+        probe = probe.parent
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--out: cannot create {out}: {exc.strerror or exc}")
+    return created
+
+
+def _output_files(out: Path, policy: List[str]) -> list[Path]:
+    return [out / name for name in (*(f"gantt-{p}.png" for p in policy), "utilisation.png", "jct_cdf.png",
+                                    "credits.png", "results.json")]
+
+
+class _Progress:
+    """A transient rich progress bar on stderr (tasks done or rejected), one line per policy."""
+
+    def __init__(self, total: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.total = total
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("tasks"), TimeElapsedColumn(), console=err_console, transient=True)
+
+    def __enter__(self) -> "_Progress":
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.bar.stop()
+
+    def wrap(self, policy: Any) -> Any:
+        """``policy`` (an instance) reporting the cluster's progress after each scheduling pass."""
+        from ..sim.policies import Policy
+
+        name = policy.name
+        self.current = task_id = self.bar.add_task(f"simulating {name}", total=self.total)
+        bar, total = self.bar, self.total
+        last = [0.0]
+
+        class Watched(Policy):
+            def __init__(self) -> None:  # no Policy.__init__: ``rounds`` is the wrapped policy's
+                self.name = name
+
+            @property
+            def rounds(self):  # type: ignore[override,no-untyped-def]
+                return policy.rounds
+
+            def __getattr__(self, attr: str) -> Any:  # market, ... of the wrapped policy
+                return getattr(policy, attr)
+
+            def attach(self, cluster: Any) -> None:
+                policy.attach(cluster)
+
+            def schedule(self, cluster: Any, boundary: bool) -> None:
+                policy.schedule(cluster, boundary)
+                now = time.monotonic()
+                if now - last[0] >= 0.1:
+                    last[0] = now
+                    bar.update(task_id, completed=total - cluster.unfinished,
+                               description=f"simulating {name} (step {cluster.now:g})")
+
+        return Watched()
+
+    def done(self, policy: str) -> None:
+        self.bar.update(self.current, completed=self.total, description=f"{policy}: done")
 
 
 def simulate_command(
@@ -86,52 +278,95 @@ def simulate_command(
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
 ) -> None:
     """Simulate TRACE under each --policy and print a comparison table."""
+    _check_options(trace, policy, solver, mechanism, time_limit, lease, until, max_jobs, nodes, compress, seed)
+    created: list[Path] = []
+    if out is not None:
+        check_output_dir(out, "--out")
+        for path in _output_files(out, policy):
+            check_output_file(path, "--out")
+        created = _make_out_dir(out)
+    try:
+        _run(trace, policy, gpus, until, out, fault, mechanism, solver, time_limit, lease, max_jobs, nodes, compress,
+             seed, as_json)
+    except BaseException:
+        for d in created:  # leave no empty folder behind when the run fails
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        raise
+
+
+def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[float], out: Optional[Path],
+         fault: List[str], mechanism: str, solver: str, time_limit: float, lease: int, max_jobs: Optional[int],
+         nodes: Optional[int], compress: Optional[float], seed: int, as_json: bool) -> None:
     from ..market.spec import SpecError
-    from ..sim import FaultError, SimError, UnknownPolicyError, WorkloadError, audit_log, parse_fault, simulate
+    from ..model.io import atomic_write
+    from ..sim import FaultError, SimError, UnknownPolicyError, WorkloadError, audit_log, get_policy, parse_fault, simulate
     from ..traces import TraceError
 
     try:
         workload = load_workload(trace, max_jobs=max_jobs, nodes=nodes, compress=compress, seed=seed)
         cluster = _parse_gpus(gpus) if gpus else None
-        faults = [parse_fault(f) for f in fault]
-    except (SpecError, TraceError, WorkloadError, FaultError, ValueError, OSError) as exc:
+    except (SpecError, TraceError, WorkloadError, ValueError, OSError) as exc:
         fail(str(exc))
+    try:
+        faults = [parse_fault(f) for f in fault]
+    except (FaultError, ValueError) as exc:
+        fail(f"--fault: {exc}")
+    _check_fault_targets(fault, faults, cluster or workload.gpus)
+    progress = _Progress(len(workload.tasks)) if err_console.is_terminal and not as_json else None
     results = []
-    for p in policy:
-        opts = {"mechanism": mechanism, "solver": solver, "time_limit": time_limit} if p == "auction" else {}
-        try:
-            r = simulate(workload, policy=p, gpus=cluster, until=until, seed=seed, faults=faults, lease=lease,
-                         policy_options=opts)
-        except (UnknownPolicyError, SimError, ValueError) as exc:
-            fail(str(exc))
-        report = audit_log(r.events)
-        if not report.ok:
-            fail(f"audit failed for {p}: {report.violations[0]}", code=1)
-        results.append(r)
-    rows = comparison_rows(results)
+    with progress or contextlib.nullcontext():
+        for p in policy:
+            opts = {"mechanism": mechanism, "solver": solver, "time_limit": time_limit} if p == "auction" else {}
+            try:
+                pol = get_policy(p, **opts)
+                if progress is not None:
+                    pol = progress.wrap(pol)
+                r = simulate(workload, policy=pol, gpus=cluster, until=until, seed=seed, faults=faults, lease=lease)
+            except FaultError as exc:
+                fail(f"--fault: {exc}")
+            except (UnknownPolicyError, SimError, ValueError) as exc:
+                fail(str(exc))
+            if progress is not None:
+                progress.done(r.policy)
+            report = audit_log(r.events)
+            if not report.ok:
+                fail(f"audit failed for {p}: {report.violations[0]}", code=1)
+            results.append(r)
+    rows = comparison_rows(results, total=len(workload.tasks))
+    files: dict[Path, bytes] = {}
+    if out is not None:  # everything is drawn before the first file is written
+        from ..sim.plots import render_plots
+
+        files = {out / name: data for name, data in render_plots(results).items()}
+        doc = json_safe({"workload": workload.name, "info": dict(workload.info), "rows": rows})
+        files[out / "results.json"] = (json.dumps(doc, default=str, indent=1, allow_nan=False) + "\n").encode()
     if as_json:
-        print(json.dumps(rows, default=float))
+        print_json(json_safe(rows))
     else:
         table = Table(title=f"{workload.name}: {len(workload.tasks)} tasks, {len(cluster or workload.gpus)} GPUs "
                             f"(times in steps of {workload.step_seconds:g} s)")
-        cols = ["policy", "done", "avg_jct", "p95_jct", "avg_wait", "makespan", "mem_util", "compute_util",
-                "preemptions", "lost_work", "jain", "rho_max", "credits", "solver_s_per_round", "sim_seconds"]
+        cols = ["policy", "done", "rejected", "avg_jct", "p95_jct", "avg_wait", "makespan", "mem_util",
+                "compute_util", "preemptions", "lost_work", "jain", "rho_max", "credits", "solver_s_per_round",
+                "sim_seconds"]
         for c in cols:
             table.add_column(c, justify="left" if c == "policy" else "right", no_wrap=True, min_width=len(c))
         for row in rows:
-            table.add_row(*[row[c] if isinstance(row[c], str) else f"{row[c]:.3g}" for c in cols])
+            table.add_row(*[_cell(row[c]) for c in cols])
         from rich.console import Console
 
         Console(width=max(console.width, 240)).print(table)
     if out is not None:
-        from ..sim.plots import write_plots
-
-        out.mkdir(parents=True, exist_ok=True)
-        paths = write_plots(results, out)
-        (out / "results.json").write_text(json.dumps({"workload": workload.name, "info": dict(workload.info),
-                                                     "rows": rows}, default=str, indent=1))
+        for path, data in files.items():
+            try:
+                with atomic_write(path, "wb") as fh:
+                    fh.write(data)
+            except OSError as exc:
+                fail(f"--out: cannot write {path}: {exc.strerror or exc}")
         if not as_json:
-            console.print(f"wrote {len(paths)} plots and results.json to {out}")
+            console.print(f"wrote {len(files) - 1} plots and results.json to {out}")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,16 +1,24 @@
-"""Pictures of simulation results (matplotlib, Agg backend, PNG files)."""
+"""Pictures of simulation results (matplotlib, Agg backend, PNG files).
+
+Files are written through :func:`gensolver.model.io.atomic_write` (a temporary file renamed
+into place), so a failed write never leaves a half picture behind.
+"""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
-from typing import Sequence
+from typing import IO, Sequence, Union
 
 import numpy as np
 
+from ..model.io import atomic_write
 from .api import SimResult
 from .metrics import utilisation_series
 
-__all__ = ["plot_gantt", "plot_utilisation", "plot_jct_cdf", "plot_credits", "write_plots"]
+__all__ = ["plot_gantt", "plot_utilisation", "plot_jct_cdf", "plot_credits", "render_plots", "write_plots"]
+
+Target = Union[str, Path, IO[bytes]]
 
 
 def _plt():
@@ -22,7 +30,22 @@ def _plt():
     return plt
 
 
-def plot_gantt(result: SimResult, path: str | Path, *, max_gpus: int = 32) -> Path:
+def _save(fig, target: Target):  # type: ignore[no-untyped-def]
+    """Save ``fig`` (format from the file suffix, default PNG) and close it; paths are written atomically."""
+    plt = _plt()
+    try:
+        if isinstance(target, (str, Path)):
+            path = Path(target)
+            with atomic_write(path, "wb") as fh:
+                fig.savefig(fh, format=path.suffix.lstrip(".").lower() or "png", dpi=90)
+            return path
+        fig.savefig(target, format="png", dpi=90)
+        return target
+    finally:
+        plt.close(fig)
+
+
+def plot_gantt(result: SimResult, path: Target, *, max_gpus: int = 32) -> Target:
     """GPU memory Gantt chart: one row per device, a bar per task (height = its memory share)."""
     plt = _plt()
     gpus = [g.id for g in result.gpus][:max_gpus]
@@ -58,12 +81,10 @@ def plot_gantt(result: SimResult, path: str | Path, *, max_gpus: int = 32) -> Pa
     ax.set_xlabel("time (steps)")
     ax.set_title(f"GPU memory over time — {result.policy} ({result.workload})")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, path)
 
 
-def plot_utilisation(results: Sequence[SimResult], path: str | Path) -> Path:
+def plot_utilisation(results: Sequence[SimResult], path: Target) -> Target:
     """Memory and compute utilisation over time, one line per policy."""
     plt = _plt()
     fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
@@ -76,12 +97,10 @@ def plot_utilisation(results: Sequence[SimResult], path: str | Path) -> Path:
     axes[1].set_xlabel("time (steps)")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, path)
 
 
-def plot_jct_cdf(results: Sequence[SimResult], path: str | Path) -> Path:
+def plot_jct_cdf(results: Sequence[SimResult], path: Target) -> Target:
     """Empirical CDF of job completion times per policy."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -89,17 +108,18 @@ def plot_jct_cdf(results: Sequence[SimResult], path: str | Path) -> Path:
         x = np.sort(np.array(list(r.jct().values()), dtype=float))
         if x.size:
             ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=r.policy)
-    ax.set_xscale("log")
     ax.set_xlabel("JCT (steps)")
     ax.set_ylabel("fraction of jobs")
-    ax.legend(fontsize=7)
+    if ax.lines:
+        ax.set_xscale("log")
+        ax.legend(fontsize=7)
+    else:  # no job finished: an empty chart that says so (legend() would warn: nothing to label)
+        ax.text(0.5, 0.5, "no finished jobs", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, path)
 
 
-def plot_credits(results: Sequence[SimResult], path: str | Path) -> Path:
+def plot_credits(results: Sequence[SimResult], path: Target) -> Target:
     """Credit balance per tenant over time (auction runs)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -119,17 +139,37 @@ def plot_credits(results: Sequence[SimResult], path: str | Path) -> Path:
     if ax.lines:
         ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, path)
+
+
+def render_plots(results: Sequence[SimResult]) -> dict[str, bytes]:
+    """All pictures as PNG bytes, by file name (see :func:`write_plots`); nothing is written."""
+    figures: dict[str, bytes] = {}
+
+    def png(name: str, draw) -> None:  # type: ignore[no-untyped-def]
+        buf = io.BytesIO()
+        draw(buf)
+        figures[name] = buf.getvalue()
+
+    for r in results:
+        png(f"gantt-{r.policy}.png", lambda b, r=r: plot_gantt(r, b))
+    png("utilisation.png", lambda b: plot_utilisation(results, b))
+    png("jct_cdf.png", lambda b: plot_jct_cdf(results, b))
+    png("credits.png", lambda b: plot_credits(results, b))
+    return figures
 
 
 def write_plots(results: Sequence[SimResult], out: str | Path) -> list[Path]:
-    """All pictures into ``out``: ``gantt-<policy>.png``, ``utilisation.png``, ``jct_cdf.png``, ``credits.png``."""
+    """All pictures into ``out``: ``gantt-<policy>.png``, ``utilisation.png``, ``jct_cdf.png``, ``credits.png``.
+
+    Every picture is drawn before the first file is written; each file is written atomically.
+    """
     d = Path(out)
+    figures = render_plots(results)
     d.mkdir(parents=True, exist_ok=True)
-    paths = [plot_gantt(r, d / f"gantt-{r.policy}.png") for r in results]
-    paths.append(plot_utilisation(results, d / "utilisation.png"))
-    paths.append(plot_jct_cdf(results, d / "jct_cdf.png"))
-    paths.append(plot_credits(results, d / "credits.png"))
+    paths = []
+    for name, data in figures.items():
+        with atomic_write(d / name, "wb") as fh:
+            fh.write(data)
+        paths.append(d / name)
     return paths

@@ -70,20 +70,43 @@ def synthetic_workload(n: int = 50, *, seed: int = 0, rate: float | None = 0.5,
                        memory_choices: Sequence[float] = (4, 8, 12, 16, 24, 32), min_fraction: float = 0.5,
                        duration_min: int = 2, duration_max: int = 40, preemptible_share: float = 0.7,
                        tenants: int = 4, gang_share: float = 0.0, name: str = "") -> Workload:
-    """A reproducible random workload (see the module docstring for the model)."""
-    if n < 1:
-        raise WorkloadError(f"n must be a positive integer, got {n!r}")
-    if not 0 < min_fraction <= 1:
-        raise WorkloadError(f"min_fraction must be in (0, 1], got {min_fraction!r}")
-    if duration_min < 1 or duration_max < duration_min:
+    """A reproducible random workload (see the module docstring for the model).
+
+    Raises
+    ------
+    WorkloadError
+        Naming the bad parameter (``n``, ``seed``, ``rate``, ``gpus``, ``per_node``, ...).
+    """
+    for key, v in (("n", n), ("per_node", per_node), ("tenants", tenants), ("duration_min", duration_min),
+                   ("duration_max", duration_max)):
+        if not _is_int(v) or v < 1:
+            raise WorkloadError(f"{key} must be a positive integer, got {v!r}")
+    if not _is_int(seed) or not 0 <= seed < 2**32:
+        raise WorkloadError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+    if duration_max < duration_min:
         raise WorkloadError(f"need 1 <= duration_min <= duration_max, got {duration_min}, {duration_max}")
+    if not _is_real(min_fraction) or not 0 < min_fraction <= 1:
+        raise WorkloadError(f"min_fraction must be in (0, 1], got {min_fraction!r}")
+    for key, v in (("preemptible_share", preemptible_share), ("gang_share", gang_share)):
+        if not _is_real(v) or not 0 <= v <= 1:
+            raise WorkloadError(f"{key} must be a probability in [0, 1], got {v!r}")
+    gpus = tuple(gpus)
+    if not gpus or not all(_is_real(m) and math.isfinite(m) and m > 0 for m in gpus):
+        raise WorkloadError(f"gpus must be finite positive GPU memories in GiB, got {_plus(gpus)!r}")
+    memory_choices = tuple(memory_choices)
+    if not memory_choices or not all(_is_real(m) and math.isfinite(m) and m > 0 for m in memory_choices):
+        raise WorkloadError(f"memory_choices must be finite positive GiB values, got {_plus(memory_choices)!r}")
+    if rate is not None and (not _is_real(rate) or not math.isfinite(rate) or not rate > 0):
+        raise WorkloadError(f"rate must be a finite positive number of tasks per step (or batch), got {rate!r}")
     rng = np.random.default_rng(seed)
     if rate is None:
         arrivals = np.zeros(n, dtype=int)
     else:
-        if not rate > 0:
-            raise WorkloadError(f"rate must be positive (tasks per step), got {rate!r}")
-        arrivals = np.floor(np.cumsum(rng.exponential(1.0 / rate, size=n)) - 0).astype(int)
+        times = np.cumsum(rng.exponential(1.0 / rate, size=n))
+        if not times[-1] - times[0] < _MAX_SPAN:
+            raise WorkloadError(f"rate={rate!r} is too small: arrivals would span {times[-1] - times[0]:.3g} steps "
+                                f"(at most {_MAX_SPAN:.0e})")
+        arrivals = np.floor(times).astype(int)
         arrivals -= arrivals[0]
     max_mem = max(gpus)
     tasks = []
@@ -103,12 +126,30 @@ def synthetic_workload(n: int = 50, *, seed: int = 0, rate: float | None = 0.5,
                     60.0, {"source": "synthetic", "seed": seed, "n": n, "rate": rate})
 
 
+_MAX_SPAN = 1e9  # steps between the first and last synthetic arrival
+
+
+def _plus(values: Sequence[Any]) -> str:
+    """``80+40+24`` (the spec's own spelling; no brackets, which rich would read as markup)."""
+    return "+".join(f"{v:g}" if _is_real(v) or isinstance(v, float) else str(v) for v in values)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and not math.isnan(v)
+
+
 _KEYS = {"n": int, "seed": int, "rate": float, "per_node": int, "min_fraction": float, "duration_min": int,
          "duration_max": int, "preemptible_share": float, "tenants": int, "gang_share": float}
 
 
-def parse_synthetic(spec: str) -> Workload:
+def parse_synthetic(spec: str, *, seed: int | None = None) -> Workload:
     """``synthetic:n=50,seed=1,rate=0.5,gpus=80+40+24`` (``rate=batch``: all at step 0).
+
+    ``seed`` is the default for a spec without a ``seed`` key.
 
     Raises
     ------
@@ -117,23 +158,33 @@ def parse_synthetic(spec: str) -> Workload:
     """
     if not spec.startswith("synthetic"):
         raise WorkloadError(f"not a synthetic spec: {spec!r}")
-    rest = spec[len("synthetic"):].lstrip(":")
+    rest = spec[len("synthetic"):]
+    if rest and not rest.startswith(":"):
+        raise WorkloadError(f"synthetic spec: expected synthetic:key=value,..., got {spec!r}")
+    rest = rest[1:]
+    valid = ", ".join(["gpus", *_KEYS])
     kw: dict[str, Any] = {}
-    for part in filter(None, rest.split(",")):
+    for part in filter(None, (s.strip() for s in rest.split(","))):
         if "=" not in part:
-            raise WorkloadError(f"synthetic spec: expected key=value, got {part!r}")
+            raise WorkloadError(f"synthetic spec: expected key=value, got {part!r}; valid keys: {valid}")
         k, v = (s.strip() for s in part.split("=", 1))
+        if k != "gpus" and k not in _KEYS:
+            raise WorkloadError(f"synthetic spec: unknown key {k!r}; valid keys: {valid}")
+        if k in kw:
+            raise WorkloadError(f"synthetic spec: key {k!r} given twice")
         try:
             if k == "gpus":
                 kw["gpus"] = tuple(float(x) for x in v.split("+"))
             elif k == "rate" and v == "batch":
                 kw["rate"] = None
-            elif k in _KEYS:
-                kw[k] = _KEYS[k](v)
             else:
-                raise WorkloadError(f"synthetic spec: unknown key {k!r}; valid keys: gpus, {', '.join(_KEYS)}")
-        except ValueError as exc:
-            if isinstance(exc, WorkloadError):
-                raise
-            raise WorkloadError(f"synthetic spec: bad value for {k!r}: {v!r}") from None
-    return synthetic_workload(**kw)
+                kw[k] = _KEYS[k](v)
+        except ValueError:
+            kind = "an integer" if _KEYS.get(k) is int else "GiB values like 80+40+24" if k == "gpus" else "a number"
+            raise WorkloadError(f"synthetic spec: bad value for {k!r}: {v!r} (expected {kind})") from None
+    if seed is not None:
+        kw.setdefault("seed", seed)
+    try:
+        return synthetic_workload(**kw)
+    except WorkloadError as exc:
+        raise WorkloadError(f"synthetic spec: {exc}") from None
