@@ -18,7 +18,7 @@ __all__ = ["register"]
 def solve_command(
     file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text."),
     method: str = typer.Option("auto", "--method", "-m", help="Solver method (see `gensolver methods`)."),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver (default: none, run until proven optimal; with --mechanism, for each solve)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Solver threads."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     mechanism: Optional[str] = typer.Option(None, "--mechanism", help="Also compute payments with this mechanism (e.g. vcg)."),
@@ -32,6 +32,8 @@ def solve_command(
     """Solve the winner determination problem of FILE and print the allocation."""
     if deterministic and (method != "auto" or mechanism is not None):
         fail("--deterministic: only for --method auto without --mechanism")
+    if mechanism is not None and seed != 0:
+        fail("--seed: not used with --mechanism (the mechanisms' solves are not seeded)")
     try:
         instance = read_instance(file)
     except InstanceError as exc:
@@ -43,7 +45,15 @@ def solve_command(
                 from ..mechanisms import run_mechanism
             except ImportError:  # pragma: no cover - mechanisms ship with the package
                 fail("mechanisms are not available in this build")
-            outcome = run_mechanism(instance, mechanism=mechanism, solver=method, time_limit=time_limit)
+            if threads is not None and (isinstance(threads, bool) or threads < 1):
+                fail(f"--threads: must be a positive integer, got {threads}")
+            try:
+                outcome = run_mechanism(instance, mechanism=mechanism, solver=method, time_limit=time_limit,
+                                        options=None if threads is None else {"threads": threads})
+            except ValueError as exc:
+                if threads is not None and "does not take option" in str(exc):
+                    fail(f"--threads: mechanism {mechanism!r} does not take a thread count")
+                raise
             result = outcome.allocation
         else:
             result = solve(instance, method=method, time_limit=time_limit, threads=threads, seed=seed,

@@ -211,3 +211,19 @@ def test_main_deterministic_auto_repeats_and_rejects_other_methods(tmp_path: Pat
     assert check_allocation(read_instance(path), docs[0]["winners"], welfare=docs[0]["welfare"]).feasible
     assert main(["solve", str(path), "-m", "greedy", "--deterministic"]) == 2
     assert "--deterministic" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--mechanism", "vcg", "--threads", "0"], "--threads: must be a positive integer"),
+    (["--mechanism", "vcg", "--seed", "3"], "--seed: not used with --mechanism"),
+    (["--mechanism", "greedy-critical", "--threads", "2"], "does not take a thread count"),
+])
+def test_mechanism_options_are_not_silently_ignored(instance_file: Path, args, message, capsys) -> None:
+    assert main(["solve", str(instance_file), *args]) == 2
+    assert message in " ".join(capsys.readouterr().err.split())
+
+
+def test_mechanism_threads_reach_vcg(instance_file: Path, capsys) -> None:
+    assert main(["solve", str(instance_file), "--mechanism", "vcg", "--threads", "1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mechanism"] == "vcg" and set(doc["payments"]) == {"A", "B", "C"}
