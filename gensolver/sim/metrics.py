@@ -173,7 +173,7 @@ def compute_metrics(events: Sequence[Event], records: Mapping[str, TaskRecord], 
         compute_utilisation=_time_average(times, comp, t0, t1),
         preemptions=sum(1 for e in events if e.kind == "stop" and e.note == "preempt"),
         lost_work=float(sum(e.lost for e in events if e.kind == "stop")),
-        jain=jain_index(1.0 / rho) if rho.size else 1.0,
+        jain=jain_index(1.0 / rho) if rho.size else nan,  # no finished task: undefined, like rho
         rho_max=float(rho.max()) if rho.size else nan,
         rho_mean=float(rho.mean()) if rho.size else nan,
         rho_p95=float(np.percentile(rho, 95)) if rho.size else nan,

@@ -138,6 +138,7 @@ def test_rejected_tasks_are_reported(too_big: Path, capsys) -> None:
     rows = _strict_json(capsys.readouterr().out)
     assert rows[0]["done"] == "0/1" and rows[0]["rejected"] == 1
     assert rows[0]["avg_jct"] is None
+    assert rows[0]["jain"] is None  # fairness among no finished task is undefined, not 1.0
     assert main(["simulate", str(too_big), "-p", "elastic"]) == 0
     out = capsys.readouterr().out
     assert "rejected" in out and "0/1" in out and "nan" not in out
