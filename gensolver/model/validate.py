@@ -8,8 +8,9 @@ any solver runs. Each error is an :class:`InstanceError` whose ``pointer`` is a 
 
 from __future__ import annotations
 
+import difflib
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .instance import SCHEMA, Bid, Bidder, Instance, Slot
 
@@ -74,8 +75,26 @@ def _list(value: Any, where: str, *, allow_empty: bool = False) -> Sequence[Any]
     return value
 
 
+_TOP_KEYS = ("schema", "name", "metadata", "slots", "bids", "bidders")
+_SLOT_KEYS = ("id", "capacity", "gpu", "start", "end")
+_BID_KEYS = frozenset(("id", "bidder", "value", "demand"))
+_BIDDER_KEYS = ("id", "budget")
+
+
+def _no_typos(raw: Mapping[str, Any], known: Sequence[str] | frozenset[str], where: str) -> None:
+    """Refuse a key that is not in ``known`` but close to one (``budjet``): it would otherwise
+    be ignored and the default used. Keys unlike any known one (a producer's own annotations)
+    are left alone, as the format does not forbid them."""
+    for key in raw:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.75)
+            if close:
+                raise InstanceError(f"{where}/{_esc(str(key))}", f"unknown field (did you mean {close[0]!r}?)")
+
+
 def _slot(raw: Any, where: str) -> Slot:
     raw = _obj(raw, where)
+    _no_typos(raw, _SLOT_KEYS, where)
     sid = _ident(raw.get("id"), f"{where}/id")
     cap_raw = _obj(raw.get("capacity"), f"{where}/capacity")
     if not cap_raw:
@@ -107,6 +126,8 @@ def _bid(raw: Any, where: str, caps: Mapping[str, Mapping[str, float]]) -> Bid:
     # of every bid, so reading large instances stays fast.
     if type(raw) is not dict:
         raw = _obj(raw, where)
+    if len(raw) != 4 or raw.keys() != _BID_KEYS:  # the usual four keys skip the typo check
+        _no_typos(raw, _BID_KEYS, where)
     bid_id = raw.get("id")
     if type(bid_id) is not str or not bid_id:
         _ident(bid_id, f"{where}/id")
@@ -156,6 +177,8 @@ def from_dict(doc: Any, *, require_schema: bool = True) -> Instance:
         With a JSON pointer to the first offending place.
     """
     doc = _obj(doc, "")
+    if isinstance(doc, Mapping):
+        _no_typos(doc, _TOP_KEYS, "")
     schema = doc.get("schema")
     if require_schema or schema is not None:
         if schema != SCHEMA:
@@ -185,6 +208,7 @@ def from_dict(doc: Any, *, require_schema: bool = True) -> Instance:
         names: set[str] = set()
         for i, raw in enumerate(_list(raw_bidders, "/bidders", allow_empty=True)):
             raw = _obj(raw, f"/bidders/{i}")
+            _no_typos(raw, _BIDDER_KEYS, f"/bidders/{i}")
             bid_id = _ident(raw.get("id"), f"/bidders/{i}/id")
             if bid_id in names:
                 raise InstanceError(f"/bidders/{i}/id", f"duplicate bidder id {bid_id!r}")
@@ -209,13 +233,20 @@ def validate(instance: Instance) -> Instance:
 def coerce_instance(bids: Any, slots: Any = None, bidders: Any = None, *, name: str = "") -> Instance:
     """Turn the arguments of :func:`gensolver.solve` into a validated :class:`Instance`.
 
-    ``bids`` may be an :class:`Instance` (then ``slots`` must be ``None``), or a sequence of
-    :class:`Bid` objects or plain dicts; ``slots`` likewise with :class:`Slot` objects or dicts.
+    ``bids`` may be an :class:`Instance` or a whole ``gensolver.instance/v1`` document (a dict
+    with ``slots`` and ``bids``; then ``slots`` and ``bidders`` must be ``None``), or a sequence
+    of :class:`Bid` objects or plain dicts; ``slots`` likewise with :class:`Slot` objects or dicts.
     """
-    if isinstance(bids, Instance):
-        if slots is not None:
-            raise InstanceError("/slots", "pass either an Instance or (bids, slots), not both")
-        return validate(bids)
+    whole = isinstance(bids, Instance) or (isinstance(bids, Mapping) and "bids" in bids and "slots" in bids)
+    if whole:
+        if slots is not None or bidders is not None:
+            extra = "/slots" if slots is not None else "/bidders"
+            raise InstanceError(extra, "pass either an Instance (or instance document) or (bids, slots[, bidders]), "
+                                       "not both")
+        return validate(bids) if isinstance(bids, Instance) else _mark(from_dict(bids))
+    if bids is None or isinstance(bids, (str, bytes, Mapping)) or not isinstance(bids, Iterable):
+        raise InstanceError("/bids", f"expected an Instance, an instance document or a sequence of bids, "
+                                     f"got {type(bids).__name__}")
     if slots is None:
         raise InstanceError("/slots", "slots are required when bids are not an Instance")
     doc = {

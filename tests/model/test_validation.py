@@ -266,3 +266,48 @@ def test_capacity_matrix_matches_the_demands() -> None:
     xor = inst.xor_matrix.toarray()
     for i, name in enumerate(inst.bidder_ids):
         assert [bid.bidder == name for bid in inst.bids] == list(xor[i] == 1)
+
+
+@pytest.mark.parametrize("path, key, pointer, hint", [
+    ((), "bidder", "/bidder", "bidders"),
+    (("slots", 0), "capacty", "/slots/0/capacty", "capacity"),
+    (("bids", 0), "vaule", "/bids/0/vaule", "value"),
+])
+def test_a_misspelt_field_is_refused_not_ignored(path, key, pointer, hint) -> None:
+    d = doc()
+    target = d
+    for p in path:
+        target = target[p]
+    target[key] = 1
+    with pytest.raises(InstanceError, match=f"did you mean '{hint}'") as info:
+        from_dict(d)
+    assert info.value.pointer == pointer
+
+
+def test_a_misspelt_budget_is_refused() -> None:
+    d = doc()
+    d["bidders"] = [{"id": d["bids"][0]["bidder"], "budjet": 5.0}]
+    with pytest.raises(InstanceError, match="did you mean 'budget'") as info:
+        from_dict(d)
+    assert info.value.pointer == "/bidders/0/budjet"
+
+
+def test_fields_unlike_any_known_one_are_left_alone() -> None:
+    """A producer's own annotations do not make an instance unreadable."""
+    d = doc()
+    d["producer"] = {"tool": "x"}
+    d["bids"][0]["note"] = "from trace"
+    d["slots"][0]["rack"] = "r1"
+    assert from_dict(d).to_dict() == from_dict(doc()).to_dict()
+
+
+def test_solve_takes_an_instance_document_and_names_a_wrong_first_argument() -> None:
+    from gensolver import solve
+
+    assert solve(doc(), method="greedy").welfare == solve(from_dict(doc()), method="greedy").welfare
+    for bad in (None, 42, "round.json"):
+        with pytest.raises(InstanceError, match="expected an Instance, an instance document or a sequence of bids"):
+            solve(bad)
+    with pytest.raises(InstanceError, match="not both") as info:
+        solve(from_dict(doc()), bidders=[{"id": "x"}])
+    assert info.value.pointer == "/bidders"
