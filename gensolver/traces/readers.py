@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import math
+import numbers
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -56,6 +57,59 @@ POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_s
                "pod_phase", "creation_time", "deletion_time", "scheduled_time")
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
+#: Sanity bounds on GPU counts read from a trace (far above any real cluster; a larger value is
+#: a corrupt row, not a workload): GPUs per node, GPUs per job/pod.
+MAX_NODE_GPUS = 1024
+MAX_JOB_GPUS = 65536
+
+
+# ------------------------------------------------------------------------------ argument checks
+def _check_path(arg: str, path: object) -> Path:
+    if isinstance(path, (bytes, bytearray)) or not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"{arg} must be a path (str or os.PathLike), got {type(path).__name__} {path!r}")
+    return Path(path)
+
+
+def _check_seed(seed: object) -> int:
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _check_bool(arg: str, value: object) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{arg} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _check_names(arg: str, value: object) -> list[str] | None:
+    """``None`` or a sequence of str; a bare string is rejected (it would be read as characters)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"{arg} must be a sequence of str (e.g. [{value!r}]), not a bare string")
+    try:
+        items = list(value)  # type: ignore[call-overload]
+    except TypeError:
+        raise ValueError(f"{arg} must be a sequence of str or None, got {value!r}") from None
+    bad = [v for v in items if not isinstance(v, str)]
+    if bad:
+        raise ValueError(f"{arg} must hold only str, got {bad[0]!r}")
+    return items
+
+
+def _check_nodes(nodes: object) -> int | list[str] | None:
+    if nodes is None:
+        return None
+    if isinstance(nodes, numbers.Integral) and not isinstance(nodes, (bool, np.bool_)):
+        if nodes < 0:
+            raise ValueError(f"nodes must be non-negative, got {nodes}")
+        return int(nodes)
+    if isinstance(nodes, (str, bytes)):
+        raise ValueError("nodes must be an int or a sequence of node ids, not a string")
+    if isinstance(nodes, (bool, np.bool_, numbers.Number)):
+        raise ValueError(f"nodes must be a non-negative integer or a sequence of node ids, got {nodes!r}")
+    return _check_names("nodes", nodes)
 
 
 def _rows(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
@@ -68,7 +122,7 @@ def _rows(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, s
     except IsADirectoryError:
         raise TraceError(name, None, "is a directory") from None
     with fh:
-        reader = csv.reader(fh)
+        reader = csv.reader(fh, strict=True)  # strict: an unterminated quote is an error, not data
         try:
             header = next(reader)
         except StopIteration:
@@ -76,6 +130,9 @@ def _rows(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, s
         except (csv.Error, UnicodeDecodeError) as exc:
             raise TraceError(name, 1, f"unreadable header: {exc}") from None
         header = [h.strip() for h in header]
+        repeated = [c for c in columns if header.count(c) > 1]
+        if repeated:
+            raise TraceError(name, 1, f"header repeats column {repeated[0]!r}")
         missing = [c for c in columns if c not in header]
         if missing:
             raise TraceError(name, 1, f"header lacks column(s) {', '.join(missing)}; expected {','.join(columns)}")
@@ -96,7 +153,8 @@ def _rows(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, s
 
 
 def _num(path: Path, line: int, row: dict[str, str], col: str, *, integer: bool = False,
-         optional: bool = False, minimum: float = 0.0) -> float | None:
+         optional: bool = False, minimum: float = 0.0,
+         maximum: float | None = None) -> float | None:
     text = row[col]
     if text == "":
         if optional:
@@ -112,14 +170,22 @@ def _num(path: Path, line: int, row: dict[str, str], col: str, *, integer: bool 
         raise TraceError(str(path), line, f"column {col!r}: not an integer: {text!r}")
     if val < minimum:
         raise TraceError(str(path), line, f"column {col!r}: must be >= {minimum:g}, got {text!r}")
+    if maximum is not None and val > maximum:
+        raise TraceError(str(path), line, f"column {col!r}: must be <= {maximum:g}, got {text!r}")
     return val
 
 
 def _check_scaling(window: tuple[float, float] | None, max_jobs: int | None) -> None:
     if window is not None:
-        if len(window) != 2 or not all(isinstance(w, (int, float)) and math.isfinite(w) for w in window) or window[0] > window[1]:
+        ok = (not isinstance(window, (str, bytes)) and hasattr(window, "__len__") and hasattr(window, "__getitem__")
+              and len(window) == 2
+              and all(isinstance(w, numbers.Real) and not isinstance(w, (bool, np.bool_)) and math.isfinite(w)
+                      for w in window)
+              and window[0] <= window[1])
+        if not ok:
             raise ValueError(f"window must be (start_s, end_s) with start_s <= end_s, got {window!r}")
-    if max_jobs is not None and (isinstance(max_jobs, bool) or not isinstance(max_jobs, int) or max_jobs < 0):
+    if max_jobs is not None and (isinstance(max_jobs, (bool, np.bool_)) or not isinstance(max_jobs, numbers.Integral)
+                                 or max_jobs < 0):
         raise ValueError(f"max_jobs must be a non-negative integer or None, got {max_jobs!r}")
 
 
@@ -149,7 +215,7 @@ def read_alibaba_nodes(
         Keep only the first ``nodes`` nodes (file order, after ``models``) or the nodes with
         these ids (in file order; an unknown id is an error).
     models : sequence of str, optional
-        Keep only nodes of these GPU models.
+        Keep only nodes of these GPU models (a sequence: a bare string is rejected).
 
     Returns
     -------
@@ -167,7 +233,9 @@ def read_alibaba_nodes(
     .. [1] Q. Weng et al. "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with
        Fragmentation Gradient Descent", USENIX ATC 2023.
     """
-    p = Path(path)
+    p = _check_path("path", path)
+    nodes = _check_nodes(nodes)
+    models = _check_names("models", models)
     out: list[TraceNode] = []
     seen: set[str] = set()
     for line, row in _rows(p, NODE_COLUMNS):
@@ -180,7 +248,7 @@ def read_alibaba_nodes(
         model = row["model"]
         if model not in GPU_MODEL_MEMORY_GIB:
             raise TraceError(str(p), line, f"unknown GPU model {model!r}; known: {', '.join(GPU_MODEL_MEMORY_GIB)}")
-        gpus = int(_num(p, line, row, "gpu", integer=True))  # type: ignore[arg-type]
+        gpus = int(_num(p, line, row, "gpu", integer=True, maximum=MAX_NODE_GPUS))  # type: ignore[arg-type]
         cpu = int(_num(p, line, row, "cpu_milli", integer=True))  # type: ignore[arg-type]
         mem = int(_num(p, line, row, "memory_mib", integer=True))  # type: ignore[arg-type]
         out.append(TraceNode(sn, gpus, model, GPU_MODEL_MEMORY_GIB[model], cpu, mem, line))
@@ -191,12 +259,8 @@ def read_alibaba_nodes(
         out = [n for n in out if n.gpu_model in set(models)]
     if nodes is None:
         return tuple(out)
-    if isinstance(nodes, int) and not isinstance(nodes, bool):
-        if nodes < 0:
-            raise ValueError(f"nodes must be non-negative, got {nodes}")
+    if isinstance(nodes, int):
         return tuple(out[:nodes])
-    if isinstance(nodes, str):
-        raise ValueError("nodes must be an int or a sequence of node ids, not a string")
     by_id = {n.id: n for n in out}
     missing = [n for n in nodes if n not in by_id]
     if missing:
@@ -222,7 +286,8 @@ def read_alibaba_pods(
         The CSV file (``name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,
         creation_time,deletion_time,scheduled_time``).
     seed : int, keyword-only
-        Seed of the memory model (GPU model assignment and elasticity draws).
+        Seed of the memory model (GPU model assignment and elasticity draws); a non-negative
+        integer (``None`` is rejected: the result must be reproducible).
     model_gpus : mapping, optional
         Weights of the GPU models a pod may be assigned (default: the cluster's GPU counts,
         :data:`~gensolver.traces.records.ALIBABA_MODEL_GPUS`). A pod whose ``gpu_spec`` names
@@ -232,7 +297,7 @@ def read_alibaba_pods(
     max_jobs : int, optional
         Keep at most this many pods (earliest arrivals first, after ``window``).
     gpu_only : bool
-        Drop pods with ``num_gpu == 0`` (default).
+        Drop pods with ``num_gpu == 0`` (default). Must be a bool.
 
     Returns
     -------
@@ -248,17 +313,24 @@ def read_alibaba_pods(
         deletion before creation), naming the file and line.
     """
     _check_scaling(window, max_jobs)
+    seed = _check_seed(seed)
+    gpu_only = _check_bool("gpu_only", gpu_only)
+    if model_gpus is not None and not isinstance(model_gpus, Mapping):
+        raise ValueError(f"model_gpus must be a mapping of GPU model to weight, got {model_gpus!r}")
     weights = dict(ALIBABA_MODEL_GPUS if model_gpus is None else model_gpus)
     unknown = sorted(set(weights) - set(GPU_MODEL_MEMORY_GIB))
+    if any(isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real) or not math.isfinite(w)
+           for w in weights.values()):
+        raise ValueError(f"model_gpus weights must be finite numbers, got {weights!r}")
     if unknown or not weights or sum(weights.values()) <= 0 or min(weights.values()) < 0:
         raise ValueError(f"model_gpus must map known models ({', '.join(GPU_MODEL_MEMORY_GIB)}) to non-negative weights, got {weights!r}")
-    p = Path(path)
+    p = _check_path("path", path)
     parsed = []
     for line, row in _rows(p, POD_COLUMNS):
         name = row["name"]
         if not name:
             raise TraceError(str(p), line, "column 'name' is empty")
-        num_gpu = int(_num(p, line, row, "num_gpu", integer=True))  # type: ignore[arg-type]
+        num_gpu = int(_num(p, line, row, "num_gpu", integer=True, maximum=MAX_JOB_GPUS))  # type: ignore[arg-type]
         milli = _num(p, line, row, "gpu_milli", integer=True)
         assert milli is not None
         if milli > 1000:
@@ -278,7 +350,9 @@ def read_alibaba_pods(
         bad = [s for s in spec if s not in GPU_MODEL_MEMORY_GIB]
         if bad:
             raise TraceError(str(p), line, f"unknown GPU model {bad[0]!r} in gpu_spec")
-        parsed.append((line, name, row, num_gpu, milli / 1000.0, created, deleted - start, spec))
+        cpu = int(_num(p, line, row, "cpu_milli", optional=True) or 0)
+        mem = int(_num(p, line, row, "memory_mib", optional=True) or 0)
+        parsed.append((line, name, row, num_gpu, milli / 1000.0, created, deleted - start, spec, cpu, mem))
     # one draw per row in file order, whatever the filters keep
     rng = np.random.default_rng(seed)
     n = len(parsed)
@@ -287,7 +361,7 @@ def read_alibaba_pods(
     assigned = rng.choice(len(names), size=n, p=prob / prob.sum()) if n else np.zeros(0, dtype=int)
     frac_draw = rng.uniform(0.0, 1.0, size=n)
     jobs: list[TraceJob] = []
-    for k, (line, name, row, num_gpu, frac, created, duration, spec) in enumerate(parsed):
+    for k, (line, name, row, num_gpu, frac, created, duration, spec, cpu, mem) in enumerate(parsed):
         if gpu_only and num_gpu == 0:
             continue
         model = min(spec, key=lambda s: GPU_MODEL_MEMORY_GIB[s]) if spec else names[int(assigned[k])]
@@ -298,7 +372,7 @@ def read_alibaba_pods(
             mn = float(min_memory(np.array([pref]), _FixedUniform(frac_draw[k]))[0])
         jobs.append(TraceJob(name, float(created), float(duration), num_gpu, frac if num_gpu else 0.0,
                              pref, mn, "alibaba", model if num_gpu else "", row["qos"], row["pod_phase"],
-                             int(float(row["cpu_milli"] or 0)), int(float(row["memory_mib"] or 0)), line))
+                             cpu, mem, line))
     return _select(jobs, window, max_jobs)
 
 
@@ -358,7 +432,12 @@ def read_alibaba(
     .. [1] Q. Weng et al. "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with
        Fragmentation Gradient Descent", USENIX ATC 2023.
     """
-    d = Path(directory)
+    d = _check_path("directory", directory)
+    if d.exists() and not d.is_dir():
+        raise TraceError(str(d), None, "not a directory (expected the Alibaba trace folder)")
+    _check_scaling(window, max_jobs)
+    _check_seed(seed)
+    _check_bool("gpu_only", gpu_only)
     node_list = read_alibaba_nodes(d / ALIBABA_NODE_FILE, nodes=nodes, models=models)
     weights: dict[str, float] = {}
     for n in node_list:
@@ -387,7 +466,7 @@ def read_philly(
     path : path-like
     seed : int, keyword-only
         Seed of the memory model (:mod:`gensolver.traces.records`: log-normal preferred memory
-        by gang size, elasticity draw for the minimum).
+        by gang size, elasticity draw for the minimum); a non-negative integer.
     window : (float, float), optional
         Keep jobs with ``window[0] <= arrival_s < window[1]``; ``arrival_s`` counts seconds
         from the earliest ``timestamp`` in the file (all rows, before any filter;
@@ -395,7 +474,7 @@ def read_philly(
     max_jobs : int, optional
         Keep at most this many jobs (earliest first, after the other filters).
     clusters : sequence of str, optional
-        Keep only jobs of these virtual clusters.
+        Keep only jobs of these virtual clusters (a sequence: a bare string is rejected).
 
     Returns
     -------
@@ -405,8 +484,11 @@ def read_philly(
     Raises
     ------
     TraceError
-        A malformed row (bad timestamp, non-numeric or negative duration, ``num_gpus < 1``),
-        naming the file and line.
+        A malformed row (bad timestamp, non-numeric or negative duration, ``num_gpus`` outside
+        ``1..MAX_JOB_GPUS``), a repeated header column or an unterminated quote, naming the file
+        and line.
+    ValueError
+        Bad options (naming the argument; a bare string for ``clusters`` is rejected).
 
     References
     ----------
@@ -414,7 +496,9 @@ def read_philly(
        Workloads", USENIX ATC 2019.
     """
     _check_scaling(window, max_jobs)
-    p = Path(path)
+    seed = _check_seed(seed)
+    clusters = _check_names("clusters", clusters)
+    p = _check_path("path", path)
     parsed = []
     for line, row in _rows(p, PHILLY_COLUMNS):
         try:
@@ -422,7 +506,7 @@ def read_philly(
         except ValueError:
             raise TraceError(str(p), line, f"column 'timestamp': expected 'YYYY-MM-DD HH:MM:SS', got {row['timestamp']!r}") from None
         duration = _num(p, line, row, "duration")
-        gpus = _num(p, line, row, "num_gpus", integer=True, minimum=1)
+        gpus = _num(p, line, row, "num_gpus", integer=True, minimum=1, maximum=MAX_JOB_GPUS)
         parsed.append((line, ts, float(duration), int(gpus), row["cluster"]))  # type: ignore[arg-type]
     rng = np.random.default_rng(seed)
     counts = np.array([r[3] for r in parsed], dtype=np.int64)
