@@ -241,8 +241,8 @@ def coerce_instance(bids: Any, slots: Any = None, bidders: Any = None, *, name: 
     if whole:
         if slots is not None or bidders is not None:
             extra = "/slots" if slots is not None else "/bidders"
-            raise InstanceError(extra, "pass either an Instance (or instance document) or (bids, slots[, bidders]), "
-                                       "not both")
+            raise InstanceError(extra, "pass either an Instance or (bids, slots[, bidders]), not both "
+                                       "(an instance document counts as an Instance)")
         return validate(bids) if isinstance(bids, Instance) else _mark(from_dict(bids))
     if bids is None or isinstance(bids, (str, bytes, Mapping)) or not isinstance(bids, Iterable):
         raise InstanceError("/bids", f"expected an Instance, an instance document or a sequence of bids, "
