@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import inspect
+import math
+import numbers
 import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..model.tasks import GpuSpec, Task
-from .engine import Cluster, Event
+from .engine import Cluster, Event, SimError
 from .faults import Fault, parse_fault
 from .metrics import Metrics, TaskRecord, compute_metrics
-from .policies import Policy, get_policy
+from .policies import POLICIES, Policy, _ensure_auction, get_policy
 from .workload import Workload
 
 __all__ = ["simulate", "SimResult"]
@@ -93,24 +96,48 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     Returns
     -------
     SimResult
+
+    Raises
+    ------
+    ValueError
+        A bad argument, named in the message (checked before any work).
+    FaultError
+        A malformed fault string.
+    SimError
+        A fault naming a GPU or node the cluster lacks (the message names the fault).
     """
     if isinstance(workload, Workload):
         tasks, name, default_gpus, step_s = workload.tasks, workload.name, workload.gpus, workload.step_seconds
     else:
-        tasks, name, default_gpus, step_s = tuple(workload), "tasks", (), 60.0
+        tasks, name, default_gpus, step_s = _items("workload", workload, Task, "a Workload or a sequence of Task"), \
+            "tasks", (), 60.0
+    if gpus is not None:
+        gpus = _items("gpus", gpus, GpuSpec, "a sequence of GpuSpec")
     gpus = tuple(gpus if gpus is not None else default_gpus)
     if not gpus:
         raise ValueError("no GPUs: pass gpus=... or a Workload with GPUs")
-    if isinstance(lease, bool) or not isinstance(lease, int) or lease < 1:
+    if isinstance(lease, bool) or not isinstance(lease, numbers.Integral) or lease < 1:
         raise ValueError(f"lease must be a positive integer, got {lease!r}")
-    if until is not None and not until > 0:
-        raise ValueError(f"until must be positive, got {until!r}")
-    flist = [parse_fault(f) if isinstance(f, str) else f for f in faults]
-    pol = get_policy(policy, **dict(policy_options or {}))
+    lease = int(lease)
+    if until is not None and not (_is_real(until) and math.isfinite(until) and until > 0):
+        raise ValueError(f"until must be a positive finite number or None, got {until!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if not (_is_real(checkpoint_steps) and math.isfinite(checkpoint_steps) and checkpoint_steps >= 0):
+        raise ValueError(f"checkpoint_steps must be a finite number >= 0, got {checkpoint_steps!r}")
+    if isinstance(faults, (str, bytes)):
+        raise ValueError(f"faults must be a sequence of Fault or str (e.g. [{faults!r}]), not a bare string")
+    fitems = _items("faults", faults, (Fault, str), "an iterable of Fault or str")
+    options = _check_policy(policy, policy_options)
+    flist = [parse_fault(f) if isinstance(f, str) else f for f in fitems]
+    pol = get_policy(policy, **options)
     t0 = time.perf_counter()
     cluster = Cluster(gpus, tasks, lease=lease, checkpoint_steps=checkpoint_steps)
-    for f in flist:
-        cluster.fault_targets(f)  # validate targets before running
+    for spec, f in zip(fitems, flist):
+        try:
+            cluster.fault_targets(f)  # validate targets before running
+        except SimError as exc:
+            raise SimError(f"fault {spec if isinstance(spec, str) else f!r}: {exc}") from None
     pol.attach(cluster)
     cluster.on_pass = lambda boundary: pol.schedule(cluster, boundary)
     env = cluster.env
@@ -135,3 +162,51 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     return SimResult(getattr(pol, "name", type(pol).__name__), name, events, MappingProxyType(records), metrics, gpus,
                      rounds, MappingProxyType(balances), float(env.now), cluster.unfinished == 0, cluster.stalled, wall,
                      step_s)
+
+
+def _is_real(x: object) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _items(arg: str, value: object, kind: type | tuple[type, ...], what: str) -> tuple[Any, ...]:
+    """``value`` as a tuple whose items are all ``kind`` (ValueError naming ``arg`` otherwise)."""
+    if value is None or isinstance(value, (str, bytes, Mapping)):
+        raise ValueError(f"{arg} must be {what}, got {value!r}")
+    try:
+        items = tuple(value)  # type: ignore[call-overload]
+    except TypeError:
+        raise ValueError(f"{arg} must be {what}, got {type(value).__name__} {value!r}") from None
+    for k, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise ValueError(f"{arg}[{k}] must be {what.split(' of ')[-1]}, got {type(item).__name__} {item!r}")
+    return items
+
+
+def _check_policy(policy: object, policy_options: object) -> dict[str, Any]:
+    """Check ``policy`` and ``policy_options`` before any work; return the options as a dict."""
+    if not (isinstance(policy, (str, Policy)) or callable(policy)):
+        raise ValueError(f"policy must be a policy name, a Policy or a factory, got {policy!r}")
+    if policy_options is None:
+        return {}
+    if not isinstance(policy_options, Mapping):
+        raise ValueError(f"policy_options must be a mapping of option name to value, got {policy_options!r}")
+    options = dict(policy_options)
+    bad = [k for k in options if not isinstance(k, str)]
+    if bad:
+        raise ValueError(f"policy_options keys must be option names (str), got {bad[0]!r}")
+    if options and isinstance(policy, Policy):
+        raise ValueError("policy_options cannot be applied to a policy instance")
+    factory: Any = policy
+    if isinstance(policy, str):
+        _ensure_auction()
+        factory = POLICIES.get(policy)  # an unknown name is reported by get_policy
+    if options and factory is not None:
+        try:
+            sig = inspect.signature(factory)
+        except (TypeError, ValueError):
+            return options  # not introspectable: the factory checks its own options
+        try:
+            sig.bind(**options)
+        except TypeError as exc:
+            raise ValueError(f"policy_options {options!r} do not fit policy {policy!r}: {exc}") from None
+    return options
