@@ -9,11 +9,11 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..model import Instance
 
-__all__ = ["Certificate", "check_allocation", "brute_force", "BRUTE_FORCE_LIMIT"]
+__all__ = ["Certificate", "check_allocation", "check_tolerance", "brute_force", "BRUTE_FORCE_LIMIT"]
 
 TOL = 1e-9
 BRUTE_FORCE_LIMIT = 2_000_000
@@ -41,6 +41,14 @@ class Certificate:
         return self.feasible
 
 
+def check_tolerance(tol: Any, name: str = "tol") -> float:
+    """``tol`` as a float, or ``ValueError``: it must be a finite number ``>= 0`` (a NaN would
+    make every comparison pass, a negative one fail allocations that fit exactly)."""
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {tol!r}")
+    return float(tol)
+
+
 def check_allocation(instance: Instance, winners: Iterable[str], *, welfare: float | None = None,
                      tol: float = TOL) -> Certificate:
     """Check an allocation against the instance, independently of any solver.
@@ -59,6 +67,13 @@ def check_allocation(instance: Instance, winners: Iterable[str], *, welfare: flo
     -------
     Certificate
     """
+    if not isinstance(instance, Instance):
+        raise TypeError(f"instance must be an Instance, got {type(instance).__name__}")
+    if hasattr(winners, "winners") and not isinstance(winners, (str, bytes)):
+        winners = winners.winners  # an Allocation (or an Outcome's allocation) passed whole
+    if isinstance(winners, (str, bytes)) or not isinstance(winners, Iterable):
+        raise TypeError(f"winners must be an iterable of bid ids or an Allocation, got {type(winners).__name__}")
+    check_tolerance(tol)
     by_id = {b.id: b for b in instance.bids}
     caps = {s.id: dict(s.capacity) for s in instance.slots}
     used: dict[tuple[str, str], float] = {}

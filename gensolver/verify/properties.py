@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..model import Instance
+from .certificates import check_tolerance
 from .regret import true_utility, true_value
 
 __all__ = ["PropertyCheck", "is_individually_rational", "is_budget_feasible", "is_envy_free", "in_core"]
@@ -61,6 +62,7 @@ def is_individually_rational(outcome: Any, instance: Instance, *, tol: float = 1
     Utility is the value (under ``instance``'s bids, with free disposal) of what the bidder
     is allocated minus its payment; pass the true instance for true utilities.
     """
+    check_tolerance(tol)
     bad: list[str] = []
     for b in instance.bidder_ids:
         u = true_utility(instance, b, instance, outcome)
@@ -74,6 +76,7 @@ def is_individually_rational(outcome: Any, instance: Instance, *, tol: float = 1
 
 def is_budget_feasible(outcome: Any, instance: Instance, *, tol: float = 1e-9) -> PropertyCheck:
     """No bidder pays more than its budget (bidders without a budget always pass)."""
+    check_tolerance(tol)
     bad = []
     for b, budget in instance.budgets.items():
         p = outcome.payments.get(b, 0.0)
@@ -90,6 +93,7 @@ def is_envy_free(outcome: Any, instance: Instance, *, tol: float = 1e-6) -> Prop
     bids fits inside it) and ``u_i`` its own utility. This is the bundle (not item-price)
     notion; it is natural for single-minded bidders. VCG is not envy-free in general.
     """
+    check_tolerance(tol)
     bundles = _allocated(instance, outcome)
     util = {b: true_utility(instance, b, instance, outcome) for b in instance.bidder_ids}
     bad = []
@@ -112,6 +116,7 @@ def in_core(outcome: Any, instance: Instance, *, tol: float = 1e-6, time_limit: 
     outcome is blocked when this exceeds the revenue by more than ``tol * max(1, welfare)``;
     ``details`` then names the blocking coalition and its value.
     """
+    check_tolerance(tol)
     import scipy.sparse as sp
     from scipy.optimize import Bounds, LinearConstraint, milp
 

@@ -107,3 +107,32 @@ def test_brute_force_is_the_maximum_over_all_subsets(inst) -> None:
             if cert.feasible:
                 top = max(top, cert.welfare)
     assert best == pytest.approx(top, abs=1e-9)
+
+
+def test_check_allocation_takes_an_allocation_and_refuses_bad_arguments() -> None:
+    """A NaN tolerance made every capacity comparison pass (an overfull allocation 'fitted');
+    a bare string was read as a list of one-letter bid ids."""
+    import math
+
+    from gensolver import solve
+    from gensolver.model import Bid, Instance, Slot
+    from gensolver.verify.properties import in_core, is_envy_free, is_individually_rational
+
+    inst = Instance((Slot("s", {"units": 1.0}),), (Bid("a", "A", 5.0, {"s": {"units": 1.0}}),
+                                                   Bid("b", "B", 3.0, {"s": {"units": 1.0}})))
+    res = solve(inst, method="greedy")
+    assert check_allocation(inst, res).feasible and check_allocation(inst, res.winners).feasible
+    assert not check_allocation(inst, ["a", "b"]).feasible
+    for bad in (math.nan, -1.0, "1e-9", True):
+        with pytest.raises(ValueError, match="tol must be a finite number >= 0"):
+            check_allocation(inst, ["a", "b"], tol=bad)
+    with pytest.raises(TypeError, match="winners must be an iterable of bid ids"):
+        check_allocation(inst, "a")
+    with pytest.raises(TypeError, match="instance must be an Instance"):
+        check_allocation(None, ["a"])
+    from gensolver.mechanisms import run_mechanism
+
+    out = run_mechanism(inst, mechanism="vcg")
+    for prop in (is_individually_rational, is_envy_free, in_core):
+        with pytest.raises(ValueError, match="tol must be"):
+            prop(out, inst, tol=math.nan)
