@@ -157,6 +157,11 @@ class MarketConfig:
             raise ValueError(f"MarketConfig.time_limit must be positive or None, got {self.time_limit!r}")
         if not 0 < self.w_min <= 1 <= self.w_max:
             raise ValueError("MarketConfig needs 0 < w_min <= 1 <= w_max")
+        from ..solvers import get_method  # an unknown name is refused here, not by every round
+
+        if not isinstance(self.solver, str):
+            raise ValueError(f"MarketConfig.solver must be a method name, got {self.solver!r}")
+        get_method(self.solver)
 
     @property
     def horizon(self) -> int:

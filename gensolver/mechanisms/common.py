@@ -43,6 +43,22 @@ def check_options(options: Mapping[str, Any] | None, allowed: Mapping[str, Any],
     return opts
 
 
+def check_solver_and_limit(solver: Any, time_limit: Any) -> None:
+    """``ValueError``/``UnknownMethodError`` for a solver name not in the registry (callables
+    pass) or a ``time_limit`` that is not a positive finite number or ``None``."""
+    import math
+
+    from ..solvers import get_method
+
+    if isinstance(solver, str):
+        get_method(solver)
+    elif not callable(solver):
+        raise ValueError(f"solver must be a method name or a callable, got {solver!r}")
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not math.isfinite(time_limit) or time_limit <= 0):
+        raise ValueError(f"time_limit must be a positive finite number of seconds or None, got {time_limit!r}")
+
+
 def solve_wdp(
     instance: Instance,
     *,

@@ -42,6 +42,7 @@ auctions", J. ACM 49(5), 2002.
 
 from __future__ import annotations
 
+import math
 import time
 from concurrent.futures import Executor
 from typing import Any, Callable, Mapping
@@ -51,7 +52,7 @@ import numpy as np
 from ..model import Instance
 from ..solvers.approximation.greedy import first_fit, greedy_order
 from ..solvers.result import CAPACITY_TOL, finish
-from .common import check_options, make_outcome
+from .common import check_options, check_solver_and_limit, make_outcome
 from .outcome import Outcome
 
 __all__ = ["greedy_critical", "critical_value", "los_keys"]
@@ -128,7 +129,12 @@ def greedy_critical(
         Always ``exact`` (the critical values are computed exactly, not by bisection).
     """
     opts = check_options(options, _DEFAULTS, "greedy-critical")
-    alpha = float(opts["alpha"])
+    # ignored, but checked like every mechanism's: a typo is not silently accepted
+    check_solver_and_limit(solver, time_limit)
+    alpha = opts["alpha"]
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha < 0:
+        raise ValueError(f"greedy-critical option alpha must be a finite number >= 0, got {alpha!r}")
+    alpha = float(alpha)
     t0 = time.perf_counter()
     x = first_fit(instance, greedy_order(instance, alpha)) if instance.n_bids else np.zeros(0)
     t1 = time.perf_counter()

@@ -306,6 +306,8 @@ def vcg(
         ``payment_bounds`` certify where the exact payments lie.
     """
     opts = check_options(options, _DEFAULTS, "vcg")
+    if not isinstance(opts["warm_start"], bool):
+        raise ValueError(f"vcg option warm_start must be True or False, got {opts['warm_start']!r}")
     threads = opts["threads"]
     t0 = time.perf_counter()
     main = solve_wdp(instance, solver=solver, time_limit=time_limit, threads=threads)
