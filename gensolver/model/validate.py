@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import difflib
 import math
+import numbers
 from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
 
 from .instance import SCHEMA, Bid, Bidder, Instance, Slot
 
@@ -41,7 +44,8 @@ def _esc(token: str) -> str:
 def _number(value: Any, where: str, *, allow_none: bool = False) -> float | None:
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    # any real number (NumPy's integer and float scalars included); bool is not a quantity
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise InstanceError(where, f"expected a number, got {type(value).__name__} {value!r}")
     val = float(value)
     if math.isnan(val):
@@ -151,13 +155,16 @@ def _bid(raw: Any, where: str, caps: Mapping[str, Mapping[str, float]]) -> Bid:
             res = _obj(res, f"{where}/demand/{_esc(s)}")
         if not res:
             raise InstanceError(f"{where}/demand/{_esc(s)}", "must name at least one resource")
+        converted = None
         for r, q in res.items():
             if r not in slot_caps:
                 raise InstanceError(f"{where}/demand/{_esc(s)}/{_esc(r)}",
                                     f"unknown resource {r!r} of slot {s!r} (it has {sorted(slot_caps)})")
-            if not _ok_number(q):
-                _number(q, f"{where}/demand/{_esc(s)}/{_esc(r)}")
-        demand[s] = res
+            if not _ok_number(q):  # slow path: checked, and stored as a float (NumPy scalars)
+                if converted is None:
+                    converted = dict(res)
+                converted[r] = _number(q, f"{where}/demand/{_esc(s)}/{_esc(r)}")
+        demand[s] = res if converted is None else converted
     return Bid(bid_id, bidder, float(value), demand)
 
 

@@ -311,3 +311,22 @@ def test_solve_takes_an_instance_document_and_names_a_wrong_first_argument() -> 
     with pytest.raises(InstanceError, match="not both") as info:
         solve(from_dict(doc()), bidders=[{"id": "x"}])
     assert info.value.pointer == "/bidders"
+
+
+def test_numpy_numbers_are_numbers() -> None:
+    """Instances built from NumPy arrays carry np.int64 / np.float32 scalars; np.int64 was
+    refused as 'expected a number, got int64' while np.float64 passed."""
+    import numpy as np
+
+    d = doc()
+    d["slots"][0]["capacity"] = {k: np.int64(v) if float(v).is_integer() else np.float32(v)
+                                 for k, v in d["slots"][0]["capacity"].items()}
+    d["bids"][0]["value"] = np.int64(7)
+    first = next(iter(d["bids"][0]["demand"]))
+    d["bids"][0]["demand"][first] = {r: np.int64(1) for r in d["bids"][0]["demand"][first]}
+    inst = from_dict(d)
+    assert inst.bids[0].value == 7.0 and type(inst.bids[0].value) is float
+    assert all(type(q) is float for q in inst.bids[0].demand[first].values())
+    d["bids"][0]["value"] = np.bool_(True)
+    with pytest.raises(InstanceError, match="expected a number"):
+        from_dict(d)
