@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -17,11 +18,12 @@ __all__ = ["solve"]
 
 
 def _check_args(time_limit: Any, threads: Any, seed: Any, options: Any) -> dict[str, Any]:
-    if time_limit is not None:
-        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not math.isfinite(time_limit) or time_limit <= 0:
+    if time_limit is not None:  # NumPy scalars are numbers too; bool is not
+        if (isinstance(time_limit, (bool, np.bool_)) or not isinstance(time_limit, numbers.Real)
+                or not math.isfinite(time_limit) or time_limit <= 0):
             raise ValueError(f"time_limit must be a positive finite number of seconds or None, got {time_limit!r}")
     if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral) or threads < 1:
             raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ValueError(f"seed must be an integer, got {seed!r}")
@@ -94,6 +96,8 @@ def solve(
     ('a',)
     """
     opts = _check_args(time_limit, threads, seed, options)
+    time_limit = None if time_limit is None else float(time_limit)  # plain Python numbers for the backends
+    threads = None if threads is None else int(threads)
     instance = coerce_instance(bids, slots, bidders)
     if callable(method):
         return _call_user_method(method, instance, time_limit, threads, int(seed), opts)

@@ -293,3 +293,13 @@ def test_an_optimality_claim_contradicted_by_its_own_bound_is_not_believed():
     assert res.status is Status.OPTIMAL
     res = finish(inst, np.zeros(2), method="test", proven_optimal=True, bound=2e-11, build=0.0, solve=0.0)
     assert res.status is Status.OPTIMAL
+
+
+def test_numpy_scalars_for_time_limit_threads_and_seed() -> None:
+    """A budget or thread count computed with NumPy (np.float64, np.int64) is a number."""
+    res = solve(BIDS, SLOTS, method="cpsat", time_limit=np.float64(5.0), threads=np.int64(1), seed=np.int64(3))
+    assert res.status is Status.OPTIMAL
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        solve(BIDS, SLOTS, method="greedy", threads=np.float64(2.0))
+    with pytest.raises(ValueError, match="time_limit must be a positive"):
+        solve(BIDS, SLOTS, method="greedy", time_limit=np.bool_(True))
