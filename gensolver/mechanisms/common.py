@@ -43,6 +43,22 @@ def check_options(options: Mapping[str, Any] | None, allowed: Mapping[str, Any],
     return opts
 
 
+def check_call(instance: Any, executor: Any) -> Instance:
+    """The instance a mechanism function was called with, checked (an :class:`Instance`, or a
+    ``gensolver.instance/v1`` document, which is read), and its ``executor`` (``None`` or a
+    :class:`concurrent.futures.Executor`): direct calls get the same clear errors as
+    :func:`~gensolver.mechanisms.run_mechanism`."""
+    from concurrent.futures import Executor
+
+    from ..model import coerce_instance
+
+    if not isinstance(instance, (Instance, Mapping)):
+        raise TypeError(f"instance must be an Instance or an instance document, got {type(instance).__name__}")
+    if executor is not None and not isinstance(executor, Executor):
+        raise TypeError(f"executor must be a concurrent.futures.Executor or None, got {type(executor).__name__}")
+    return instance if isinstance(instance, Instance) else coerce_instance(instance)
+
+
 def check_solver_and_limit(solver: Any, time_limit: Any) -> None:
     """``ValueError``/``UnknownMethodError`` for a solver name not in the registry (callables
     pass) or a ``time_limit`` that is not a positive finite number or ``None``."""

@@ -57,7 +57,7 @@ from scipy.optimize import linprog, minimize
 from ..model import Bid, Instance
 from ..model.validate import _mark
 from ..solvers import Status
-from .common import check_options, make_outcome, solve_wdp, winning_bids
+from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 from .vcg import vcg
 
@@ -161,6 +161,7 @@ def core(
     Outcome
         ``details`` holds the VCG payments, the number of iterations and the core constraints.
     """
+    instance = check_call(instance, executor)
     opts = check_options(options, _DEFAULTS, "core")
     t0 = time.perf_counter()
     plain = _mark(Instance(instance.slots, instance.bids, (), instance.name, instance.metadata))

@@ -52,7 +52,7 @@ import numpy as np
 from ..model import Instance
 from ..solvers.approximation.greedy import first_fit, greedy_order
 from ..solvers.result import CAPACITY_TOL, finish
-from .common import check_options, check_solver_and_limit, make_outcome
+from .common import check_call, check_options, check_solver_and_limit, make_outcome
 from .outcome import Outcome
 
 __all__ = ["greedy_critical", "critical_value", "los_keys"]
@@ -128,6 +128,7 @@ def greedy_critical(
     Outcome
         Always ``exact`` (the critical values are computed exactly, not by bisection).
     """
+    instance = check_call(instance, executor)
     opts = check_options(options, _DEFAULTS, "greedy-critical")
     # ignored, but checked like every mechanism's: a typo is not silently accepted
     check_solver_and_limit(solver, time_limit)

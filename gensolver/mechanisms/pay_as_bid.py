@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 
 from ..model import Instance
 from ..solvers import Status
-from .common import check_options, make_outcome, solve_wdp, winning_bids
+from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 
 __all__ = ["pay_as_bid"]
@@ -64,6 +64,7 @@ def pay_as_bid(
     options : mapping, optional
         ``threads``: solver threads.
     """
+    instance = check_call(instance, executor)
     opts = check_options(options, _DEFAULTS, "pay-as-bid")
     alloc = solve_wdp(instance, solver=solver, time_limit=time_limit, threads=opts["threads"])
     payments = {b: bid.value for b, bid in winning_bids(instance, alloc).items()}

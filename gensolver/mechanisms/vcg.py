@@ -66,7 +66,7 @@ from ..model.validate import _mark
 
 from ..solvers import Status
 from ..solvers.approximation.greedy import trivial_bound
-from .common import check_options, make_outcome, solve_wdp, winning_bids
+from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 
 __all__ = ["vcg", "pivot_welfare"]
@@ -305,6 +305,7 @@ def vcg(
         ``exact`` is ``True`` only when every solve is proven optimal; otherwise
         ``payment_bounds`` certify where the exact payments lie.
     """
+    instance = check_call(instance, executor)
     opts = check_options(options, _DEFAULTS, "vcg")
     if not isinstance(opts["warm_start"], bool):
         raise ValueError(f"vcg option warm_start must be True or False, got {opts['warm_start']!r}")

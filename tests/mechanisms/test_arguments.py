@@ -39,3 +39,18 @@ def test_market_config_refuses_an_unknown_solver_up_front() -> None:
     with pytest.raises(ValueError, match="MarketConfig.solver must be a method name"):
         MarketConfig(solver=None)
     assert MarketConfig(solver="greedy").solver == "greedy"
+
+
+@pytest.mark.parametrize("name", ["vcg", "core", "pay_as_bid", "greedy_critical"])
+def test_mechanism_functions_called_directly_check_their_input(name) -> None:
+    """Called without run_mechanism, vcg(None) or vcg(doc, executor=5) used to fail with an
+    AttributeError from inside; an instance document is now read like run_mechanism does."""
+    import importlib
+
+    fn = getattr(importlib.import_module(f"gensolver.mechanisms.{name}"), name)
+    doc = INST.to_dict()
+    assert fn(doc).payments == run_mechanism(INST, mechanism=name.replace("_", "-")).payments
+    with pytest.raises(TypeError, match="instance must be an Instance or an instance document"):
+        fn(None)
+    with pytest.raises(TypeError, match="executor must be a concurrent.futures.Executor"):
+        fn(INST, executor=5)
