@@ -32,6 +32,7 @@ Lehmann, O'Callaghan & Shoham, J. ACM 49(5), 2002 (single-minded misreports of v
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -143,9 +144,17 @@ def misreports(
     factors: Sequence[float] = DEFAULT_FACTORS,
 ) -> Iterator[Misreport]:
     """Yield the misreports of ``bidder`` in the given families (see the module docstring)."""
+    if isinstance(families, str) or not families:
+        raise ValueError(f"families must be a non-empty sequence of family names from {', '.join(FAMILIES)}, "
+                         f"got {families!r}")
     unknown = set(families) - set(FAMILIES)
     if unknown:
         raise ValueError(f"unknown misreport famil(y/ies) {sorted(unknown)}; valid: {list(FAMILIES)}")
+    if isinstance(factors, (str, bytes)) or not isinstance(factors, Iterable):
+        raise ValueError(f"factors must be a sequence of finite numbers >= 0, got {factors!r}")
+    for f in factors:
+        if isinstance(f, bool) or not isinstance(f, numbers.Real) or not math.isfinite(f) or f < 0:
+            raise ValueError(f"factors must be finite numbers >= 0, got {f!r}")
     if bidder not in instance.bids_of_bidder:
         raise ValueError(f"unknown bidder {bidder!r}")
     index = instance.bid_index

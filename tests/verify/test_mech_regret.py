@@ -96,3 +96,22 @@ def test_max_regret_reports_progress_per_bidder_and_needs_families() -> None:
     assert [c[0] for c in calls] == list(res.per_bidder)
     with pytest.raises(ValueError, match="non-empty"):
         max_regret("vcg", inst, families=())
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"factors": [float("nan")]}, "factors must be finite numbers >= 0"),
+    ({"factors": [-1.0]}, "factors must be finite numbers >= 0"),
+    ({"factors": 2.0}, "factors must be a sequence"),
+    ({"families": []}, "families must be a non-empty sequence"),
+    ({"families": "scale"}, "families must be a non-empty sequence"),
+])
+def test_regret_refuses_bad_families_and_factors(kwargs, message) -> None:
+    """An empty family list used to report regret 0 after trying nothing; NaN factors were
+    tried as misreports."""
+    from gensolver.model import Bid, Instance, Slot
+    from gensolver.verify.regret import regret
+
+    inst = Instance((Slot("s", {"units": 1.0}),), (Bid("a", "A", 5.0, {"s": {"units": 1.0}}),
+                                                   Bid("b", "B", 3.0, {"s": {"units": 1.0}})))
+    with pytest.raises(ValueError, match=message):
+        regret("vcg", inst, "A", **kwargs)
