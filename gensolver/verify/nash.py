@@ -16,9 +16,10 @@ Koutsoupias & Papadimitriou, "Worst-case equilibria", STACS 1999 (price of anarc
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..model import Bid, Instance, coerce_instance
 from ..model.validate import _mark
@@ -95,6 +96,48 @@ def _space(strategy_space: Sequence[float] | Mapping[str, Sequence[float]], bidd
     return [float(f) for f in strategy_space]
 
 
+def _multipliers(values: Any, name: str) -> list[float]:
+    """Bid multipliers: a sequence of finite numbers ``>= 0`` (``ValueError`` naming ``name``)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(f"{name} must be a sequence of multipliers, got {values!r}")
+    out = []
+    for f in values:
+        if isinstance(f, bool) or not isinstance(f, numbers.Real) or not math.isfinite(f) or f < 0:
+            raise ValueError(f"{name}: multipliers must be finite numbers >= 0, got {f!r}")
+        out.append(float(f))
+    return out
+
+
+_MECHANISM_KWARGS = ("solver", "time_limit", "executor", "options")
+
+
+def _check_game(instance: Instance, profile: Any, strategy_space: Any, kwargs: Mapping[str, Any],
+                tol: Any) -> None:
+    """Every argument of the game, before any mechanism runs."""
+    from .certificates import check_tolerance
+
+    unknown = sorted(set(kwargs) - set(_MECHANISM_KWARGS))
+    if unknown:
+        raise ValueError(f"unknown keyword argument(s) {unknown}; the mechanism takes {list(_MECHANISM_KWARGS)}")
+    check_tolerance(tol)
+    bidders = set(instance.bidder_ids)
+    if profile is not None:
+        if not isinstance(profile, Mapping):
+            raise ValueError(f"strategy profile must be a mapping bidder -> multiplier, got {profile!r}")
+        stray = sorted(set(profile) - bidders)
+        if stray:
+            raise ValueError(f"strategy profile names unknown bidder(s) {stray}")
+        _multipliers(profile.values(), "strategy profile")
+    if isinstance(strategy_space, Mapping):
+        stray = sorted(set(strategy_space) - bidders)
+        if stray:
+            raise ValueError(f"strategy_space names unknown bidder(s) {stray}")
+        for b, space in strategy_space.items():
+            _multipliers(space, f"strategy_space[{b!r}]")
+    else:
+        _multipliers(strategy_space, "strategy_space")
+
+
 class _Game:
     def __init__(self, mechanism: Any, instance: Instance, kwargs: Mapping[str, Any]) -> None:
         self.instance = instance
@@ -155,6 +198,9 @@ def is_nash_equilibrium(
         Every profitable deviation (the best one per bidder).
     """
     instance = coerce_instance(instance)
+    if not isinstance(strategy_profile, Mapping):
+        raise ValueError(f"strategy profile must be a mapping bidder -> multiplier, got {strategy_profile!r}")
+    _check_game(instance, strategy_profile, strategy_space, mechanism_kwargs, tol)
     game = _Game(mechanism, instance, mechanism_kwargs)
     util, _ = game.play(strategy_profile)
     devs = []
@@ -187,6 +233,9 @@ def best_response_dynamics(
     from ..mechanisms.common import solve_wdp
 
     instance = coerce_instance(instance)
+    _check_game(instance, start, strategy_space, mechanism_kwargs, tol)
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, numbers.Integral) or max_rounds < 1:
+        raise ValueError(f"max_rounds must be a positive integer, got {max_rounds!r}")
     game = _Game(mechanism, instance, mechanism_kwargs)
     profile = {b: float((start or {}).get(b, 1.0)) for b in instance.bidder_ids}
     seen = {tuple(profile.values())}

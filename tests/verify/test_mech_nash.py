@@ -49,3 +49,32 @@ def test_best_response_dynamics_terminates_and_reports(inst):
     assert dyn.price_of_anarchy >= 1 - 1e-9
     if dyn.converged:
         assert is_nash_equilibrium("pay-as-bid", inst, dyn.profile, [0.5, 0.75, 1.0], **EXACT)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda f, i: f("vcg", i, {"A": 1.0}, [float("nan")]), "multipliers must be finite numbers >= 0"),
+    (lambda f, i: f("vcg", i, {"A": 1.0}, [-2.0]), "multipliers must be finite numbers >= 0"),
+    (lambda f, i: f("vcg", i, {"zz": 2.0}, [1.0]), "unknown bidder"),
+    (lambda f, i: f("vcg", i, None, [1.0]), "must be a mapping"),
+    (lambda f, i: f("vcg", i, {"A": 1.0}, 2.0), "must be a sequence of multipliers"),
+    (lambda f, i: f("vcg", i, {"A": 1.0}, [1.0], bogus=1), "unknown keyword argument"),
+])
+def test_nash_check_refuses_bad_arguments(call, message) -> None:
+    """NaN or negative multipliers, a profile naming no bidder and a stray keyword were
+    accepted (the keyword silently ignored)."""
+    from gensolver.model import Bid, Instance, Slot
+    from gensolver.verify.nash import is_nash_equilibrium
+
+    inst = Instance((Slot("s", {"units": 1.0}),), (Bid("a", "A", 5.0, {"s": {"units": 1.0}}),
+                                                   Bid("b", "B", 3.0, {"s": {"units": 1.0}})))
+    with pytest.raises(ValueError, match=message):
+        call(is_nash_equilibrium, inst)
+
+
+def test_best_response_dynamics_refuses_a_bad_round_count() -> None:
+    from gensolver.model import Bid, Instance, Slot
+    from gensolver.verify.nash import best_response_dynamics
+
+    inst = Instance((Slot("s", {"units": 1.0}),), (Bid("a", "A", 5.0, {"s": {"units": 1.0}}),))
+    with pytest.raises(ValueError, match="max_rounds must be a positive integer"):
+        best_response_dynamics("vcg", inst, [1.0], max_rounds=-1)
