@@ -189,7 +189,7 @@ def finish(
     idx = np.flatnonzero(x)
     welfare = float(instance.values[idx].sum())
     if bound is not None:
-        bound = float(bound)
+        bound = float(bound) + 0.0  # + 0.0: no "-0.0" bound (HiGHS negates a zero objective)
         if not math.isfinite(bound):
             bound = None
         elif bound < welfare:
