@@ -57,7 +57,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ..exact.common import LARGE_ROW, new_highs, objective_lift, quiet_native_output, within_mip_gap
+from ..exact.common import (LARGE_ROW, new_highs, objective_lift, power_of_two_scales, quiet_native_output,
+                            within_mip_gap)
 from ..result import CAPACITY_TOL
 from .problem import MatrixProblem, column_ranges
 
@@ -496,10 +497,7 @@ def _row_lifts(Ac: sp.csr_matrix, cap: np.ndarray) -> np.ndarray:
     top = np.abs(np.asarray(cap, dtype=np.float64)).copy()
     if Ac.nnz:
         top = np.maximum(top, abs(Ac).max(axis=1).toarray().ravel())
-    f = np.ones(top.size)
-    move = (top > 0.0) & np.isfinite(top) & ((top < 1.0) | (top >= LARGE_ROW))
-    f[move] = 2.0 ** (-np.floor(np.log2(top[move])))
-    return f
+    return power_of_two_scales(top, above=LARGE_ROW)
 
 
 @dataclass(frozen=True)

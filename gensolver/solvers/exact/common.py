@@ -12,7 +12,7 @@ import numpy as np
 
 from ...model import Instance
 
-__all__ = ["rows_of", "row_lift", "objective_lift", "has_large_rows", "numerically_guarded", "xor_groups", "hint_vector", "pop_options"]
+__all__ = ["rows_of", "row_lift", "power_of_two_scales", "objective_lift", "has_large_rows", "numerically_guarded", "xor_groups", "hint_vector", "pop_options"]
 
 DEFAULT_MIP_GAP = 1e-9
 
@@ -47,9 +47,18 @@ def row_lift(coefs: np.ndarray, cap: float, *, normalise: bool = False) -> float
     :func:`numerically_guarded`, which checks the answer against the true rows).
     """
     top = max(float(np.abs(coefs).max()) if len(coefs) else 0.0, abs(float(cap)))
-    if top <= 0.0 or not math.isfinite(top) or (top >= 1.0 and not (normalise and top >= 2.0)):
-        return 1.0
-    return 2.0 ** (-math.floor(math.log2(top)))
+    return float(power_of_two_scales(np.array([top]), above=2.0 if normalise else math.inf)[0])
+
+
+def power_of_two_scales(top: np.ndarray, *, above: float = math.inf) -> np.ndarray:
+    """Scale factors (powers of two) for rows whose largest entries are ``top``: a row below 1
+    is lifted into ``[1, 2)``, a row at or above ``above`` brought down into it, others get 1
+    (the rule of :func:`row_lift`, vectorised for the engine's sparse rows)."""
+    top = np.abs(np.asarray(top, dtype=np.float64))
+    f = np.ones(top.size)
+    move = (top > 0.0) & np.isfinite(top) & ((top < 1.0) | (top >= above))
+    f[move] = 2.0 ** (-np.floor(np.log2(top[move])))
+    return f
 
 
 def objective_lift(values: np.ndarray) -> float:
