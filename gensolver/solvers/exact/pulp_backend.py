@@ -219,22 +219,32 @@ def solve_pulp_cbc(instance: Instance, *, time_limit: float | None = None, threa
         return _solve(instance, "cbc", threads=threads, seed=seed, options=opts, **kw)
 
     rounds = _file_rounds(instance)
+    first = None
     if not rounds and not has_large_rows(instance):
         t0 = time.perf_counter()
-        first = once(time_limit=time_limit)[0]
-        if first.details.get("raw_status") != "Infeasible":
-            return first
+        first = once(time_limit=time_limit)
+        if first[0].details.get("raw_status") == "Infeasible":
+            first = None  # CBC lost its footing: solve again from normalised rows
+        elif first[0].status is not Status.ERROR or first[1] is None:
+            return first[0]
         time_limit = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
     return numerically_guarded(instance, once, method="pulp-cbc", time_limit=time_limit,
-                               first_margin=_FILE_MARGIN if rounds else 0.0)
+                               first_margin=_FILE_MARGIN if rounds else 0.0, first=first)
 
 
 def solve_pulp_highs(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
                      options: dict[str, Any] | None = None) -> Allocation:
     """Exact MILP with HiGHS through PuLP (highspy). Options: ``mip_gap``, ``hint``, ``verbose``."""
     opts = dict(options or {})
-    if not has_large_rows(instance):
-        return _solve(instance, "highs", time_limit=time_limit, threads=threads, seed=seed, options=opts)[0]
-    return numerically_guarded(
-        instance, lambda **kw: _solve(instance, "highs", threads=threads, seed=seed, options=opts, **kw),
-        method="pulp-highs", time_limit=time_limit)
+
+    def once(**kw: Any) -> tuple[Allocation, np.ndarray | None, bool]:
+        return _solve(instance, "highs", threads=threads, seed=seed, options=opts, **kw)
+
+    if has_large_rows(instance):
+        return numerically_guarded(instance, once, method="pulp-highs", time_limit=time_limit)
+    t0 = time.perf_counter()
+    first = once(time_limit=time_limit)
+    if first[0].status is not Status.ERROR or first[1] is None:
+        return first[0]
+    left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
+    return numerically_guarded(instance, once, method="pulp-highs", time_limit=left, first=first)
