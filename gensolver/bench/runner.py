@@ -31,6 +31,8 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..model import atomic_write
+from ..model.io import json_safe
+from ..model.validate import is_real
 from .suites import Suite, SuiteEntry, decode_instance, load_suite, materialize
 
 __all__ = ["CellResult", "BenchResult", "run_suite", "run_cell", "DEFAULT_METHODS", "JOURNAL", "read_journal",
@@ -531,7 +533,7 @@ def run_suite(
 
 def _finite(value: Any) -> float | None:
     """``value`` as a float when it is a finite number, else ``None``."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+    if is_real(value) and math.isfinite(value):
         return float(value)
     return None
 
@@ -639,17 +641,6 @@ def summary_rows(cells: Sequence[CellResult], methods: Sequence[str]) -> list[li
     return out
 
 
-def _json_safe(value: Any) -> Any:
-    """``value`` with every NaN or infinite float replaced by ``None`` (JSON ``null``)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def write_outputs(suite: Suite, cells: Sequence[CellResult], out: Path, *, methods: Sequence[str],
                   time_limit: float | None, mechanism: str | None, executor_label: str, jobs: int | None,
                   plots: bool = True) -> dict[str, Path]:
@@ -666,11 +657,11 @@ def write_outputs(suite: Suite, cells: Sequence[CellResult], out: Path, *, metho
     w = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
     w.writeheader()
     for c in cells:
-        w.writerow({k: ("" if v is None else v) for k, v in _json_safe(c.to_dict()).items()})
+        w.writerow({k: ("" if v is None else v) for k, v in json_safe(c.to_dict()).items()})
     meta = {"suite": suite.name, "methods": list(methods), "time_limit": time_limit, "mechanism": mechanism,
             "executor": executor_label, "jobs": jobs, "host": platform.node(), "cpus": os.cpu_count(),
             "python": platform.python_version()}
-    results_json = json.dumps(_json_safe({"meta": meta, "cells": [c.to_dict() for c in cells]}), indent=1,
+    results_json = json.dumps(json_safe({"meta": meta, "cells": [c.to_dict() for c in cells]}), indent=1,
                               allow_nan=False)
     head, rows = table_rows(cells, mechanism=mechanism)
     md = [f"# Benchmark: suite `{suite.name}`", "",

@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..instances import generate, list_families
 from ..model import Instance, atomic_write, from_dict
-from ..model.validate import InstanceError
+from ..model.validate import InstanceError, is_real
 
 __all__ = [
     "SuiteEntry",
@@ -168,7 +168,7 @@ def _non_finite(value: Any, where: str) -> tuple[str, float] | None:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return is_real(value) and math.isfinite(value)
 
 
 _SUITE_FIELDS = ("schema", "name", "description", "committed", "instances")

@@ -54,22 +54,6 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def _check_file(path: Path | None, option: str) -> None:
-    """:func:`check_output_file`, with an OS error on the path itself (a name too long) as exit 2."""
-    try:
-        check_output_file(path, option)
-    except OSError as exc:
-        fail(f"{option}: {path}: {exc.strerror or exc}")
-
-
-def _check_dir(path: Path | None, option: str) -> None:
-    """:func:`check_output_dir`, with an OS error on the path itself (a name too long) as exit 2."""
-    try:
-        check_output_dir(path, option)
-    except OSError as exc:
-        fail(f"{option}: {path}: {exc.strerror or exc}")
-
-
 def _distinct_outputs(files: dict[str, Path | None], dirs: dict[str, Path | None]) -> None:
     """Exit 2 when two outputs collide: one file given twice, or a file where another output's folder goes."""
     named = [(opt, p, True) for opt, p in files.items() if p is not None]
@@ -160,15 +144,15 @@ def run_command(
     if sim_state is not None and backend != "sim":
         fail("--sim-state: only with --backend sim")
     # where results go: checked before any work
-    _check_file(journal, "--journal")
-    _check_file(feedback, "--feedback")
-    _check_dir(log_dir, "--log-dir")
+    check_output_file(journal, "--journal")
+    check_output_file(feedback, "--feedback")
+    check_output_dir(log_dir, "--log-dir")
     state = sim_state
     state_option = "--sim-state"
     if backend == "sim" and state is None and journal is not None:
         state = journal.with_name(journal.name + ".sim")
         state_option = "--journal (its simulated state folder JOURNAL.sim)"
-    _check_dir(state, state_option)
+    check_output_dir(state, state_option)
     for option, path in (("--journal", journal), ("--feedback", feedback)):
         if path is not None and _same_file(path, plan_file):
             fail(f"{option}: {path} is the plan file; choose another path")
@@ -304,8 +288,8 @@ def plan_command(
     except UnknownMethodError as exc:
         fail(f"--method: {exc}")
     _number(time_limit, "--time-limit")
-    _check_file(output, "--output")
-    _check_file(gantt, "--gantt")
+    check_output_file(output, "--output")
+    check_output_file(gantt, "--gantt")
     fmt = _gantt_format(gantt) if gantt is not None else None
     for option, path in (("--output", output), ("--gantt", gantt)):
         if path is not None and _same_file(path, file):

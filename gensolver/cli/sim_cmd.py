@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 from typing import Any, List, Optional
 
-import numpy as np
 import typer
 from rich.table import Table
 
+from ..model.io import json_safe
 from .common import check_output_dir, check_output_file, console, err_console, fail, print_json
 
 __all__ = ["register", "load_workload", "comparison_rows", "json_safe"]
@@ -90,19 +90,6 @@ def comparison_rows(results, total: int | None = None) -> list[dict]:
                      "credits": m.credits_spent, "rounds": m.rounds, "solver_s_per_round": m.solver_seconds_mean,
                      "sim_seconds": r.wall_seconds})
     return rows
-
-
-def json_safe(obj: Any) -> Any:
-    """``obj`` with every non-finite float (NaN, +-inf) replaced by ``None`` (JSON null)."""
-    if isinstance(obj, dict):
-        return {k: json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def _cell(v: Any) -> str:

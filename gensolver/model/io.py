@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator
 
+import numpy as np
+
 from .instance import Bid, Instance, Slot
 from .validate import InstanceError, _mark, from_dict
 
@@ -41,9 +43,24 @@ __all__ = [
     "parse_cats",
     "format_cats",
     "atomic_write",
+    "json_safe",
 ]
 
 _GZIP_MAGIC = b"\x1f\x8b"
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, +-inf) replaced by ``None`` (JSON ``null``) and
+    NumPy scalars made plain, through dicts, lists and tuples: strict JSON for result files."""
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
 
 
 def _umask() -> int:

@@ -36,7 +36,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from .instance import Bid, Bidder, Instance, Slot
-from .validate import InstanceError, _esc, _mark
+from .validate import InstanceError, _esc, _mark, is_integer, is_real
 
 __all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "task_value", "task_steps"]
 
@@ -44,14 +44,6 @@ __all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "task_value", "task_st
 def _kind(value: Any) -> str:
     """``"str 'x'"``-style description of a bad value for error messages."""
     return "null" if value is None else f"{type(value).__name__} {value!r}"
-
-
-def _is_int(value: Any) -> bool:
-    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, np.integer))
-
-
-def _is_number(value: Any) -> bool:
-    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
 
 
 def _argv(command: Any, where: str) -> tuple[str, ...]:
@@ -152,11 +144,11 @@ class Task:
             raise InstanceError(f"/tasks/{self.id}/compute", f"must be in (0, 1], got {self.compute}")
         for name in ("duration", "gpus"):
             val = getattr(self, name)
-            if not _is_int(val) or val < 1:
+            if not is_integer(val) or val < 1:
                 raise InstanceError(f"/tasks/{self.id}/{name}", f"must be a positive integer, got {val!r}")
-        if not _is_int(self.release) or self.release < 0:
+        if not is_integer(self.release) or self.release < 0:
             raise InstanceError(f"/tasks/{self.id}/release", f"must be a non-negative integer, got {self.release!r}")
-        if self.deadline is not None and (not _is_int(self.deadline) or self.deadline <= self.release):
+        if self.deadline is not None and (not is_integer(self.deadline) or self.deadline <= self.release):
             raise InstanceError(f"/tasks/{self.id}/deadline", f"must be an integer after release, got {self.deadline!r}")
 
     def memory_levels(self, count: int) -> np.ndarray:
@@ -234,11 +226,11 @@ class GpuRound:
         object.__setattr__(self, "tasks", tuple(self.tasks))
         if not self.gpus:
             raise InstanceError("/gpus", "must not be empty")
-        if not _is_int(self.steps) or self.steps < 1:
+        if not is_integer(self.steps) or self.steps < 1:
             raise InstanceError("/steps", f"must be a positive integer, got {_kind(self.steps)}")
-        if not _is_number(self.step_seconds) or not math.isfinite(self.step_seconds) or self.step_seconds <= 0:
+        if not is_real(self.step_seconds) or not math.isfinite(self.step_seconds) or self.step_seconds <= 0:
             raise InstanceError("/step_seconds", f"must be a finite positive number, got {_kind(self.step_seconds)}")
-        if not _is_int(self.memory_levels) or self.memory_levels < 1:
+        if not is_integer(self.memory_levels) or self.memory_levels < 1:
             raise InstanceError("/memory_levels", f"must be a positive integer, got {_kind(self.memory_levels)}")
         if not isinstance(self.name, str):
             raise InstanceError("/name", f"expected a string, got {_kind(self.name)}")
@@ -253,7 +245,7 @@ class GpuRound:
             seen[g.id] = k
             for name in ("memory", "compute"):
                 val = getattr(g, name)
-                if not _is_number(val) or not math.isfinite(val) or val <= 0:
+                if not is_real(val) or not math.isfinite(val) or val <= 0:
                     raise InstanceError(f"/gpus/{k}/{name}", f"must be a finite positive number, got {_kind(val)}")
             for name in ("node", "model"):
                 if not isinstance(getattr(g, name), str):
@@ -272,7 +264,7 @@ class GpuRound:
             where = f"/budgets/{_esc(str(key))}"
             if not isinstance(key, str) or key not in owners:
                 raise InstanceError(where, f"{key!r} is neither a task id nor a tenant of this round")
-            if not _is_number(val) or not math.isfinite(val) or val < 0:
+            if not is_real(val) or not math.isfinite(val) or val < 0:
                 raise InstanceError(where, f"must be a finite non-negative number, got {_kind(val)}")
 
     # ----------------------------------------------------------------- options

@@ -17,7 +17,7 @@ import numpy as np
 
 from .instance import SCHEMA, Bid, Bidder, Instance, Slot
 
-__all__ = ["InstanceError", "from_dict", "validate", "coerce_instance"]
+__all__ = ["InstanceError", "from_dict", "validate", "coerce_instance", "is_integer", "is_real"]
 
 
 class InstanceError(ValueError):
@@ -41,11 +41,21 @@ def _esc(token: str) -> str:
     return str(token).replace("~", "~0").replace("/", "~1")
 
 
+def is_integer(value: Any) -> bool:
+    """An integer, NumPy's included; ``bool`` is not (the one test of "an integer" in input checks)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def is_real(value: Any) -> bool:
+    """A real number (int, float, NumPy scalars), possibly NaN or infinite; ``bool`` is not."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
 def _number(value: Any, where: str, *, allow_none: bool = False) -> float | None:
     if value is None and allow_none:
         return None
     # any real number (NumPy's integer and float scalars included); bool is not a quantity
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise InstanceError(where, f"expected a number, got {type(value).__name__} {value!r}")
     val = float(value)
     if math.isnan(val):

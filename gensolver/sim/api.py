@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..model.tasks import GpuSpec, Task
+from ..model.validate import is_real
 from .engine import Cluster, Event, SimError
 from .faults import Fault, parse_fault
 from .metrics import Metrics, TaskRecord, compute_metrics
@@ -119,11 +120,11 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     if isinstance(lease, bool) or not isinstance(lease, numbers.Integral) or lease < 1:
         raise ValueError(f"lease must be a positive integer, got {lease!r}")
     lease = int(lease)
-    if until is not None and not (_is_real(until) and math.isfinite(until) and until > 0):
+    if until is not None and not (is_real(until) and math.isfinite(until) and until > 0):
         raise ValueError(f"until must be a positive finite number or None, got {until!r}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    if not (_is_real(checkpoint_steps) and math.isfinite(checkpoint_steps) and checkpoint_steps >= 0):
+    if not (is_real(checkpoint_steps) and math.isfinite(checkpoint_steps) and checkpoint_steps >= 0):
         raise ValueError(f"checkpoint_steps must be a finite number >= 0, got {checkpoint_steps!r}")
     if isinstance(faults, (str, bytes)):
         raise ValueError(f"faults must be a sequence of Fault or str (e.g. [{faults!r}]), not a bare string")
@@ -162,10 +163,6 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     return SimResult(getattr(pol, "name", type(pol).__name__), name, events, MappingProxyType(records), metrics, gpus,
                      rounds, MappingProxyType(balances), float(env.now), cluster.unfinished == 0, cluster.stalled, wall,
                      step_s)
-
-
-def _is_real(x: object) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
 def _items(arg: str, value: object, kind: type | tuple[type, ...], what: str) -> tuple[Any, ...]:

@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..model.tasks import GpuSpec, Task, uniform_gpus
+from ..model.validate import is_integer, is_real
 
 __all__ = ["Workload", "synthetic_workload", "parse_synthetic", "WorkloadError", "DEFAULT_SYNTHETIC_GPUS"]
 
@@ -79,9 +80,9 @@ def synthetic_workload(n: int = 50, *, seed: int = 0, rate: float | None = 0.5,
     """
     for key, v in (("n", n), ("per_node", per_node), ("tenants", tenants), ("duration_min", duration_min),
                    ("duration_max", duration_max)):
-        if not _is_int(v) or v < 1:
+        if not is_integer(v) or v < 1:
             raise WorkloadError(f"{key} must be a positive integer, got {v!r}")
-    if not _is_int(seed) or not 0 <= seed < 2**32:
+    if not is_integer(seed) or not 0 <= seed < 2**32:
         raise WorkloadError(f"seed must be an integer in [0, 2**32), got {seed!r}")
     if duration_max < duration_min:
         raise WorkloadError(f"need 1 <= duration_min <= duration_max, got {duration_min}, {duration_max}")
@@ -134,12 +135,8 @@ def _plus(values: Sequence[Any]) -> str:
     return "+".join(f"{v:g}" if _is_real(v) or isinstance(v, float) else str(v) for v in values)
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
-
 def _is_real(v: Any) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and not math.isnan(v)
+    return is_real(v) and not math.isnan(v)
 
 
 _KEYS = {"n": int, "seed": int, "rate": float, "per_node": int, "min_fraction": float, "duration_min": int,
