@@ -1,4 +1,4 @@
-"""Definitions of the bundled suites (the seeds and parameters behind ``instances/*/manifest.json``).
+"""Definitions of the bundled suites (the seeds and parameters behind ``gensolver/data/suites/*/manifest.json``).
 
 ``gensolver suite build NAME`` regenerates a suite from these definitions and records best
 known values; the manifests are committed, so normal use only reads them.

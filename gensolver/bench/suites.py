@@ -1,6 +1,8 @@
 """Benchmark suites: manifests of seeded instances, their files and checksums.
 
-A suite is a folder ``instances/<name>/`` holding ``manifest.json``::
+A suite is a folder holding ``manifest.json``; the bundled suites are package data, read
+through :mod:`importlib.resources` from ``gensolver/data/suites/<name>/``, so they work from
+an installed wheel as from a checkout::
 
     {"schema": "gensolver.suite/v1", "name": "small", "description": "...",
      "instances": [{"name": "regions-0", "family": "regions", "params": {...}, "seed": 0,
@@ -40,6 +42,7 @@ __all__ = [
     "SuiteError",
     "SUITE_SCHEMA",
     "suites_dir",
+    "bundled_suites_dir",
     "list_suites",
     "load_suite",
     "materialize",
@@ -110,10 +113,24 @@ class Suite:
                 "committed": self.committed, "instances": [e.to_dict() for e in self.entries]}
 
 
+def bundled_suites_dir() -> Path:
+    """The folder of the suites shipped as package data (``gensolver/data/suites``).
+
+    Read through :func:`importlib.resources.files`; a package imported from a zip archive has
+    no folder to list, which is reported as an error.
+    """
+    from importlib.resources import files
+
+    root = files("gensolver.data").joinpath("suites")
+    if not isinstance(root, Path):  # pragma: no cover - zip imports only
+        raise SuiteError(f"the bundled suites are not on the file system ({root}); set ${SUITES_ENV}")
+    return root
+
+
 def suites_dir() -> Path:
-    """``$GENSOLVER_SUITES`` if set, else the project's ``instances/`` folder."""
+    """``$GENSOLVER_SUITES`` if set, else the bundled suites (:func:`bundled_suites_dir`)."""
     env = os.environ.get(SUITES_ENV)
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "instances"
+    return Path(env) if env else bundled_suites_dir()
 
 
 def list_suites() -> tuple[str, ...]:

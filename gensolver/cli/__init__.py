@@ -19,8 +19,8 @@ app = typer.Typer(
     name="gensolver",
     help="GPU sharing as a market: solve, price, verify, benchmark and simulate clearing rounds.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 #: modules that add commands to :data:`app` (each defines ``register(app)``)
@@ -30,7 +30,31 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gensolver.cli.sim_cmd",
     "gensolver.cli.run_cmd",
     "gensolver.cli.verify_cmd",
+    "gensolver.cli.traces_cmd",
+    "gensolver.cli.demo_cmd",
 )
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        console.print(f"gensolver {__version__}", highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, show_default=False,
+                                help="Log the stages of long work on stderr (-v info, -vv debug)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Log errors only."),
+) -> None:
+    """GPU sharing as a market: solve, price, verify, benchmark and simulate clearing rounds."""
+    from .._log import configure
+
+    configure(verbose, quiet)
+
 
 for _name in COMMAND_MODULES:
     try:

@@ -196,7 +196,7 @@ def suite_materialize(
 def suite_build(
     name: str = typer.Argument(..., help="A suite of the catalog (gensolver.bench.catalog)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds per solve for best known values."),
-    folder: Optional[Path] = typer.Option(None, "--folder", help="Write here instead of the bundled instances/ folder."),
+    folder: Optional[Path] = typer.Option(None, "--folder", help="Write here instead of the bundled suites folder (gensolver/data/suites)."),
 ) -> None:
     """Regenerate a catalog suite and its manifest (best known values by cpsat, bound by lp)."""
     from ..bench.catalog import CATALOG

@@ -45,6 +45,8 @@ def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int |
     base = traces_dir or default_trace_dir()
     kw = {k: v for k, v in {"max_jobs": max_jobs, "compress": compress}.items() if v is not None}
     nodes = 4 if nodes is None else nodes
+    if trace in TRACES:
+        _check_trace_present(trace, base, given=traces_dir is not None)
     if trace == "alibaba":
         return alibaba_workload(base / "alibaba-gpu-2023", nodes=nodes, seed=seed, **{"compress": 8.0, **kw})
     if trace == "philly":
@@ -58,6 +60,25 @@ def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int |
         tasks = load_gentasks(p)
         return Workload(p.name, tasks, uniform_gpus([80.0, 40.0, 24.0, 16.0], per_node=4), 60.0, {"source": "gentask"})
     raise ValueError(f"unknown trace {trace!r}: use alibaba, philly, synthetic:key=value,... or a GenTask YAML file")
+
+
+def _check_trace_present(trace: str, base: Path, *, given: bool) -> None:
+    """Raise ``ValueError`` with the way to get ``trace`` when its folder is not under ``base``;
+    log a note when ``base`` is the bundled sample."""
+    import logging
+
+    from ..instances.gpu import sample_trace_dir
+    from ..traces.fetch import TRACE_SOURCES
+
+    folder = base / TRACE_SOURCES[trace].folder
+    if not folder.is_dir():
+        where = "--traces-dir" if given else "the default trace folder ($GENSOLVER_TRACES or the bundled sample)"
+        raise ValueError(f"the {trace} trace is not in {where} ({base}): download it with "
+                         f"`gensolver traces fetch {trace} --dir DIR` and pass --traces-dir DIR")
+    if base == sample_trace_dir():
+        logging.getLogger(__name__).warning(
+            "replaying the bundled sample of the %s trace (one window of pods); `gensolver traces fetch %s "
+            "--dir DIR` downloads the whole trace (then pass --traces-dir DIR)", trace, trace)
 
 
 def _parse_gpus(text: str):
@@ -263,9 +284,14 @@ def simulate_command(
     compress: Optional[float] = typer.Option(None, "--compress", help="Trace: divide arrival gaps by this."),
     seed: int = typer.Option(0, "--seed", help="Seed (trace memory model, synthetic workloads)."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    traces_dir: Optional[Path] = typer.Option(
+        None, "--traces-dir", help="Folder of the traces (what `gensolver traces fetch --dir` wrote; default: "
+                                   "$GENSOLVER_TRACES, else the bundled sample)."),
 ) -> None:
     """Simulate TRACE under each --policy and print a comparison table."""
     _check_options(trace, policy, solver, mechanism, time_limit, lease, until, max_jobs, nodes, compress, seed)
+    if traces_dir is not None and trace not in TRACES:
+        fail(f"--traces-dir: applies only to the {' and '.join(TRACES)} traces, not to {trace!r}")
     created: list[Path] = []
     if out is not None:
         check_output_dir(out, "--out")
@@ -274,7 +300,7 @@ def simulate_command(
         created = _make_out_dir(out)
     try:
         _run(trace, policy, gpus, until, out, fault, mechanism, solver, time_limit, lease, max_jobs, nodes, compress,
-             seed, as_json)
+             seed, as_json, traces_dir)
     except BaseException:
         for d in created:  # leave no empty folder behind when the run fails
             try:
@@ -286,14 +312,16 @@ def simulate_command(
 
 def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[float], out: Optional[Path],
          fault: List[str], mechanism: str, solver: str, time_limit: float, lease: int, max_jobs: Optional[int],
-         nodes: Optional[int], compress: Optional[float], seed: int, as_json: bool) -> None:
+         nodes: Optional[int], compress: Optional[float], seed: int, as_json: bool,
+         traces_dir: Optional[Path] = None) -> None:
     from ..market.spec import SpecError
     from ..model.io import atomic_write
     from ..sim import FaultError, SimError, UnknownPolicyError, WorkloadError, audit_log, get_policy, parse_fault, simulate
     from ..traces import TraceError
 
     try:
-        workload = load_workload(trace, max_jobs=max_jobs, nodes=nodes, compress=compress, seed=seed)
+        workload = load_workload(trace, traces_dir=traces_dir, max_jobs=max_jobs, nodes=nodes, compress=compress,
+                                 seed=seed)
         cluster = _parse_gpus(gpus) if gpus else None
     except (SpecError, TraceError, WorkloadError, ValueError, OSError) as exc:
         fail(str(exc))

@@ -28,7 +28,7 @@ from ..model import GpuRound, GpuSpec, Task
 from ..traces import TraceJob, read_alibaba, read_philly
 from ._common import check_int, check_pos, check_prob, rng_of
 
-__all__ = ["gpu_round", "trace_round", "default_trace_dir", "GPU_MEMORIES", "TRACE_ENV"]
+__all__ = ["gpu_round", "trace_round", "default_trace_dir", "sample_trace_dir", "GPU_MEMORIES", "TRACE_ENV"]
 
 #: default GPU memory sizes (GiB): A10/L4-class 24, A100-40, A100/H100-80, H200-141
 GPU_MEMORIES: tuple[float, ...] = (24.0, 40.0, 80.0, 141.0)
@@ -124,11 +124,25 @@ def gpu_round(n_gpus: int = 4, n_tasks: int = 10, steps: int = 6, *, seed: int |
 
 # ------------------------------------------------------------------------------ traces
 def default_trace_dir() -> Path:
-    """``$GENSOLVER_TRACES`` if set, else ``shared/traces`` beside the project checkout."""
+    """Where the traces are read from by default.
+
+    ``$GENSOLVER_TRACES`` if set; else ``shared/traces`` beside a project checkout when that
+    folder exists; else the sample bundled as package data (:func:`sample_trace_dir`: the pods
+    of the Alibaba window that ``gensolver simulate alibaba`` replays, no Philly trace).
+    ``gensolver traces fetch NAME --dir DIR`` downloads the full traces.
+    """
     env = os.environ.get(TRACE_ENV)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "shared" / "traces"
+    checkout = Path(__file__).resolve().parents[3] / "shared" / "traces"
+    return checkout if checkout.is_dir() else sample_trace_dir()
+
+
+def sample_trace_dir() -> Path:
+    """The trace sample bundled as package data (``gensolver/data/traces``)."""
+    from importlib.resources import files
+
+    return Path(str(files("gensolver.data").joinpath("traces")))
 
 
 @functools.lru_cache(maxsize=8)

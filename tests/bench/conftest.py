@@ -13,5 +13,5 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture()
 def smoke_copy(tmp_path: Path) -> Path:
     dest = tmp_path / "smoke"
-    shutil.copytree(ROOT / "instances" / "smoke", dest)
+    shutil.copytree(ROOT / "gensolver" / "data" / "suites" / "smoke", dest)
     return dest

@@ -19,7 +19,7 @@ import pytest
 from gensolver.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-SMOKE = ROOT / "instances" / "smoke"
+SMOKE = ROOT / "gensolver" / "data" / "suites" / "smoke"
 FAST = ["-m", "greedy", "--jobs", "1", "--no-plots", "--quiet"]
 
 
