@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from .choices import MECHANISMS, choice
 from .common import check_output_dir, check_output_file, console, fail
 
 __all__ = ["register", "bench_command"]
@@ -27,7 +28,7 @@ def _split_methods(text: Optional[str]) -> Optional[list[str]]:
 def bench_command(
     suite: str = typer.Argument(..., help="Suite name (smoke, small, medium, large), folder or manifest."),
     methods: Optional[str] = typer.Option(None, "--methods", "-m", help="Comma-separated solver methods (default: auto,cpsat,highs,greedy,lp where usable)."),
-    mechanism: Optional[str] = typer.Option(None, "--mechanism", help="Also run this mechanism per cell (payments time, max regret)."),
+    mechanism: Optional[str] = typer.Option(None, "--mechanism", **choice(MECHANISMS), help="Also run this mechanism per cell (payments time, max regret)."),
     time_limit: float = typer.Option(10.0, "--time-limit", "-t", help="Per-cell solver time limit in seconds."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Local worker processes."),
     out: Path = typer.Option(Path("bench-out"), "--out", "-o", help="Output folder (journal, CSV, JSON, report, plots)."),

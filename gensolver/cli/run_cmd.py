@@ -20,7 +20,9 @@ from typing import Any, Iterator, List, Optional
 import typer
 from rich.markup import escape
 
+from .choices import BACKENDS, METHODS, choice
 from .common import check_output_dir, check_output_file, console, err_console, fail, print_json
+from .progress import task_progress, working
 
 __all__ = ["register", "EXIT_TASK_FAILED", "EXIT_BACKEND_UNAVAILABLE"]
 
@@ -99,16 +101,16 @@ def _os_error(exc: OSError) -> str:
 
 def run_command(
     plan_file: Path = typer.Argument(..., help="A gensolver.plan/v1 JSON file."),
-    backend: str = typer.Option("nvml", "--backend", "-b", help="nvml (real NVIDIA GPUs) or sim (simulated devices)."),
+    backend: str = typer.Option("nvml", "--backend", "-b", **choice(BACKENDS), help="nvml (real NVIDIA GPUs) or sim (simulated devices)."),
     journal: Optional[Path] = typer.Option(None, "--journal", "-j", help="Append-only journal; reuse it to resume after a crash."),
     sim_devices: List[str] = typer.Option([], "--sim-devices", help="COUNT:MEMORY of simulated devices, e.g. 2:16G (repeatable). Default: the plan's devices."),
     sim_state: Optional[Path] = typer.Option(None, "--sim-state", help="Folder of simulated usage reports (default: JOURNAL.sim, or a temporary folder)."),
-    over_grant: str = typer.Option("warn", "--over-grant", help="Policy for a process over its memory grant: warn, suspend or terminate."),
+    over_grant: str = typer.Option("warn", "--over-grant", **choice(("warn", "suspend", "terminate")), help="Policy for a process over its memory grant: warn, suspend or terminate."),
     over_grant_tolerance: str = typer.Option("0", "--over-grant-tolerance", help="Bytes allowed beyond a grant (e.g. 256M)."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Wall seconds per plan second (0.01 runs 100x faster)."),
     grace: float = typer.Option(10.0, "--grace", help="Wall seconds between SIGTERM and SIGKILL."),
-    preempt: str = typer.Option("plan", "--preempt", help="plan (follow each preemption point's mode) or checkpoint (always SIGTERM and relaunch)."),
-    lost: str = typer.Option("restart", "--lost", help="On restart, a run whose process vanished: restart or skip."),
+    preempt: str = typer.Option("plan", "--preempt", **choice(("plan", "checkpoint")), help="plan (follow each preemption point's mode) or checkpoint (always SIGTERM and relaunch)."),
+    lost: str = typer.Option("restart", "--lost", **choice(("restart", "skip")), help="On restart, a run whose process vanished: restart or skip."),
     poll: float = typer.Option(0.05, "--poll", help="Wall seconds between polls."),
     device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=UUID_OR_INDEX (repeatable)."),
     log_dir: Optional[Path] = typer.Option(None, "--log-dir", help="Write each process's output to LOG_DIR/<task>.<run>.<attempt>.log."),
@@ -223,9 +225,11 @@ def run_command(
                 fail(f"{where}: plan devices {other!r} and {name!r} both name the {gpu.name} device {uuid}")
             taken[uuid] = name
         with _clean_warnings():
-            ex = Executor(plan, backend=gpu, journal=journal, policy=policy, time_scale=time_scale,
-                          poll_interval=poll, device_map=mapping, log_dir=log_dir)
-            report = ex.run(timeout=timeout)
+            with task_progress(len(plan.tasks), label=f"running {plan.name or plan_file.name}",
+                               enabled=not as_json) as on_event:
+                ex = Executor(plan, backend=gpu, journal=journal, policy=policy, time_scale=time_scale,
+                              poll_interval=poll, device_map=mapping, log_dir=log_dir, on_event=on_event)
+                report = ex.run(timeout=timeout)
     except ExecutorError as exc:
         fail(f"{plan_file}: {exc}")
     except JournalError as exc:
@@ -272,7 +276,7 @@ def _gantt_format(path: Path) -> str:
 def plan_command(
     file: Path = typer.Argument(..., help="A gensolver.gpuround/v1 round (tasks with commands) or a gensolver.instance/v1 instance with slot metadata."),
     output: Path = typer.Option(..., "--output", "-o", help="Where to write the gensolver.plan/v1 JSON."),
-    method: str = typer.Option("auto", "--method", "-m", help="Solver method."),
+    method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Solver method."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver."),
     gantt: Optional[Path] = typer.Option(None, "--gantt", help="Also draw the plan as a PNG Gantt chart."),
 ) -> None:
@@ -308,7 +312,8 @@ def plan_command(
             tasks = {t.id: t for t in rnd.tasks}
         else:
             instance = read_instance(file)
-        allocation = solve(instance, method=method, time_limit=time_limit)
+        with working(f"{method}: solving {instance.n_bids} bids"):
+            allocation = solve(instance, method=method, time_limit=time_limit)
         plan = to_plan(instance, allocation, tasks)
     except BackendUnavailableError as exc:
         fail(f"--method: {exc}")

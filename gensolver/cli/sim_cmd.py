@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from ..model.io import json_safe
+from .choices import METHODS, POLICIES, SIM_MECHANISMS, choice
 from .common import check_output_dir, check_output_file, console, err_console, fail, print_json
 
 __all__ = ["register", "load_workload", "comparison_rows", "json_safe"]
@@ -269,14 +270,13 @@ class _Progress:
 
 def simulate_command(
     trace: str = typer.Argument(..., help="alibaba | philly | synthetic:n=50,seed=1,rate=0.5 | GenTask YAML file"),
-    policy: List[str] = typer.Option(["fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction"],
-                                     "--policy", "-p", help="Policy (repeat to compare)."),
+    policy: List[str] = typer.Option(list(POLICIES), "--policy", "-p", **choice(POLICIES), help="Policy (repeat to compare)."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU memories in GiB, e.g. '80,80,40,24' (default: the workload's)."),
     until: Optional[float] = typer.Option(None, "--until", help="Stop at this step."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write plots and results.json here."),
     fault: List[str] = typer.Option([], "--fault", help="gpu:ID@T1-T2 or node:NAME@T1-T2 (steps); repeatable."),
-    mechanism: str = typer.Option("pay-as-bid", "--mechanism", help="Auction mechanism."),
-    solver: str = typer.Option("auto", "--solver", help="Auction round solver."),
+    mechanism: str = typer.Option("pay-as-bid", "--mechanism", **choice(SIM_MECHANISMS), help="Auction mechanism."),
+    solver: str = typer.Option("auto", "--solver", **choice(METHODS), help="Auction round solver."),
     time_limit: float = typer.Option(0.2, "--time-limit", help="Seconds per auction round solve."),
     lease: int = typer.Option(5, "--lease", help="Round length in steps."),
     max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="Trace: at most this many jobs."),

@@ -10,18 +10,20 @@ from rich.table import Table
 
 from ..model import InstanceError, read_instance
 from ..solvers import BackendUnavailableError, UnknownMethodError, list_methods, solve
+from .choices import MECHANISMS, METHODS, choice
 from .common import console, fail, print_json
+from .progress import working
 
 __all__ = ["register"]
 
 
 def solve_command(
     file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text."),
-    method: str = typer.Option("auto", "--method", "-m", help="Solver method (see `gensolver methods`)."),
+    method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Solver method (see `gensolver methods`)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver (default: none, run until proven optimal; with --mechanism, for each solve)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Solver threads."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
-    mechanism: Optional[str] = typer.Option(None, "--mechanism", help="Also compute payments with this mechanism (e.g. vcg)."),
+    mechanism: Optional[str] = typer.Option(None, "--mechanism", **choice(MECHANISMS), help="Also compute payments with this mechanism (e.g. vcg)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a summary."),
     deterministic: bool = typer.Option(
         False, "--deterministic",
@@ -48,16 +50,18 @@ def solve_command(
             if threads is not None and (isinstance(threads, bool) or threads < 1):
                 fail(f"--threads: must be a positive integer, got {threads}")
             try:
-                outcome = run_mechanism(instance, mechanism=mechanism, solver=method, time_limit=time_limit,
-                                        options=None if threads is None else {"threads": threads})
+                with working(f"{mechanism}: solving and pricing {instance.n_bids} bids", enabled=not as_json):
+                    outcome = run_mechanism(instance, mechanism=mechanism, solver=method, time_limit=time_limit,
+                                            options=None if threads is None else {"threads": threads})
             except ValueError as exc:
                 if threads is not None and "does not take option" in str(exc):
                     fail(f"--threads: mechanism {mechanism!r} does not take a thread count")
                 raise
             result = outcome.allocation
         else:
-            result = solve(instance, method=method, time_limit=time_limit, threads=threads, seed=seed,
-                           options={"deterministic": True} if deterministic else None)
+            with working(f"{method}: solving {instance.n_bids} bids", enabled=not as_json):
+                result = solve(instance, method=method, time_limit=time_limit, threads=threads, seed=seed,
+                               options={"deterministic": True} if deterministic else None)
     except (UnknownMethodError, BackendUnavailableError, ValueError) as exc:
         fail(str(exc))
     if as_json:

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ..model import InstanceError, read_instance
 from ..solvers import BackendUnavailableError, UnknownMethodError
+from .choices import MECHANISMS, METHODS, choice
 from .common import console, err_console, fail, print_json
 
 __all__ = ["register"]
@@ -17,8 +18,8 @@ __all__ = ["register"]
 
 def verify_command(
     file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text."),
-    mechanism: str = typer.Option("vcg", "--mechanism", "-M", help="Mechanism: vcg, greedy-critical, pay-as-bid, core."),
-    solver: str = typer.Option("auto", "--solver", "-s", help="Winner determination method (see `gensolver methods`)."),
+    mechanism: str = typer.Option("vcg", "--mechanism", "-M", **choice(MECHANISMS), help="Mechanism: vcg, greedy-critical, pay-as-bid, core."),
+    solver: str = typer.Option("auto", "--solver", "-s", **choice(METHODS), help="Winner determination method (see `gensolver methods`)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for each solve."),
     families: Optional[str] = typer.Option(
         None, "--families", help="Comma-separated misreport families (default: all of scale, bid, drop, subset, superset, false-name)."),

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 from dataclasses import dataclass, field
@@ -69,6 +70,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..model import Instance
 from ..model.io import atomic_write
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "PLAN_SCHEMA",
@@ -498,6 +501,8 @@ def to_plan(instance: Instance, allocation: Any, tasks: Mapping[str, Any] | None
     method = getattr(allocation, "method", None)
     if method:
         meta["method"] = method
+    logger.info("plan: %d winning tasks on %d devices, %d preemption points, horizon %g", len(plan_tasks),
+                len(devices), len(points), horizon)
     return ExecutionPlan(name if name is not None else instance.name, tuple(devices),
                          tuple(plan_tasks[t] for t in sorted(plan_tasks)), tuple(points), horizon, meta)
 

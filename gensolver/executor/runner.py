@@ -64,6 +64,7 @@ References
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -81,6 +82,10 @@ from .backends import GpuBackend
 from .journal import Journal, JournalError
 from .plan import ExecutionPlan, PreemptionPoint, Run
 from .procs import find_by_env, is_same_process, proc_start_time, proc_stat
+
+logger = logging.getLogger(__name__)
+#: journal fields shown in the log lines of the executor
+_LOGGED = ("task", "run", "attempt", "outcome", "exit_code", "mode", "pid")
 
 __all__ = [
     "ExecutorPolicy",
@@ -427,6 +432,7 @@ class Executor:
     def _emit(self, event: str, **fields: Any) -> dict[str, Any]:
         assert self._journal is not None
         rec = self._journal.append(event, **fields)
+        logger.info("%s %s", event, " ".join(f"{k}={v}" for k, v in fields.items() if k in _LOGGED))
         self._apply(rec)
         if self.on_event is not None:
             self.on_event(rec)

@@ -59,6 +59,7 @@ References
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -71,6 +72,8 @@ from ..model.instance import Bid, Bidder, Instance, Slot
 from ..model.tasks import GpuSpec, Task, task_steps, task_value
 from ..model.validate import _mark
 from ..solvers import solve
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["MarketConfig", "Candidate", "Reservation", "Assignment", "Clearing", "CreditEntry", "Market",
            "MECHANISMS_BUILTIN"]
@@ -491,8 +494,12 @@ class Market:
         method = solver or cfg.solver
         if inst.n_bids > cfg.greedy_above:
             method = "greedy"
+        logger.debug("round at step %g: %d candidates, %d bids on %d slots, %s with %s", now, len(cands),
+                     inst.n_bids, inst.n_slots, mech, method)
         winners, payments, status, welfare, used = self._run(inst, mech, method, limit)
         t2 = time.perf_counter()
+        logger.info("round at step %g: %s, %d winning bids, welfare %.6g, %.3f s", now, status, len(winners),
+                    welfare, t2 - t1)
         assignments: dict[str, Assignment] = {}
         charges: dict[str, float] = {}
         won_mem: dict[str, float] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 import numbers
 import time
@@ -18,6 +19,8 @@ from .metrics import Metrics, TaskRecord, compute_metrics
 from .policies import POLICIES, Policy, _ensure_auction, get_policy
 from .workload import Workload
 
+
+logger = logging.getLogger(__name__)
 __all__ = ["simulate", "SimResult"]
 
 
@@ -132,6 +135,8 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     options = _check_policy(policy, policy_options)
     flist = [parse_fault(f) if isinstance(f, str) else f for f in fitems]
     pol = get_policy(policy, **options)
+    logger.info("simulate %s: %d tasks on %d GPUs under %s (lease %d steps)", name, len(tasks), len(gpus),
+                getattr(pol, "name", type(pol).__name__), lease)
     t0 = time.perf_counter()
     cluster = Cluster(gpus, tasks, lease=lease, checkpoint_steps=checkpoint_steps)
     for spec, f in zip(fitems, flist):
@@ -148,6 +153,8 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
         env.process(cluster.fault_process(flist))
     env.run(until=until)
     wall = time.perf_counter() - t0
+    logger.info("simulate %s under %s: stopped at step %g after %.2f s, %d rounds, %d unfinished", name,
+                getattr(pol, "name", type(pol).__name__), float(env.now), wall, len(pol.rounds), cluster.unfinished)
     records = {
         s.id: TaskRecord(s.id, s.task.tenant, s.arrival, float(s.task.duration), s.first_start, s.finish,
                          s.preemptions, s.faults, s.lost)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 import time
@@ -13,6 +14,8 @@ import numpy as np
 from ..model import Bid, Bidder, Instance, Slot, coerce_instance
 from .registry import get_method
 from .result import Allocation, Status, finish
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["solve"]
 
@@ -104,7 +107,12 @@ def solve(
     if not isinstance(method, str):
         raise ValueError(f"method must be a name or a callable, got {type(method).__name__}")
     func = get_method(method).load()
-    return func(instance, time_limit=time_limit, threads=threads, seed=int(seed), options=opts)
+    logger.info("solve: %d bids, %d slots, %d bidders with %s (time limit %s s)", instance.n_bids,
+                instance.n_slots, instance.n_bidders, method, "none" if time_limit is None else f"{time_limit:g}")
+    result = func(instance, time_limit=time_limit, threads=threads, seed=int(seed), options=opts)
+    logger.info("solve: %s %s, welfare %.6g, bound %s, %.3f s", method, result.status.value, result.welfare,
+                "none" if result.bound is None else f"{result.bound:.6g}", result.seconds.total)
+    return result
 
 
 def _call_user_method(func: Callable[..., Any], instance: Instance, time_limit: float | None,

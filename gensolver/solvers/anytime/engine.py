@@ -46,6 +46,7 @@ solutions", Math. Prog. 102, 2005 (RINS-style restricted MIPs).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -61,6 +62,8 @@ from ..exact.common import (LARGE_ROW, new_highs, objective_lift, power_of_two_s
                             within_mip_gap)
 from ..result import CAPACITY_TOL
 from .problem import MatrixProblem, column_ranges
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["AnytimeResult", "anytime_solve", "first_fit_matrix", "lagrangian_bound", "column_generation", "LpState",
            "PivotResult", "pivot_solve", "lp_state", "SolutionPool"]
@@ -990,6 +993,7 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
         if det:
             entry["work"] = round(clock.now(), 4)
         log.append(entry)
+        logger.debug("auto: %s", " ".join(f"{k}={v}" for k, v in entry.items()))
 
     def left() -> float | None:
         return clock.left()

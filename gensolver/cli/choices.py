@@ -1,0 +1,53 @@
+"""Enumerated option values shown in ``--help`` and offered by shell completion.
+
+The options stay plain strings checked by their command, so that a wrong value keeps its
+message (``error: --preempt must be plan or checkpoint, got 'x'``, exit 2) instead of the
+generic one of a parser-level choice; :func:`choice` gives such an option the metavar
+``[a|b|c]`` and a completion callback over the same values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+__all__ = ["choice", "METHODS", "MECHANISMS", "SIM_MECHANISMS", "POLICIES", "BACKENDS"]
+
+#: backends of ``gensolver run``
+BACKENDS: tuple[str, ...] = ("nvml", "sim")
+#: policies of ``gensolver simulate`` (kept equal to :func:`gensolver.sim.list_policies` by a test)
+POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction")
+
+
+def _methods() -> tuple[str, ...]:
+    from ..solvers import list_methods
+
+    return tuple(m.name for m in list_methods())
+
+
+def _mechanisms() -> tuple[str, ...]:
+    from ..mechanisms import MECHANISMS as registry
+
+    return tuple(registry)
+
+
+def _sim_mechanisms() -> tuple[str, ...]:
+    from ..market.market import MECHANISMS_BUILTIN
+    from ..mechanisms import MECHANISMS as registry
+
+    return tuple(sorted(set(MECHANISMS_BUILTIN) | set(registry)))
+
+
+METHODS = _methods()
+MECHANISMS = _mechanisms()
+SIM_MECHANISMS = _sim_mechanisms()
+
+
+def choice(values: Sequence[str] | Callable[[], Sequence[str]]) -> dict[str, Any]:
+    """``typer.Option`` keywords listing ``values`` in ``--help`` and in shell completion."""
+    shown = tuple(values() if callable(values) else values)
+
+    def complete(incomplete: str) -> list[str]:
+        now = values() if callable(values) else values
+        return [v for v in now if v.startswith(incomplete)]
+
+    return {"metavar": "[" + "|".join(shown) + "]", "autocompletion": complete}
