@@ -36,7 +36,7 @@ from ..model.validate import is_real
 from .suites import Suite, SuiteEntry, decode_instance, load_suite, materialize
 
 __all__ = ["CellResult", "BenchResult", "run_suite", "run_cell", "DEFAULT_METHODS", "JOURNAL", "read_journal",
-           "JournalError"]
+           "JournalError", "plot_quality", "plot_time"]
 
 #: methods run when none are given (those usable here)
 DEFAULT_METHODS: tuple[str, ...] = ("auto", "cpsat", "highs", "greedy", "lp")
@@ -694,16 +694,13 @@ def write_outputs(suite: Suite, cells: Sequence[CellResult], out: Path, *, metho
     return files
 
 
-def _plots(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> dict[str, tuple[str, bytes]]:
-    """The two PNG plots in memory: ``{key: (file name, bytes)}``."""
-    import matplotlib
+def plot_quality(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> Any:
+    """Welfare (% of best known) against solve time per cell, one marker per method: a Figure."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    files = {}
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot(1, 1, 1)
     markers = "osD^v<>ph*"
-    fig, ax = plt.subplots(figsize=(7, 4.5))
     for k, m in enumerate(methods):
         pts = [(max(c.seconds, 1e-4), c.pct_best) for c in cells if c.method == m and c.pct_best is not None]
         if pts:
@@ -714,9 +711,16 @@ def _plots(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> d
     ax.set_title(f"{suite}: quality vs time")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
-    files["plot_quality"] = ("quality_vs_time.png", _png(fig))
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    return fig
+
+
+def plot_time(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> Any:
+    """Solve time against instance size (bids), one marker per method: a Figure."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot(1, 1, 1)
+    markers = "osD^v<>ph*"
     for k, m in enumerate(methods):
         pts = sorted((max(c.bids, 1), max(c.seconds, 1e-4)) for c in cells if c.method == m and c.status != "error")
         if pts:
@@ -728,9 +732,13 @@ def _plots(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> d
     ax.set_title(f"{suite}: solve time vs size")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left")
-    files["plot_time"] = ("time_vs_size.png", _png(fig))
-    plt.close(fig)
-    return files
+    return fig
+
+
+def _plots(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> dict[str, tuple[str, bytes]]:
+    """The two PNG plots in memory: ``{key: (file name, bytes)}``."""
+    return {"plot_quality": ("quality_vs_time.png", _png(plot_quality(cells, methods, suite))),
+            "plot_time": ("time_vs_size.png", _png(plot_time(cells, methods, suite)))}
 
 
 def _png(fig: Any) -> bytes:

@@ -1,4 +1,5 @@
-"""Gantt charts of execution plans (matplotlib, Agg backend: no display needed)."""
+"""Gantt charts of execution plans: a :class:`matplotlib.figure.Figure` built outside pyplot
+(no backend is selected; saving to PNG needs no display)."""
 
 from __future__ import annotations
 
@@ -31,8 +32,6 @@ def plot_plan(plan: ExecutionPlan, path: str | os.PathLike[str] | None = None, *
     matplotlib.figure.Figure
     """
     import matplotlib
-
-    matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
     devices = [d for d in plan.devices]

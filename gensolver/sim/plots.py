@@ -1,14 +1,17 @@
-"""Pictures of simulation results (matplotlib, Agg backend, PNG files).
+"""Pictures of simulation results as :class:`matplotlib.figure.Figure` objects.
 
-Files are written through :func:`gensolver.model.io.atomic_write` (a temporary file renamed
-into place), so a failed write never leaves a half picture behind.
+Every ``plot_*`` function returns its Figure (shown inline in a notebook) and, given a path or
+a binary file, also saves it there. Figures are built with the object-oriented API, outside
+:mod:`matplotlib.pyplot`: no backend is selected or switched, and nothing accumulates in
+pyplot's figure registry. Files are written through :func:`gensolver.model.io.atomic_write`
+(a temporary file renamed into place), so a failed write never leaves a half picture behind.
 """
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import IO, Sequence, Union
+from typing import IO, TYPE_CHECKING, Optional, Sequence, Union
 
 import numpy as np
 
@@ -16,44 +19,56 @@ from ..model.io import atomic_write
 from .api import SimResult
 from .metrics import utilisation_series
 
-__all__ = ["plot_gantt", "plot_utilisation", "plot_jct_cdf", "plot_credits", "render_plots", "write_plots"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["plot_gantt", "plot_utilisation", "plot_jct_cdf", "plot_credits", "figures", "render_plots", "write_plots",
+           "save_figure"]
 
 Target = Union[str, Path, IO[bytes]]
 
 
-def _plt():
+def _figure(figsize: tuple[float, float]) -> "Figure":
+    """A Figure outside pyplot (no backend involved until it is saved or shown)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize)
+
+
+def _cmap(name: str):  # type: ignore[no-untyped-def]
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return matplotlib.colormaps[name]
 
 
-def _save(fig, target: Target):  # type: ignore[no-untyped-def]
-    """Save ``fig`` (format from the file suffix, default PNG) and close it; paths are written atomically."""
-    plt = _plt()
-    try:
-        if isinstance(target, (str, Path)):
-            path = Path(target)
-            with atomic_write(path, "wb") as fh:
-                fig.savefig(fh, format=path.suffix.lstrip(".").lower() or "png", dpi=90)
-            return path
+def save_figure(fig: "Figure", target: Target) -> None:
+    """Save ``fig``: a path (format from its suffix, default PNG; written atomically) or a binary file (PNG)."""
+    if isinstance(target, (str, Path)):
+        path = Path(target)
+        with atomic_write(path, "wb") as fh:
+            fig.savefig(fh, format=path.suffix.lstrip(".").lower() or "png", dpi=90)
+    else:
         fig.savefig(target, format="png", dpi=90)
-        return target
-    finally:
-        plt.close(fig)
 
 
-def plot_gantt(result: SimResult, path: Target, *, max_gpus: int = 32) -> Target:
-    """GPU memory Gantt chart: one row per device, a bar per task (height = its memory share)."""
-    plt = _plt()
+def _done(fig: "Figure", path: Optional[Target]) -> "Figure":
+    if path is not None:
+        save_figure(fig, path)
+    return fig
+
+
+def plot_gantt(result: SimResult, path: Optional[Target] = None, *, max_gpus: int = 32) -> "Figure":
+    """GPU memory Gantt chart: one row per device, a bar per task (height = its memory share).
+
+    Returns the Figure; also saves it to ``path`` when given.
+    """
     gpus = [g.id for g in result.gpus][:max_gpus]
     cap = {g.id: g.memory for g in result.gpus}
     row = {g: i for i, g in enumerate(gpus)}
-    fig, ax = plt.subplots(figsize=(10, 0.35 * len(gpus) + 1.5))
+    fig = _figure((10, 0.35 * len(gpus) + 1.5))
+    ax = fig.add_subplot(1, 1, 1)
     running: dict[str, tuple[float, tuple[str, ...], float]] = {}
-    cmap = plt.get_cmap("tab20")
+    cmap = _cmap("tab20")
     colour = {}
 
     def close(tid: str, t: float) -> None:
@@ -81,13 +96,13 @@ def plot_gantt(result: SimResult, path: Target, *, max_gpus: int = 32) -> Target
     ax.set_xlabel("time (steps)")
     ax.set_title(f"GPU memory over time — {result.policy} ({result.workload})")
     fig.tight_layout()
-    return _save(fig, path)
+    return _done(fig, path)
 
 
-def plot_utilisation(results: Sequence[SimResult], path: Target) -> Target:
-    """Memory and compute utilisation over time, one line per policy."""
-    plt = _plt()
-    fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+def plot_utilisation(results: Sequence[SimResult], path: Optional[Target] = None) -> "Figure":
+    """Memory and compute utilisation over time, one line per policy (the Figure; saved to ``path`` if given)."""
+    fig = _figure((9, 6))
+    axes = fig.subplots(2, 1, sharex=True)
     for r in results:
         t, m, c = utilisation_series(r.events)
         axes[0].step(t, m, where="post", label=r.policy)
@@ -97,13 +112,13 @@ def plot_utilisation(results: Sequence[SimResult], path: Target) -> Target:
     axes[1].set_xlabel("time (steps)")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    return _save(fig, path)
+    return _done(fig, path)
 
 
-def plot_jct_cdf(results: Sequence[SimResult], path: Target) -> Target:
-    """Empirical CDF of job completion times per policy."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+def plot_jct_cdf(results: Sequence[SimResult], path: Optional[Target] = None) -> "Figure":
+    """Empirical CDF of job completion times per policy (the Figure; saved to ``path`` if given)."""
+    fig = _figure((7, 4.5))
+    ax = fig.add_subplot(1, 1, 1)
     for r in results:
         x = np.sort(np.array(list(r.jct().values()), dtype=float))
         if x.size:
@@ -116,13 +131,13 @@ def plot_jct_cdf(results: Sequence[SimResult], path: Target) -> Target:
     else:  # no job finished: an empty chart that says so (legend() would warn: nothing to label)
         ax.text(0.5, 0.5, "no finished jobs", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
-    return _save(fig, path)
+    return _done(fig, path)
 
 
-def plot_credits(results: Sequence[SimResult], path: Target) -> Target:
-    """Credit balance per tenant over time (auction runs)."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+def plot_credits(results: Sequence[SimResult], path: Optional[Target] = None) -> "Figure":
+    """Credit balance per tenant over time, auction runs (the Figure; saved to ``path`` if given)."""
+    fig = _figure((8, 4.5))
+    ax = fig.add_subplot(1, 1, 1)
     for r in results:
         bal: dict[str, float] = {}
         series: dict[str, tuple[list[float], list[float]]] = {}
@@ -139,24 +154,26 @@ def plot_credits(results: Sequence[SimResult], path: Target) -> Target:
     if ax.lines:
         ax.legend(fontsize=6)
     fig.tight_layout()
-    return _save(fig, path)
+    return _done(fig, path)
+
+
+def figures(results: Sequence[SimResult]) -> dict[str, "Figure"]:
+    """Every picture of ``results`` as a Figure, by file name (see :func:`write_plots`)."""
+    out: dict[str, Figure] = {f"gantt-{r.policy}.png": plot_gantt(r) for r in results}
+    out["utilisation.png"] = plot_utilisation(results)
+    out["jct_cdf.png"] = plot_jct_cdf(results)
+    out["credits.png"] = plot_credits(results)
+    return out
 
 
 def render_plots(results: Sequence[SimResult]) -> dict[str, bytes]:
     """All pictures as PNG bytes, by file name (see :func:`write_plots`); nothing is written."""
-    figures: dict[str, bytes] = {}
-
-    def png(name: str, draw) -> None:  # type: ignore[no-untyped-def]
+    rendered: dict[str, bytes] = {}
+    for name, fig in figures(results).items():
         buf = io.BytesIO()
-        draw(buf)
-        figures[name] = buf.getvalue()
-
-    for r in results:
-        png(f"gantt-{r.policy}.png", lambda b, r=r: plot_gantt(r, b))
-    png("utilisation.png", lambda b: plot_utilisation(results, b))
-    png("jct_cdf.png", lambda b: plot_jct_cdf(results, b))
-    png("credits.png", lambda b: plot_credits(results, b))
-    return figures
+        save_figure(fig, buf)
+        rendered[name] = buf.getvalue()
+    return rendered
 
 
 def write_plots(results: Sequence[SimResult], out: str | Path) -> list[Path]:
