@@ -93,3 +93,13 @@ def test_the_wheel_answers_version(installed: Path, tmp_path: Path) -> None:
     run = subprocess.run([str(installed / "gensolver"), "--version"], capture_output=True, text=True,
                          cwd=tmp_path, env=_env(), timeout=60)
     assert run.returncode == 0 and run.stdout.strip() == f"gensolver {gensolver.__version__}"
+
+
+def test_the_wheel_runs_the_demo(installed: Path, tmp_path: Path) -> None:
+    run = subprocess.run([str(installed / "gensolver"), "demo", "--out", "story"], capture_output=True, text=True,
+                         cwd=tmp_path, env=_env(), timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    summary = json.loads((tmp_path / "story" / "summary.json").read_text())
+    assert summary["checks"] == {"feasible": True, "individually_rational": True, "nonnegative": True,
+                                 "losers_pay_nothing": True, "plan_within_capacity": True}
+    assert (tmp_path / "story" / "gantt.png").read_bytes()[:4] == b"\x89PNG"
