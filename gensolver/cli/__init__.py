@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     stderr and return its exit status, 2, without a traceback.
     """
     try:
-        rc = app(args=argv, standalone_mode=False)
+        rc = app(args=argv, prog_name="gensolver", standalone_mode=False)
     except SystemExit as exc:  # pragma: no cover - defensive: click exits itself in some paths
         return int(exc.code or 0)
     except typer.Exit as exc:

@@ -57,14 +57,3 @@ def test_cli_gentask_yaml_and_bad_input(tmp_path, capsys, shared_dir):
     assert "valid policies" in capsys.readouterr().err
     assert main(["simulate", "synthetic:n=3", "--fault", "gpu:x"]) == 2
     assert main(["simulate", "nonsense-trace"]) == 2
-
-
-def test_notebook_runs(shared_dir):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    path = ROOT / "notebooks" / "03_trace_simulation.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "store the notebook without outputs"
-    t0 = time.perf_counter()
-    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(path.parent)}}).execute()
-    assert time.perf_counter() - t0 < 90
