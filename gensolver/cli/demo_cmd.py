@@ -177,7 +177,7 @@ def demo_command(
         logger.info("simulating %s", p)
         results.append(simulate(workload, policy=p, policy_options=opts))
     rows = comparison_rows(results, total=len(tasks))
-    table = Table("policy", "done", "avg JCT", "p95 JCT", "avg wait", "makespan", "memory used", "Jain",
+    table = Table("policy", "done", "avg JCT", "p95 JCT", "avg wait", "makespan", "memory held", "Jain",
                   "credits spent", title=f"times in {_hours(1)} steps")
     for r in rows:
         table.add_row(r["policy"], r["done"], f"{r['avg_jct']:.3g}", f"{r['p95_jct']:.3g}", f"{r['avg_wait']:.3g}",
