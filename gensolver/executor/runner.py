@@ -432,7 +432,8 @@ class Executor:
     def _emit(self, event: str, **fields: Any) -> dict[str, Any]:
         assert self._journal is not None
         rec = self._journal.append(event, **fields)
-        logger.info("%s %s", event, " ".join(f"{k}={v}" for k, v in fields.items() if k in _LOGGED))
+        if logger.isEnabledFor(logging.INFO):
+            logger.info("%s %s", event, " ".join(f"{k}={v}" for k, v in fields.items() if k in _LOGGED))
         self._apply(rec)
         if self.on_event is not None:
             self.on_event(rec)

@@ -140,3 +140,26 @@ def test_verbose_logs_simulation_rounds(capsys: pytest.CaptureFixture[str]) -> N
         from gensolver._log import configure
 
         configure(0, False)
+
+
+def test_progress_shows_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from gensolver.cli import progress
+
+    buf = io.StringIO()
+    monkeypatch.setattr(progress, "err_console", Console(file=buf, force_terminal=True, width=80))
+    with progress.task_progress(2, label="running demo") as on_event:
+        assert on_event is not None
+        on_event({"event": "launching", "task": "t1"})
+        on_event({"event": "task_finished", "task": "t1"})
+    with progress.working("solving 9 bids"):
+        pass
+    assert "running demo" in buf.getvalue() and "launching t1" in buf.getvalue()
+    quiet = io.StringIO()
+    monkeypatch.setattr(progress, "err_console", Console(file=quiet, force_terminal=False))
+    with progress.task_progress(2) as on_event, progress.working("x"):
+        assert on_event is None
+    assert quiet.getvalue() == ""

@@ -993,7 +993,8 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
         if det:
             entry["work"] = round(clock.now(), 4)
         log.append(entry)
-        logger.debug("auto: %s", " ".join(f"{k}={v}" for k, v in entry.items()))
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("auto: %s", " ".join(f"{k}={v}" for k, v in entry.items()))
 
     def left() -> float | None:
         return clock.left()
