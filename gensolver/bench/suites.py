@@ -43,6 +43,7 @@ __all__ = [
     "SUITE_SCHEMA",
     "suites_dir",
     "bundled_suites_dir",
+    "cache_dir",
     "list_suites",
     "load_suite",
     "materialize",
@@ -55,6 +56,7 @@ __all__ = [
 
 SUITE_SCHEMA = "gensolver.suite/v1"
 SUITES_ENV = "GENSOLVER_SUITES"
+CACHE_ENV = "GENSOLVER_CACHE"
 
 
 class SuiteError(ValueError):
@@ -104,8 +106,16 @@ class Suite:
     committed: bool = True
 
     def path_of(self, entry: SuiteEntry) -> Path:
-        """Where ``entry``'s instance file lives."""
-        return self.folder / entry.file
+        """Where ``entry``'s instance file lives.
+
+        In the suite's folder, unless the file is not there and the folder cannot be written
+        (a suite bundled in a read-only installation): then in :func:`cache_dir`
+        ``/suites/<name>/``, where :func:`materialize` generates it.
+        """
+        path = self.folder / entry.file
+        if path.exists() or os.access(self.folder, os.W_OK):
+            return path
+        return cache_dir() / "suites" / self.name / entry.file
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest document."""
@@ -125,6 +135,15 @@ def bundled_suites_dir() -> Path:
     if not isinstance(root, Path):  # pragma: no cover - zip imports only
         raise SuiteError(f"the bundled suites are not on the file system ({root}); set ${SUITES_ENV}")
     return root
+
+
+def cache_dir() -> Path:
+    """``$GENSOLVER_CACHE``, else ``$XDG_CACHE_HOME/gensolver``, else ``~/.cache/gensolver``."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "gensolver"
 
 
 def suites_dir() -> Path:

@@ -87,3 +87,27 @@ def test_unknown_suite_lists_valid_ones(tmp_path: Path) -> None:
     bad.write_text('{"schema": "gensolver.suite/v1", "instances": [{"name": "a"}]}')
     with pytest.raises(SuiteError, match="/instances/0"):
         load_suite(bad)
+
+
+def test_a_read_only_suite_folder_materializes_into_the_cache(smoke_copy: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed package may be read-only: generated files then go to $GENSOLVER_CACHE."""
+    import os
+
+    import gensolver.bench.suites as suites_mod
+
+    suite = load_suite(smoke_copy)
+    victim = suite.entries[0]
+    (smoke_copy / victim.file).unlink()
+    real_access = os.access
+    monkeypatch.setattr(suites_mod.os, "access",
+                        lambda p, mode: False if Path(p) == smoke_copy else real_access(p, mode))
+    monkeypatch.setenv("GENSOLVER_CACHE", str(tmp_path / "cache"))
+    cached = tmp_path / "cache" / "suites" / suite.name / victim.file
+    assert suite.path_of(victim) == cached
+    assert suite.path_of(suite.entries[1]) == smoke_copy / suite.entries[1].file  # present files stay put
+    status = materialize(suite)
+    assert status[victim.name] == "generated" and cached.is_file()
+    assert not (smoke_copy / victim.file).exists()
+    # the cached file is the manifest's instance, checked by its sha256
+    assert digest(instance_bytes(load_entry(suite, victim))) == victim.sha256
