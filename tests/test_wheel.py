@@ -76,15 +76,23 @@ def test_the_wheel_carries_the_suites_and_runs_bench_smoke_outside_the_checkout(
     assert "18 cells (18 run, 0 resumed, 0 errors)" in " ".join(run.stdout.split())
 
 
-def test_the_wheel_replays_the_bundled_alibaba_sample(installed: Path, tmp_path: Path) -> None:
+def test_the_wheel_ships_no_trace_and_says_how_to_get_one(installed: Path, tmp_path: Path) -> None:
+    env = {**_env(), "XDG_DATA_HOME": str(tmp_path / "data")}
+    env.pop("GENSOLVER_TRACES", None)
     run = subprocess.run([str(installed / "gensolver"), "simulate", "alibaba", "--max-jobs", "10", "--nodes", "1",
                           "--policy", "fcfs-packing", "--json"],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stdout + run.stderr
+    assert "gensolver traces fetch alibaba" in " ".join(run.stderr.split())
+
+
+def test_the_wheel_replays_a_trace_from_traces_dir(installed: Path, tmp_path: Path, shared_dir: Path) -> None:
+    run = subprocess.run([str(installed / "gensolver"), "simulate", "alibaba", "--max-jobs", "10", "--nodes", "1",
+                          "--policy", "fcfs-packing", "--json", "--traces-dir", str(shared_dir / "traces")],
                          capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     rows = json.loads(run.stdout)
     assert rows[0]["policy"] == "fcfs-packing" and rows[0]["done"] == "10/10"
-    assert "bundled sample" in run.stderr  # the user is told it is a sample and how to get the trace
-    assert "gensolver traces fetch alibaba" in " ".join(run.stderr.split())
 
 
 def test_the_wheel_answers_version(installed: Path, tmp_path: Path) -> None:

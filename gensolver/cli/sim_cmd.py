@@ -64,22 +64,15 @@ def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int |
 
 
 def _check_trace_present(trace: str, base: Path, *, given: bool) -> None:
-    """Raise ``ValueError`` with the way to get ``trace`` when its folder is not under ``base``;
-    log a note when ``base`` is the bundled sample."""
-    import logging
-
-    from ..instances.gpu import sample_trace_dir
+    """Raise ``ValueError`` with the way to get ``trace`` when its folder is not under ``base``."""
     from ..traces.fetch import TRACE_SOURCES
 
     folder = base / TRACE_SOURCES[trace].folder
     if not folder.is_dir():
-        where = "--traces-dir" if given else "the default trace folder ($GENSOLVER_TRACES or the bundled sample)"
+        where = "--traces-dir" if given else "the default trace folder ($GENSOLVER_TRACES, else the per-user folder)"
+        hint = "" if given else " (it lands in the default folder when --dir is left out)"
         raise ValueError(f"the {trace} trace is not in {where} ({base}): download it with "
-                         f"`gensolver traces fetch {trace} --dir DIR` and pass --traces-dir DIR")
-    if base == sample_trace_dir():
-        logging.getLogger(__name__).warning(
-            "replaying the bundled sample of the %s trace (one window of pods); `gensolver traces fetch %s "
-            "--dir DIR` downloads the whole trace (then pass --traces-dir DIR)", trace, trace)
+                         f"`gensolver traces fetch {trace}`{hint}, or pass --traces-dir DIR")
 
 
 def _parse_gpus(text: str):
@@ -286,7 +279,7 @@ def simulate_command(
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
     traces_dir: Optional[Path] = typer.Option(
         None, "--traces-dir", help="Folder of the traces (what `gensolver traces fetch --dir` wrote; default: "
-                                   "$GENSOLVER_TRACES, else the bundled sample)."),
+                                   "$GENSOLVER_TRACES, else ../shared/traces beside a checkout, else the per-user folder)."),
 ) -> None:
     """Simulate TRACE under each --policy and print a comparison table."""
     _check_options(trace, policy, solver, mechanism, time_limit, lease, until, max_jobs, nodes, compress, seed)

@@ -36,8 +36,8 @@ def traces_list() -> None:
 @traces_app.command("fetch")
 def traces_fetch(
     name: TraceName = typer.Argument(..., help="The trace to download."),
-    directory: Path = typer.Option(..., "--dir", "-d", help="Where to put it (DIR/<folder>/; pass DIR to "
-                                                             "`gensolver simulate --traces-dir`)."),
+    directory: Optional[Path] = typer.Option(None, "--dir", "-d", help="Where to put it (DIR/<folder>/; default: the "
+                                                             "per-user folder `gensolver simulate` reads)."),
     mirror: Optional[str] = typer.Option(None, "--mirror", help="Fetch MIRROR/<folder>/<file> instead of the "
                                                                 "upstream URLs (same checksums)."),
     force: bool = typer.Option(False, "--force", help="Download files that are already present and correct."),
@@ -55,6 +55,10 @@ def traces_fetch(
         fail(f"--timeout: must be a positive finite number of seconds, got {timeout:g}")
     if mirror is not None and not mirror.startswith(("http://", "https://", "file:")):
         fail(f"--mirror: expected an http(s):// or file: URL, got {mirror!r}")
+    if directory is None:
+        from ..instances.gpu import user_trace_dir
+
+        directory = user_trace_dir()
     check_output_dir(directory, "--dir")
     key = name.value if isinstance(name, enum.Enum) else str(name)
     try:

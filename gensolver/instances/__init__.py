@@ -26,7 +26,7 @@ from typing import Any, Callable
 from ..model import Instance
 from . import cats, gpu
 from .cats import LEGACY, arbitrary, legacy, matching, paths, regions, scheduling
-from .gpu import GPU_MEMORIES, default_trace_dir, gpu_round, sample_trace_dir, trace_round
+from .gpu import GPU_MEMORIES, default_trace_dir, gpu_round, trace_round, user_trace_dir
 
 __all__ = [
     "generate",
@@ -42,7 +42,7 @@ __all__ = [
     "gpu_round",
     "trace_round",
     "default_trace_dir",
-    "sample_trace_dir",
+    "user_trace_dir",
     "GPU_MEMORIES",
     "LEGACY",
 ]

@@ -28,7 +28,7 @@ from ..model import GpuRound, GpuSpec, Task
 from ..traces import TraceJob, read_alibaba, read_philly
 from ._common import check_int, check_pos, check_prob, rng_of
 
-__all__ = ["gpu_round", "trace_round", "default_trace_dir", "sample_trace_dir", "GPU_MEMORIES", "TRACE_ENV"]
+__all__ = ["gpu_round", "trace_round", "default_trace_dir", "user_trace_dir", "GPU_MEMORIES", "TRACE_ENV"]
 
 #: default GPU memory sizes (GiB): A10/L4-class 24, A100-40, A100/H100-80, H200-141
 GPU_MEMORIES: tuple[float, ...] = (24.0, 40.0, 80.0, 141.0)
@@ -127,22 +127,21 @@ def default_trace_dir() -> Path:
     """Where the traces are read from by default.
 
     ``$GENSOLVER_TRACES`` if set; else ``shared/traces`` beside a project checkout when that
-    folder exists; else the sample bundled as package data (:func:`sample_trace_dir`: the pods
-    of the Alibaba window that ``gensolver simulate alibaba`` replays, no Philly trace).
-    ``gensolver traces fetch NAME --dir DIR`` downloads the full traces.
+    folder exists; else :func:`user_trace_dir`, where ``gensolver traces fetch NAME`` puts the
+    public traces by default. No trace data ships with the package.
     """
     env = os.environ.get(TRACE_ENV)
     if env:
         return Path(env)
     checkout = Path(__file__).resolve().parents[3] / "shared" / "traces"
-    return checkout if checkout.is_dir() else sample_trace_dir()
+    return checkout if checkout.is_dir() else user_trace_dir()
 
 
-def sample_trace_dir() -> Path:
-    """The trace sample bundled as package data (``gensolver/data/traces``)."""
-    from importlib.resources import files
-
-    return Path(str(files("gensolver.data").joinpath("traces")))
+def user_trace_dir() -> Path:
+    """The per-user trace folder: ``$XDG_DATA_HOME/gensolver/traces`` (``~/.local/share`` when
+    ``XDG_DATA_HOME`` is unset), the default of ``gensolver traces fetch --dir``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "gensolver" / "traces"
 
 
 @functools.lru_cache(maxsize=8)

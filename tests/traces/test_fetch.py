@@ -179,4 +179,4 @@ def test_simulate_names_the_fetch_command_when_a_trace_is_missing(tmp_path: Path
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "philly", "--traces-dir", str(tmp_path), "--policy", "fcfs-packing"]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "gensolver traces fetch philly --dir DIR" in err
+    assert "gensolver traces fetch philly" in err and "--traces-dir DIR" in err
