@@ -30,13 +30,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..errors import JournalError, check_executor, check_time_limit
 from ..model import atomic_write
 from ..model.io import json_safe
 from ..model.validate import is_real
 from .suites import Suite, SuiteEntry, decode_instance, load_suite, materialize
 
-__all__ = ["CellResult", "BenchResult", "run_suite", "run_cell", "DEFAULT_METHODS", "JOURNAL", "read_journal",
-           "JournalError", "plot_quality", "plot_time"]
+__all__ = ["CellResult", "BenchResult", "run_suite", "run_cell", "check_methods", "DEFAULT_METHODS", "JOURNAL",
+           "read_journal", "JournalError", "plot_quality", "plot_time"]
 
 #: methods run when none are given (those usable here)
 DEFAULT_METHODS: tuple[str, ...] = ("auto", "cpsat", "highs", "greedy", "lp")
@@ -219,10 +220,6 @@ def cell_key(entry: SuiteEntry, method: str, mechanism: str | None, time_limit: 
     return f"{entry.name}|{entry.sha256[:16]}|{method}|{mechanism or '-'}|{time_limit if time_limit is not None else '-'}"
 
 
-class JournalError(ValueError):
-    """A damaged journal (``cells.jsonl``): the message names the file, the line and the field."""
-
-
 #: journal row fields and their kinds (``key``, ``instance``, ``method`` and ``status`` are required)
 _ROW_FIELDS: dict[str, str] = {
     "key": "str", "instance": "str", "method": "str", "status": "str",
@@ -326,7 +323,7 @@ class _Journal:
         self.fh = open(path, "a", encoding="utf-8")
 
     def append(self, row: Mapping[str, Any]) -> None:
-        self.fh.write(json.dumps(row, allow_nan=False, default=_jsonable) + "\n")
+        self.fh.write(json.dumps(row, allow_nan=False, default=str) + "\n")
         self.fh.flush()
         os.fsync(self.fh.fileno())
 
@@ -334,20 +331,9 @@ class _Journal:
         self.fh.close()
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, Path):
-        return str(obj)
-    return str(obj)
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 # ------------------------------------------------------------------------------ run_suite
-def _check_methods(methods: Sequence[str | Callable[..., Any]] | None) -> list[str | Callable[..., Any]]:
+def check_methods(methods: Sequence[str | Callable[..., Any]] | None) -> list[str | Callable[..., Any]]:
+    """The methods to run: registry names (checked) or callables; ``None`` for the usable defaults."""
     from ..solvers import get_method
 
     if methods is None:
@@ -436,16 +422,13 @@ def run_suite(
     """
     t_start = time.perf_counter()
     s = suite if isinstance(suite, Suite) else load_suite(suite)
-    meths = _check_methods(methods)
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
-                                   or not math.isfinite(time_limit) or time_limit <= 0):
-        raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
+    meths = check_methods(methods)
+    check_time_limit(time_limit)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     if isinstance(regret_bidders, bool) or not isinstance(regret_bidders, int) or regret_bidders < 0:
         raise ValueError(f"regret_bidders must be a non-negative integer, got {regret_bidders!r}")
-    if executor is not None and not isinstance(executor, Executor):
-        raise ValueError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
+    check_executor(executor)
     if not s.entries:
         raise ValueError(f"suite {s.name!r} has no instances")
     out = Path(out_dir)
@@ -507,7 +490,7 @@ def run_suite(
                 res = {"status": "error", "error": f"worker: {type(exc).__name__}: {exc}"}
             row = {"key": cell_key(e, name, mechanism, time_limit), "instance": e.name, "family": e.family,
                    "method": name, "mechanism": mechanism, "time_limit": time_limit,
-                   "finished": time.time(), **{k: _clean(v) for k, v in res.items()}}
+                   "finished": time.time(), **{k: json_safe(v) for k, v in res.items()}}
             row.setdefault("welfare", 0.0)
             row.setdefault("seconds", 0.0)
             journal.append(row)

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
+from ..errors import InputError, check_time_limit
 from ..instances import generate, list_families
 from ..model import Instance, atomic_write, from_dict
 from ..model.validate import InstanceError, is_real
@@ -59,7 +60,7 @@ SUITES_ENV = "GENSOLVER_SUITES"
 CACHE_ENV = "GENSOLVER_CACHE"
 
 
-class SuiteError(ValueError):
+class SuiteError(InputError):
     """A missing or malformed suite manifest, or an instance file that fails its checksum."""
 
 
@@ -534,9 +535,7 @@ def build_manifest(name: str, specs: Sequence[Mapping[str, Any]], *, description
     """
     from ..solvers import solve
 
-    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not math.isfinite(time_limit) \
-            or time_limit <= 0:
-        raise ValueError(f"time_limit must be a positive finite number of seconds, got {time_limit!r}")
+    check_time_limit(time_limit, optional=False)
     dest = Path(folder) if folder is not None else suites_dir() / name
     old = {e.name: e for e in load_suite(dest).entries} if only is not None else {}
     entries = []

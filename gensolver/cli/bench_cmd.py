@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Optional
 
@@ -11,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .choices import MECHANISMS, choice
-from .common import check_output_dir, check_output_file, console, fail
+from .common import check_output_dir, check_output_file, check_time_limit_option, console, fail
 
 __all__ = ["register", "bench_command"]
 
@@ -40,11 +39,11 @@ def bench_command(
 ) -> None:
     """Run every (instance, method) cell of SUITE; resumable; writes CSV, JSON, report.md and plots."""
     from ..bench import SuiteError, load_suite, run_suite
-    from ..bench.runner import _check_methods, output_paths
+    from ..bench.runner import check_methods, output_paths
     from ..solvers import UnknownMethodError
 
     meths = _split_methods(methods)
-    _check_time_limit(time_limit)
+    check_time_limit_option(time_limit)
     if jobs < 1:
         fail(f"--jobs must be at least 1, got {jobs}")
     if regret_bidders < 0:
@@ -60,7 +59,7 @@ def bench_command(
             fail(f"--mechanism: {exc}")
     if meths is not None:
         try:
-            _check_methods(meths)
+            check_methods(meths)
         except ValueError as exc:  # UnknownMethodError too
             fail(f"--methods: {exc}")
     check_output_dir(out, "--out")
@@ -97,12 +96,6 @@ def bench_command(
         if client is not None:
             client.close()
     print_table(result)
-
-
-def _check_time_limit(time_limit: float | None) -> None:
-    """``--time-limit`` must be a finite number of seconds above zero (exit 2 if not)."""
-    if time_limit is not None and (not math.isfinite(time_limit) or time_limit <= 0):
-        fail(f"--time-limit must be a positive finite number of seconds, got {time_limit}")
 
 
 def _wide() -> "Console":
@@ -205,7 +198,7 @@ def suite_build(
 
     if name not in CATALOG:
         fail(f"unknown suite {name!r}; the catalog has: {', '.join(CATALOG)}")
-    _check_time_limit(time_limit)
+    check_time_limit_option(time_limit)
     dest = folder if folder is not None else suites_dir() / name
     check_output_dir(dest, "--folder")
     spec = CATALOG[name]

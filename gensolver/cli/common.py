@@ -12,7 +12,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-__all__ = ["console", "err_console", "fail", "EXIT_BAD_INPUT", "print_json", "check_output_file", "check_output_dir"]
+__all__ = ["console", "err_console", "fail", "EXIT_BAD_INPUT", "print_json", "check_output_file", "check_output_dir",
+           "check_time_limit_option"]
 
 EXIT_BAD_INPUT = 2
 
@@ -25,6 +26,19 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     # the message is plain text: brackets in it (a path, a value) are not rich markup
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def check_time_limit_option(value: float | None, option: str = "--time-limit") -> None:
+    """Exit 2 unless ``value`` (when given) is a positive finite number of seconds
+    (:func:`gensolver.errors.check_time_limit`, the rule every front end applies)."""
+    from ..errors import InputError, check_time_limit
+
+    if value is None:
+        return
+    try:
+        check_time_limit(value, name=option, optional=False)
+    except InputError as exc:
+        fail(str(exc))
 
 
 def print_json(obj: Any) -> None:

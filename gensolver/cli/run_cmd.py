@@ -21,7 +21,7 @@ import typer
 from rich.markup import escape
 
 from .choices import BACKENDS, METHODS, choice
-from .common import check_output_dir, check_output_file, console, err_console, fail, print_json
+from .common import check_output_dir, check_output_file, check_time_limit_option, console, err_console, fail, print_json
 from .progress import task_progress, working
 
 __all__ = ["register", "EXIT_TASK_FAILED", "EXIT_BACKEND_UNAVAILABLE"]
@@ -291,7 +291,7 @@ def plan_command(
         get_method(method)
     except UnknownMethodError as exc:
         fail(f"--method: {exc}")
-    _number(time_limit, "--time-limit")
+    check_time_limit_option(time_limit)
     check_output_file(output, "--output")
     check_output_file(gantt, "--gantt")
     fmt = _gantt_format(gantt) if gantt is not None else None

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..model.io import json_safe
 from .choices import METHODS, POLICIES, SIM_MECHANISMS, choice
-from .common import check_output_dir, check_output_file, console, err_console, fail, print_json
+from .common import check_output_dir, check_output_file, check_time_limit_option, console, err_console, fail, print_json
 
 __all__ = ["register", "load_workload", "comparison_rows", "json_safe"]
 
@@ -133,8 +133,7 @@ def _check_options(trace: str, policy: List[str], solver: str, mechanism: str, t
         seen.add(p)
     _check_solver(solver)
     _check_mechanism(mechanism)
-    if not math.isfinite(time_limit) or time_limit <= 0:
-        fail(f"--time-limit: must be a finite positive number of seconds, got {time_limit:g}")
+    check_time_limit_option(time_limit, "--time-limit:")  # this command names options "--opt: ..."
     if lease < 1:
         fail(f"--lease: must be a positive integer (steps), got {lease}")
     if until is not None and (not math.isfinite(until) or until <= 0):

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
+from ..errors import UnavailableError
 from .procs import is_alive
 
 __all__ = [
@@ -115,7 +116,7 @@ class GpuBackend(Protocol):
 
 
 # ---------------------------------------------------------------------- errors
-class BackendError(RuntimeError):
+class BackendError(UnavailableError):
     """A backend could not answer."""
 
 

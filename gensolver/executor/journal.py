@@ -38,11 +38,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..errors import JournalError
+
 __all__ = ["Journal", "JournalError", "read_journal"]
-
-
-class JournalError(RuntimeError):
-    """The journal cannot be used (locked by another executor, for another plan, or not a journal)."""
 
 
 #: how every record starts on disk (``json.dumps`` of ``{"seq": 0, "time": ..., ...}``)

@@ -68,6 +68,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..errors import InputError
 from ..model import Instance
 from ..model.io import atomic_write
 
@@ -95,7 +96,7 @@ GIB = 1 << 30
 _TOL = 1e-9
 
 
-class PlanError(ValueError):
+class PlanError(InputError):
     """An allocation that cannot be laid out, or a malformed plan document.
 
     Parameters

@@ -77,6 +77,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
+from ..errors import InputError
 from ..model.io import atomic_write
 from .backends import GpuBackend
 from .journal import Journal, JournalError
@@ -106,7 +107,7 @@ FEEDBACK_SCHEMA = "gensolver.feedback/v1"
 _EPS = 1e-9
 
 
-class ExecutorError(ValueError):
+class ExecutorError(InputError):
     """The plan cannot be executed with this backend (unknown device, task without command, ...)."""
 
 

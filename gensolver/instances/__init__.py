@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..errors import UnknownNameError
 from ..model import Instance
 from . import cats, gpu
 from .cats import LEGACY, arbitrary, legacy, matching, paths, regions, scheduling
@@ -48,7 +49,7 @@ __all__ = [
 ]
 
 
-class UnknownFamilyError(ValueError):
+class UnknownFamilyError(UnknownNameError):
     """An unknown generator family; the message lists the valid ones."""
 
 

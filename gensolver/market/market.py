@@ -68,6 +68,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..errors import check_time_limit
 from ..model.instance import Bid, Bidder, Instance, Slot
 from ..model.tasks import GpuSpec, Task, task_steps, task_value
 from ..model.validate import _mark
@@ -156,8 +157,7 @@ class MarketConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"MarketConfig.{name} must be a finite non-negative number, got {v!r}")
-        if self.time_limit is not None and not self.time_limit > 0:
-            raise ValueError(f"MarketConfig.time_limit must be positive or None, got {self.time_limit!r}")
+        check_time_limit(self.time_limit, name="MarketConfig.time_limit")
         if not 0 < self.w_min <= 1 <= self.w_max:
             raise ValueError("MarketConfig needs 0 < w_min <= 1 <= w_max")
         from ..solvers import get_method  # an unknown name is refused here, not by every round

@@ -48,6 +48,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from ..errors import InputError
 from ..model.tasks import Task
 from ..model.validate import InstanceError
 
@@ -70,7 +71,7 @@ _GPU_MEMORY = ("preferred", "minRequired", "urgencyFactor", "elasticity")
 _COMPUTE_TIME = ("preemptible", "duration", "arrival", "deadline")
 
 
-class SpecError(ValueError):
+class SpecError(InputError):
     """A GenTask that cannot be read; the message names the field path (and line if known)."""
 
     def __init__(self, field: str, message: str, *, source: str = "", document: int | None = None,

@@ -16,10 +16,10 @@ callable with the same signature) and returns a frozen :class:`Outcome`.
 
 from __future__ import annotations
 
-import math
 from concurrent.futures import Executor
 from typing import Any, Callable, Mapping
 
+from ..errors import UnknownNameError, check_executor, check_time_limit
 from ..model import Instance, coerce_instance
 from .core import core
 from .greedy_critical import critical_value, greedy_critical
@@ -53,7 +53,7 @@ MECHANISMS: dict[str, MechanismFn] = {
 }
 
 
-class UnknownMechanismError(ValueError):
+class UnknownMechanismError(UnknownNameError):
     """An unknown mechanism name; the message lists the valid ones."""
 
 
@@ -121,11 +121,7 @@ def run_mechanism(
     {'A': 3.0, 'B': 0.0}
     """
     func = get_mechanism(mechanism)
-    if time_limit is not None:
-        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not math.isfinite(time_limit) \
-                or time_limit <= 0:
-            raise ValueError(f"time_limit must be a positive finite number of seconds or None, got {time_limit!r}")
-    if executor is not None and not isinstance(executor, Executor):
-        raise ValueError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
+    check_time_limit(time_limit)
+    check_executor(executor)
     instance = coerce_instance(instance)
     return func(instance, solver=solver, time_limit=time_limit, executor=executor, options=options)

@@ -6,6 +6,8 @@ import math
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
+from ..errors import check_executor, check_time_limit
+from ..errors import check_options as _check_options
 from ..model import Bid, Instance
 from ..solvers import Allocation, Status, solve
 from .outcome import Outcome
@@ -28,19 +30,9 @@ TOL = 1e-9
 
 
 def check_options(options: Mapping[str, Any] | None, allowed: Mapping[str, Any], mechanism: str) -> dict[str, Any]:
-    """Merge ``options`` into the defaults ``allowed``; unknown keys raise ``ValueError``."""
-    opts = dict(allowed)
-    if options is None:
-        return opts
-    if not isinstance(options, Mapping):
-        raise ValueError(f"options must be a mapping, got {type(options).__name__}")
-    unknown = set(options) - set(allowed)
-    if unknown:
-        raise ValueError(
-            f"mechanism {mechanism!r} does not take option(s) {sorted(unknown)}; valid options: {sorted(allowed)}"
-        )
-    opts.update(options)
-    return opts
+    """Merge ``options`` into the defaults ``allowed``; unknown keys raise ``ValueError``
+    (:func:`gensolver.errors.check_options`)."""
+    return _check_options(options, allowed, f"mechanism {mechanism!r}")
 
 
 def check_call(instance: Any, executor: Any) -> Instance:
@@ -48,31 +40,24 @@ def check_call(instance: Any, executor: Any) -> Instance:
     ``gensolver.instance/v1`` document, which is read), and its ``executor`` (``None`` or a
     :class:`concurrent.futures.Executor`): direct calls get the same clear errors as
     :func:`~gensolver.mechanisms.run_mechanism`."""
-    from concurrent.futures import Executor
-
     from ..model import coerce_instance
 
     if not isinstance(instance, (Instance, Mapping)):
         raise TypeError(f"instance must be an Instance or an instance document, got {type(instance).__name__}")
-    if executor is not None and not isinstance(executor, Executor):
-        raise TypeError(f"executor must be a concurrent.futures.Executor or None, got {type(executor).__name__}")
+    check_executor(executor)
     return instance if isinstance(instance, Instance) else coerce_instance(instance)
 
 
 def check_solver_and_limit(solver: Any, time_limit: Any) -> None:
     """``ValueError``/``UnknownMethodError`` for a solver name not in the registry (callables
     pass) or a ``time_limit`` that is not a positive finite number or ``None``."""
-    import math
-
     from ..solvers import get_method
 
     if isinstance(solver, str):
         get_method(solver)
     elif not callable(solver):
         raise ValueError(f"solver must be a method name or a callable, got {solver!r}")
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
-                                   or not math.isfinite(time_limit) or time_limit <= 0):
-        raise ValueError(f"time_limit must be a positive finite number of seconds or None, got {time_limit!r}")
+    check_time_limit(time_limit)
 
 
 def solve_wdp(
@@ -88,9 +73,9 @@ def solve_wdp(
     if hint is not None and isinstance(solver, str) and solver in HINT_METHODS:
         options["hint"] = list(hint)
     if instance.n_bids == 0:
-        from ..solvers.result import finish
-
         import numpy as np
+
+        from ..solvers.result import finish
 
         return finish(instance, np.zeros(0), method=str(solver), proven_optimal=True, bound=0.0, build=0.0, solve=0.0)
     return solve(instance, method=solver, time_limit=time_limit, threads=threads, options=options or None)

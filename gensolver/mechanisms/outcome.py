@@ -61,7 +61,7 @@ class Outcome:
         def num(x: float) -> float | None:
             return float(x) if math.isfinite(x) else None
 
-        from ..solvers.result import _jsonable
+        from ..model.io import json_safe
 
         return {
             "mechanism": self.mechanism,
@@ -73,5 +73,5 @@ class Outcome:
             "exact": self.exact,
             "budget_capped": list(self.budget_capped),
             "message": self.message,
-            "details": _jsonable(dict(self.details)),
+            "details": json_safe(dict(self.details), default=str),
         }

@@ -28,7 +28,7 @@ import tempfile
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -49,17 +49,33 @@ __all__ = [
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def json_safe(obj: Any) -> Any:
+def json_safe(obj: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
     """``obj`` with every non-finite float (NaN, +-inf) replaced by ``None`` (JSON ``null``) and
-    NumPy scalars made plain, through dicts, lists and tuples: strict JSON for result files."""
-    if isinstance(obj, dict):
-        return {k: json_safe(v) for k, v in obj.items()}
+    NumPy scalars made plain, through mappings, lists and tuples: strict JSON for result files.
+
+    The one JSON sanitiser of the package. With ``default`` (e.g. ``str``), mapping keys become
+    strings and every other value JSON cannot hold goes through ``default``, so the result
+    always serialises.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> json_safe({"a": float("nan"), "b": [np.int64(2), np.inf], "c": (1.5,)})
+    {'a': None, 'b': [2, None], 'c': [1.5]}
+    >>> json_safe({1: {"p": object}}, default=lambda o: o.__name__)
+    {'1': {'p': 'object'}}
+    """
+    if isinstance(obj, Mapping):
+        return {(k if default is None or isinstance(k, str) else str(k)): json_safe(v, default=default)
+                for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
+        return [json_safe(v, default=default) for v in obj]
     if isinstance(obj, np.generic):
         obj = obj.item()
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
+    if default is not None and not (obj is None or isinstance(obj, (str, int, float, bool))):
+        return default(obj)
     return obj
 
 

@@ -15,12 +15,13 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..errors import InputError
 from .instance import SCHEMA, Bid, Bidder, Instance, Slot
 
 __all__ = ["InstanceError", "from_dict", "validate", "coerce_instance", "is_integer", "is_real"]
 
 
-class InstanceError(ValueError):
+class InstanceError(InputError):
     """Invalid instance input.
 
     Attributes

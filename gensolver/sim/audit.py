@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
+from ..errors import GensolverError
+
 __all__ = ["AuditReport", "AuditError", "audit_log"]
 
 
-class AuditError(AssertionError):
+class AuditError(GensolverError, AssertionError):
     """Raised by :meth:`AuditReport.raise_if_failed`."""
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import simpy
 
+from ..errors import GensolverError
 from ..model.tasks import GpuSpec, Task
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,7 +40,7 @@ __all__ = ["Event", "GpuState", "TaskState", "Cluster", "SimError", "speed_of"]
 TOL = 1e-9
 
 
-class SimError(RuntimeError):
+class SimError(GensolverError, RuntimeError):
     """A policy asked for something the cluster cannot do (a bug in the policy)."""
 
 

@@ -6,10 +6,12 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..errors import InputError
+
 __all__ = ["Fault", "parse_fault", "FaultError"]
 
 
-class FaultError(ValueError):
+class FaultError(InputError):
     """A malformed fault specification."""
 
 

@@ -35,13 +35,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from ..errors import UnknownNameError
 from .engine import TOL, Cluster, GpuState, TaskState
 
 __all__ = ["Policy", "POLICIES", "register_policy", "get_policy", "list_policies", "UnknownPolicyError",
            "find_placement", "FcfsWholeGpu", "FcfsPacking", "Elastic", "FinishTimeFair", "finish_time_rho"]
 
 
-class UnknownPolicyError(ValueError):
+class UnknownPolicyError(UnknownNameError):
     """An unknown policy name; the message lists the valid ones."""
 
 

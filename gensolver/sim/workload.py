@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..errors import InputError
 from ..model.tasks import GpuSpec, Task, uniform_gpus
 from ..model.validate import is_integer, is_real
 
@@ -35,7 +36,7 @@ __all__ = ["Workload", "synthetic_workload", "parse_synthetic", "WorkloadError",
 DEFAULT_SYNTHETIC_GPUS = (80.0, 80.0, 40.0, 40.0, 24.0, 24.0, 16.0, 16.0)
 
 
-class WorkloadError(ValueError):
+class WorkloadError(InputError):
     """A bad workload specification (names the offending key or line)."""
 
 

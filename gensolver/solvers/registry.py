@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from ..errors import UnavailableError, UnknownNameError
 from ..model import Instance
 from .result import Allocation
 
@@ -31,11 +32,11 @@ class MethodFn(Protocol):
     ) -> Allocation: ...
 
 
-class UnknownMethodError(ValueError):
+class UnknownMethodError(UnknownNameError):
     """An unknown method name; the message lists the valid ones."""
 
 
-class BackendUnavailableError(RuntimeError):
+class BackendUnavailableError(UnavailableError):
     """The method's backend package (or binary) is not installed on this machine."""
 
 

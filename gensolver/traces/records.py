@@ -41,6 +41,8 @@ from typing import Mapping
 
 import numpy as np
 
+from ..errors import InputError
+
 __all__ = [
     "TraceError",
     "TraceJob",
@@ -76,7 +78,7 @@ PHILLY_CLIP_GIB = (2.0, 80.0)
 MIN_MEMORY_FRACTION = (0.5, 1.0)
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """A malformed trace file or row; the message names the file and the 1-based line."""
 
     def __init__(self, path: str, line: int | None, message: str) -> None:

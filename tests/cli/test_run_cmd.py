@@ -274,5 +274,5 @@ def test_plan_option_errors_blame_the_option_not_the_file(tmp_path: Path, round_
     assert err.startswith("error: --method: unknown method 'nope'") and str(round_file) not in err
     assert main(["plan", str(round_file), "-o", str(out), "--time-limit", "-1"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: --time-limit must be a positive number") and str(round_file) not in err
+    assert err.startswith("error: --time-limit must be a positive finite number") and str(round_file) not in err
     assert not out.exists()

@@ -1,0 +1,187 @@
+"""The errors gensolver raises, and the argument checks its front ends share.
+
+Every error derives from :class:`GensolverError`, so ``except GensolverError`` catches
+anything the package raises on purpose. Each kind also keeps the built-in base callers
+have always caught: bad input is a :class:`ValueError`, an argument of the wrong type a
+:class:`TypeError` *and* a :class:`ValueError` (both used to be raised for it), a missing
+backend a :class:`RuntimeError`, a missing optional extra an :class:`ImportError`.
+
+=========================  ==================================================================
+:class:`InputError`        a bad input value (argument, option, document); ``ValueError``
+:class:`InputTypeError`    an argument of the wrong type; ``TypeError`` and ``InputError``
+:class:`UnknownNameError`  a name missing from a registry; the message lists the valid ones
+:class:`UnavailableError`  a backend that cannot run here (package, binary, device)
+:class:`MissingExtraError` an optional extra is not installed; the message names it
+:class:`JournalError`      a journal file that cannot be used (damaged, locked, another plan)
+=========================  ==================================================================
+
+The checks (:func:`check_time_limit`, :func:`check_executor`, :func:`check_options`) are the
+one definition of each rule; front ends call them instead of repeating the rule.
+
+Examples
+--------
+>>> from gensolver.errors import InputError, check_time_limit
+>>> check_time_limit(2)
+2.0
+>>> check_time_limit(None) is None
+True
+>>> try:
+...     check_time_limit(float("nan"))
+... except InputError as exc:
+...     print(exc)
+time_limit must be a positive finite number of seconds or None, got nan
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "GensolverError",
+    "InputError",
+    "InputTypeError",
+    "UnknownNameError",
+    "UnavailableError",
+    "MissingExtraError",
+    "JournalError",
+    "check_time_limit",
+    "check_executor",
+    "check_options",
+]
+
+
+class GensolverError(Exception):
+    """Base class of every error gensolver raises on purpose."""
+
+
+class InputError(GensolverError, ValueError):
+    """A bad input value: an argument, an option or a document field (a ``ValueError``)."""
+
+
+class InputTypeError(InputError, TypeError):
+    """An argument of the wrong type (a ``TypeError``, and an :class:`InputError` so that
+    callers catching ``ValueError`` for bad arguments still catch it)."""
+
+
+class UnknownNameError(InputError):
+    """A name missing from a registry (method, mechanism, policy, family).
+
+    Attributes
+    ----------
+    kind : str
+        What was looked up (``"method"``).
+    name : str
+        The name asked for.
+    valid : tuple of str
+        The registered names.
+    """
+
+    def __init__(self, message: str, *, kind: str = "", name: str = "", valid: Collection[str] = ()) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.name = name
+        self.valid = tuple(valid)
+
+
+class UnavailableError(GensolverError, RuntimeError):
+    """A backend that cannot run on this machine (package, binary or device missing)."""
+
+
+class MissingExtraError(GensolverError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+class JournalError(InputError):
+    """A journal file that cannot be used: damaged (the message names the file, the line and
+    the field), locked by another live process, written for another plan, or not a journal.
+    Used by the executor's journal and by the benchmark runner's ``cells.jsonl``."""
+
+
+def _is_real(value: Any) -> bool:
+    """A real number that is not a bool (NumPy scalars included)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def check_time_limit(time_limit: Any, *, name: str = "time_limit", optional: bool = True) -> float | None:
+    """``time_limit`` as a float of seconds, or ``None`` for no limit.
+
+    Parameters
+    ----------
+    time_limit : float or None
+        Must be a positive finite real number (NumPy scalars count, bools do not); ``None``
+        is accepted when ``optional``.
+    name : str
+        How the message names the value (``"--time-limit"`` in the CLI, ``"MarketConfig.time_limit"``).
+    optional : bool
+        Whether ``None`` is allowed (the message then says "or None").
+
+    Returns
+    -------
+    float or None
+
+    Raises
+    ------
+    InputError
+        Not a positive finite number (``InputTypeError`` when not a number at all).
+    """
+    if time_limit is None and optional:
+        return None
+    what = f"{name} must be a positive finite number of seconds{' or None' if optional else ''}, got {time_limit!r}"
+    if not _is_real(time_limit):
+        raise InputTypeError(what)
+    if not math.isfinite(time_limit) or time_limit <= 0:
+        raise InputError(what)
+    return float(time_limit)
+
+
+def check_executor(executor: Any, *, name: str = "executor") -> None:
+    """``None`` or a :class:`concurrent.futures.Executor`; else :class:`InputTypeError`."""
+    from concurrent.futures import Executor
+
+    if executor is not None and not isinstance(executor, Executor):
+        raise InputTypeError(f"{name} must be a concurrent.futures.Executor or None, got {type(executor).__name__}")
+
+
+def check_options(options: Any, allowed: Collection[str] | Mapping[str, Any], owner: str) -> dict[str, Any]:
+    """``options`` as a dict, every key checked against ``allowed``.
+
+    Parameters
+    ----------
+    options : mapping or None
+        The caller's options.
+    allowed : mapping or collection of str
+        The valid keys; a mapping also gives their defaults, merged under ``options``.
+    owner : str
+        Who takes the options, for the message (``"method 'auto'"``, ``"mechanism 'vcg'"``).
+
+    Raises
+    ------
+    InputError
+        ``options`` is not a mapping, or has keys not in ``allowed`` (the message lists the
+        unknown and the valid keys).
+
+    Examples
+    --------
+    >>> check_options({"alpha": 1}, {"alpha": 0.5, "beta": 2}, "method 'x'")
+    {'alpha': 1, 'beta': 2}
+    >>> check_options({"gamma": 1}, ["alpha"], "method 'x'")
+    Traceback (most recent call last):
+    ...
+    gensolver.errors.InputError: method 'x' does not take option(s) ['gamma']; valid options: ['alpha']
+    """
+    out = dict(allowed) if isinstance(allowed, Mapping) else {}
+    if options is None:
+        return out
+    if not isinstance(options, Mapping):
+        raise InputError(f"options must be a mapping, got {type(options).__name__}")
+    unknown = set(options) - set(allowed)
+    if unknown:
+        raise InputError(f"{owner} does not take option(s) {sorted(map(str, unknown))}; "
+                         f"valid options: {sorted(allowed)}")
+    out.update(options)
+    return out

@@ -1,0 +1,216 @@
+"""One errors module: a common base, kept built-in bases, one rule per argument everywhere."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import pkgutil
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import gensolver
+from gensolver.errors import (
+    GensolverError,
+    InputError,
+    InputTypeError,
+    JournalError,
+    check_executor,
+    check_options,
+    check_time_limit,
+)
+from gensolver.model import Bid, Instance, Slot
+
+INST = Instance((Slot("s", {"units": 1.0}),), (Bid("a", "A", 5.0, {"s": {"units": 1.0}}),
+                                               Bid("b", "B", 3.0, {"s": {"units": 1.0}})))
+
+#: modules that need an optional extra or a display are still importable here ([all] is installed)
+_MODULES = [m.name for m in pkgutil.walk_packages(gensolver.__path__, "gensolver.")
+            if not m.name.endswith("__main__")]
+
+
+def _error_classes() -> dict[str, type]:
+    out: dict[str, type] = {}
+    for name in _MODULES:
+        mod = importlib.import_module(name)
+        for attr, obj in vars(mod).items():
+            if (inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__.startswith("gensolver")
+                    and not attr.startswith("_")):
+                out[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return out
+
+
+def test_every_gensolver_error_derives_from_the_common_base() -> None:
+    classes = _error_classes()
+    assert len(classes) >= 20  # the walk found the package's errors, not nothing
+    outside = sorted(name for name, cls in classes.items() if not issubclass(cls, GensolverError))
+    assert outside == []
+
+
+@pytest.mark.parametrize("path, base", [
+    ("gensolver.model.InstanceError", ValueError),
+    ("gensolver.traces.TraceError", ValueError),
+    ("gensolver.solvers.UnknownMethodError", ValueError),
+    ("gensolver.solvers.BackendUnavailableError", RuntimeError),
+    ("gensolver.mechanisms.UnknownMechanismError", ValueError),
+    ("gensolver.instances.UnknownFamilyError", ValueError),
+    ("gensolver.sim.UnknownPolicyError", ValueError),
+    ("gensolver.sim.SimError", RuntimeError),
+    ("gensolver.sim.AuditError", AssertionError),
+    ("gensolver.executor.PlanError", ValueError),
+    ("gensolver.executor.BackendError", RuntimeError),
+    ("gensolver.executor.DeviceNotFoundError", KeyError),
+    ("gensolver.bench.SuiteError", ValueError),
+    ("gensolver.market.spec.SpecError", ValueError),
+])
+def test_errors_keep_the_builtin_base_callers_catch(path: str, base: type) -> None:
+    module, name = path.rsplit(".", 1)
+    cls = getattr(importlib.import_module(module), name)
+    assert issubclass(cls, base) and issubclass(cls, GensolverError)
+
+
+def test_one_journal_error_for_the_executor_and_the_bench_runner() -> None:
+    from gensolver.bench.runner import JournalError as BenchJournalError
+    from gensolver.executor import JournalError as ExecutorJournalError
+
+    assert BenchJournalError is ExecutorJournalError is JournalError
+    assert issubclass(JournalError, ValueError)
+
+
+def test_the_executor_journal_raises_the_shared_error(tmp_path: Path) -> None:
+    from gensolver.executor import Journal
+
+    bad = tmp_path / "j"
+    bad.write_text("not a journal\n")
+    with pytest.raises(JournalError, match="not a gensolver journal"):
+        Journal(bad)
+
+
+def test_the_bench_journal_raises_the_shared_error(tmp_path: Path) -> None:
+    from gensolver.bench.runner import read_journal
+
+    bad = tmp_path / "cells.jsonl"
+    bad.write_text('{"key": 1}\n{"key": 2}\n')
+    with pytest.raises(JournalError, match=r"cells\.jsonl:1: "):
+        read_journal(bad)
+
+
+# --------------------------------------------------------------------------- check_time_limit
+@pytest.mark.parametrize("value", [1, 0.5, np.float32(0.25), np.int64(3), 1e9])
+def test_check_time_limit_accepts_positive_finite_numbers(value: Any) -> None:
+    out = check_time_limit(value)
+    assert type(out) is float and out == float(value)
+
+
+@pytest.mark.parametrize("value, error", [
+    (0, InputError), (-1.0, InputError), (math.nan, InputError), (math.inf, InputError),
+    (True, InputTypeError), (np.bool_(True), InputTypeError), ("1", InputTypeError), ([1], InputTypeError),
+])
+def test_check_time_limit_refuses(value: Any, error: type) -> None:
+    with pytest.raises(error, match=r"^time_limit must be a positive finite number of seconds or None, got "):
+        check_time_limit(value)
+
+
+def test_check_time_limit_none_only_when_optional() -> None:
+    assert check_time_limit(None) is None
+    with pytest.raises(InputTypeError, match=r"^--time-limit must be a positive finite number of seconds, got None$"):
+        check_time_limit(None, name="--time-limit", optional=False)
+
+
+def _front_ends(tmp_path: Path) -> dict[str, Callable[[Any], Any]]:
+    from gensolver.bench.runner import run_suite
+    from gensolver.bench.suites import build_manifest
+    from gensolver.market.market import MarketConfig
+    from gensolver.mechanisms import run_mechanism
+    from gensolver.mechanisms.greedy_critical import greedy_critical
+
+    return {
+        "run_mechanism": lambda t: run_mechanism(INST, mechanism="pay-as-bid", solver="greedy", time_limit=t),
+        "greedy_critical": lambda t: greedy_critical(INST, time_limit=t),
+        "run_suite": lambda t: run_suite("smoke", methods=["greedy"], time_limit=t, out_dir=tmp_path / "out",
+                                         progress=False),
+        "build_manifest": lambda t: build_manifest("x", [], folder=tmp_path / "suite", time_limit=t),
+        "MarketConfig": lambda t: MarketConfig(time_limit=t),
+    }
+
+
+@pytest.mark.parametrize("front", ["run_mechanism", "greedy_critical", "run_suite", "build_manifest", "MarketConfig"])
+@pytest.mark.parametrize("value", [0, -2.5, math.nan, math.inf, True, "1"])
+def test_every_front_end_applies_the_one_time_limit_rule(tmp_path: Path, front: str, value: Any) -> None:
+    """These once had five rules: MarketConfig took inf and True, run_suite took inf in its
+    message as "positive number", the suite builder took no None."""
+    call = _front_ends(tmp_path)[front]
+    with pytest.raises(InputError, match=r"time_limit must be a positive finite number of seconds"):
+        call(value)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "suite").exists()
+
+
+def test_the_one_rule_accepts_what_it_should(tmp_path: Path) -> None:
+    from gensolver.market.market import MarketConfig
+
+    assert MarketConfig(time_limit=np.float64(2.0)).time_limit == 2.0
+    assert MarketConfig(time_limit=None).time_limit is None
+
+
+# --------------------------------------------------------------------------- check_executor
+def test_check_executor() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    check_executor(None)
+    with ThreadPoolExecutor(1) as pool:
+        check_executor(pool)
+    with pytest.raises(InputTypeError, match=r"executor must be a concurrent.futures.Executor or None, got int"):
+        check_executor(5)
+
+
+@pytest.mark.parametrize("front", ["run_mechanism", "vcg", "core", "run_suite"])
+def test_a_bad_executor_is_the_same_error_everywhere(tmp_path: Path, front: str) -> None:
+    """run_mechanism and run_suite raised ValueError, the mechanism functions TypeError."""
+    from gensolver.bench.runner import run_suite
+    from gensolver.mechanisms import core, run_mechanism, vcg
+
+    calls = {
+        "run_mechanism": lambda: run_mechanism(INST, executor=5),
+        "vcg": lambda: vcg(INST, executor=5),
+        "core": lambda: core(INST, executor=5),
+        "run_suite": lambda: run_suite("smoke", methods=["greedy"], executor=5, out_dir=tmp_path / "o",
+                                       progress=False),
+    }
+    with pytest.raises(InputTypeError, match="executor must be a concurrent.futures.Executor") as info:
+        calls[front]()
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+
+
+# --------------------------------------------------------------------------- check_options
+def test_check_options_merges_defaults_and_names_unknown_keys() -> None:
+    assert check_options(None, {"a": 1}, "method 'm'") == {"a": 1}
+    assert check_options({"a": 2}, {"a": 1, "b": 3}, "method 'm'") == {"a": 2, "b": 3}
+    assert check_options({"a": 2}, ("a",), "method 'm'") == {"a": 2}
+    with pytest.raises(InputError, match=r"^mechanism 'vcg' does not take option\(s\) \['x', 'y'\]; valid options: "
+                                         r"\['a'\]$"):
+        check_options({"y": 1, "x": 2}, {"a": 1}, "mechanism 'vcg'")
+    with pytest.raises(InputError, match="options must be a mapping, got list"):
+        check_options([("a", 1)], {"a": 1}, "method 'm'")
+
+
+def test_mechanisms_use_the_shared_option_check() -> None:
+    from gensolver.mechanisms import run_mechanism
+
+    with pytest.raises(InputError, match=r"mechanism 'pay-as-bid' does not take option\(s\) \['bogus'\]"):
+        run_mechanism(INST, mechanism="pay-as-bid", options={"bogus": 1})
+
+
+# --------------------------------------------------------------------------- json_safe
+def test_one_json_sanitiser() -> None:
+    """model.io.json_safe is the only one left: no other module defines its own."""
+    import re
+
+    root = Path(gensolver.__file__).parent
+    pattern = re.compile(r"^def (_jsonable|_clean|_json_safe|json_safe)\b", re.M)
+    found = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if pattern.search(p.read_text()))
+    # solvers/result.py keeps its private copy until the solver-core split lands (owned there)
+    assert set(found) <= {"model/io.py", "solvers/result.py"}
+    assert "model/io.py" in found
