@@ -23,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import UnknownNameError
+from ..errors import InputTypeError, UnknownNameError
 from ..model import Instance
+from ..registry import Registry
 from . import cats, gpu
 from .cats import LEGACY, arbitrary, legacy, matching, paths, regions, scheduling
 from .gpu import GPU_MEMORIES, default_trace_dir, gpu_round, trace_round, user_trace_dir
@@ -32,6 +33,8 @@ from .gpu import GPU_MEMORIES, default_trace_dir, gpu_round, trace_round, user_t
 __all__ = [
     "generate",
     "list_families",
+    "register_family",
+    "FAMILIES",
     "Family",
     "UnknownFamilyError",
     "arbitrary",
@@ -79,7 +82,19 @@ def _legacy(kind: str) -> Callable[..., Instance]:
     return build
 
 
-_FAMILIES: dict[str, Family] = {
+#: every generator family by name (:func:`register_family` adds one)
+FAMILIES: Registry[Family] = Registry("instance family", plural="", error=UnknownFamilyError, sort=False)
+
+
+def register_family(family: Family, *, replace: bool = False) -> Family:
+    """Add ``family`` under its name; a name already taken is refused unless ``replace=True``."""
+    if not isinstance(family, Family):
+        raise InputTypeError(f"register_family() takes a Family, got {type(family).__name__}")
+    FAMILIES.register(family.name, family, replace=replace)
+    return family
+
+
+for _family in {
     "arbitrary": Family("arbitrary", cats.arbitrary, "CATS arbitrary relationships (random compatibility)"),
     "regions": Family("regions", cats.regions, "CATS regions (spatial proximity on a grid)"),
     "paths": Family("paths", cats.paths, "CATS paths in space (transport links)"),
@@ -91,12 +106,13 @@ _FAMILIES: dict[str, Family] = {
                             "queue snapshot of the Alibaba 2023 GPU trace (Weng et al., ATC 2023)", True),
     "trace-philly": Family("trace-philly", _expanding("trace-philly", lambda **kw: gpu.trace_round("philly", **kw)),
                            "queue snapshot of the Philly trace (Jeon et al., ATC 2019)", True),
-}
+}.values():
+    register_family(_family)
 
 
 def list_families() -> tuple[Family, ...]:
     """Every registered family."""
-    return tuple(_FAMILIES.values())
+    return tuple(FAMILIES.values())
 
 
 def generate(family: str, *, seed: int, **params: Any) -> Instance:
@@ -123,7 +139,4 @@ def generate(family: str, *, seed: int, **params: Any) -> Instance:
     ValueError, TypeError
         Bad parameters.
     """
-    fam = _FAMILIES.get(family)
-    if fam is None:
-        raise UnknownFamilyError(f"unknown instance family {family!r}; valid: {', '.join(_FAMILIES)}")
-    return fam.build(seed=seed, **params)
+    return FAMILIES.get(family).build(seed=seed, **params)

@@ -19,8 +19,9 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from typing import Any, Callable, Mapping
 
-from ..errors import UnknownNameError, check_executor, check_time_limit
+from ..errors import InputTypeError, UnknownNameError, check_executor, check_time_limit
 from ..model import Instance, coerce_instance
+from ..registry import Registry
 from .core import core
 from .greedy_critical import critical_value, greedy_critical
 from .outcome import Outcome
@@ -44,17 +45,15 @@ __all__ = [
 #: a mechanism: ``f(instance, *, solver, time_limit, executor, options) -> Outcome``
 MechanismFn = Callable[..., Outcome]
 
-#: registry of mechanism names
-MECHANISMS: dict[str, MechanismFn] = {
-    "vcg": vcg,
-    "greedy-critical": greedy_critical,
-    "pay-as-bid": pay_as_bid,
-    "core": core,
-}
-
 
 class UnknownMechanismError(UnknownNameError):
     """An unknown mechanism name; the message lists the valid ones."""
+
+
+#: registry of mechanism names (``MECHANISMS.register(name, fn)`` adds one)
+MECHANISMS: Registry[MechanismFn] = Registry("mechanism", error=UnknownMechanismError)
+for _name, _fn in (("vcg", vcg), ("greedy-critical", greedy_critical), ("pay-as-bid", pay_as_bid), ("core", core)):
+    MECHANISMS.register(_name, _fn)
 
 
 def get_mechanism(mechanism: str | MechanismFn) -> MechanismFn:
@@ -62,13 +61,8 @@ def get_mechanism(mechanism: str | MechanismFn) -> MechanismFn:
     if callable(mechanism):
         return mechanism
     if not isinstance(mechanism, str):
-        raise ValueError(f"mechanism must be a name or a callable, got {type(mechanism).__name__}")
-    try:
-        return MECHANISMS[mechanism]
-    except KeyError:
-        raise UnknownMechanismError(
-            f"unknown mechanism {mechanism!r}; valid mechanisms: {', '.join(sorted(MECHANISMS))}"
-        ) from None
+        raise InputTypeError(f"mechanism must be a name or a callable, got {type(mechanism).__name__}")
+    return MECHANISMS.get(mechanism)
 
 
 def run_mechanism(

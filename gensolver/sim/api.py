@@ -203,7 +203,7 @@ def _check_policy(policy: object, policy_options: object) -> dict[str, Any]:
     factory: Any = policy
     if isinstance(policy, str):
         _ensure_auction()
-        factory = POLICIES.get(policy)  # an unknown name is reported by get_policy
+        factory = POLICIES.get(policy) if policy in POLICIES else None  # get_policy reports unknown names
     if options and factory is not None:
         try:
             sig = inspect.signature(factory)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import UnknownNameError
+from ..registry import Registry
 from .engine import TOL, Cluster, GpuState, TaskState
 
 __all__ = ["Policy", "POLICIES", "register_policy", "get_policy", "list_policies", "UnknownPolicyError",
@@ -275,31 +276,26 @@ class FinishTimeFair(Policy):
                     cluster.start(st.id, place, st.task.preferred_memory)
 
 
-#: name -> factory(**options) returning a Policy
-POLICIES: dict[str, Callable[..., Policy]] = {
-    "fcfs-whole-gpu": FcfsWholeGpu,
-    "fcfs-packing": FcfsPacking,
-    "elastic": Elastic,
-    "finish-time-fair": FinishTimeFair,
-}
+#: name -> factory(**options) returning a Policy (``auction`` is imported on first use)
+POLICIES: Registry[Callable[..., Policy]] = Registry("policy", plural="policies", error=UnknownPolicyError)
+for _name, _factory in (("fcfs-whole-gpu", FcfsWholeGpu), ("fcfs-packing", FcfsPacking), ("elastic", Elastic),
+                        ("finish-time-fair", FinishTimeFair), ("auction", "gensolver.sim.auction:AuctionPolicy")):
+    POLICIES.register(_name, _factory)
 
 
-def register_policy(name: str, factory: Callable[..., Policy]) -> None:
-    """Add a policy factory under ``name`` (replacing any previous one)."""
-    POLICIES[name] = factory
+def register_policy(name: str, factory: Callable[..., Policy] | str, *, replace: bool = False) -> None:
+    """Add a policy factory (or its ``"module:attribute"`` path) under ``name``; a name already
+    taken is refused unless ``replace=True``."""
+    POLICIES.register(name, factory, replace=replace)
 
 
 def list_policies() -> list[str]:
     """Registered policy names."""
-    _ensure_auction()
-    return sorted(POLICIES)
+    return POLICIES.names(sort=True)
 
 
 def _ensure_auction() -> None:
-    if "auction" not in POLICIES:
-        from .auction import AuctionPolicy
-
-        POLICIES["auction"] = AuctionPolicy
+    """Nothing to do any more: the registry imports ``auction`` when it is first used."""
 
 
 def get_policy(policy: str | Policy | Callable[..., Policy], **options: Any) -> Policy:
@@ -318,7 +314,4 @@ def get_policy(policy: str | Policy | Callable[..., Policy], **options: Any) -> 
         return policy(**options)
     if not isinstance(policy, str):
         raise TypeError(f"policy must be a name, a Policy or a factory, got {type(policy).__name__}")
-    _ensure_auction()
-    if policy not in POLICIES:
-        raise UnknownPolicyError(f"unknown policy {policy!r}; valid policies: {', '.join(sorted(POLICIES))}")
-    return POLICIES[policy](**options)
+    return POLICIES.get(policy)(**options)

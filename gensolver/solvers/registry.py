@@ -13,11 +13,13 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from ..errors import UnavailableError, UnknownNameError
+from ..errors import InputTypeError, UnavailableError, UnknownNameError
 from ..model import Instance
+from ..registry import Registry
 from .result import Allocation
 
-__all__ = ["Method", "MethodFn", "register", "get_method", "list_methods", "UnknownMethodError", "BackendUnavailableError"]
+__all__ = ["Method", "MethodFn", "METHODS", "register", "get_method", "list_methods", "UnknownMethodError",
+           "BackendUnavailableError"]
 
 
 class MethodFn(Protocol):
@@ -85,7 +87,8 @@ class Method:
         return getattr(importlib.import_module(module), func)
 
 
-_REGISTRY: dict[str, Method] = {}
+#: every method by name (the generic :class:`gensolver.registry.Registry`)
+METHODS: Registry[Method] = Registry("method", error=UnknownMethodError)
 
 
 def _pulp_check(solver_name: str) -> Callable[[], tuple[bool, str]]:
@@ -148,25 +151,21 @@ _EXTRA_CHECKS: dict[str, Callable[[], tuple[bool, str]]] = {
 
 
 def register(method: Method, *, replace: bool = False) -> Method:
-    """Add ``method`` to the registry (``replace=True`` to overwrite a name)."""
-    if method.name in _REGISTRY and not replace:
-        raise ValueError(f"method {method.name!r} is already registered")
-    _REGISTRY[method.name] = method
+    """Add ``method`` to the registry; a name already taken is refused unless ``replace=True``."""
+    if not isinstance(method, Method):
+        raise InputTypeError(f"register() takes a Method, got {type(method).__name__}")
+    METHODS.register(method.name, method, replace=replace)
     return method
 
 
 def get_method(name: str) -> Method:
     """The registered :class:`Method` called ``name``; unknown names list the valid ones."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        valid = ", ".join(sorted(_REGISTRY))
-        raise UnknownMethodError(f"unknown method {name!r}; valid methods: {valid}") from None
+    return METHODS.get(name)
 
 
 def list_methods(*, only_available: bool = False) -> list[Method]:
     """All registered methods (or only those usable here), in registration order."""
-    methods = list(_REGISTRY.values())
+    methods = METHODS.values()
     if only_available:
         methods = [m for m in methods if m.available()[0]]
     return methods

@@ -44,13 +44,12 @@ def _restored_registries():
     from gensolver.sim.policies import POLICIES
     from gensolver.solvers import registry
 
-    saved = [(d, dict(d)) for d in (registry._REGISTRY, MECHANISMS, POLICIES)]
+    saved = [(r, r.snapshot()) for r in (registry.METHODS, MECHANISMS, POLICIES)]
     try:
         yield
     finally:
-        for d, copy in saved:
-            d.clear()
-            d.update(copy)
+        for r, snapshot in saved:
+            r.restore(snapshot)
 
 
 def _run_file(path, tmp_path, monkeypatch):
