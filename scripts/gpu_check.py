@@ -2,7 +2,7 @@
 """Check the executor on a real NVIDIA GPU: two CUDA processes share one device under grants.
 
 The script builds a one-device plan with two tasks (each granted ``min(4 GiB, total / 8)`` of
-memory and half the device's compute), runs it with :class:`gensolver.executor.Executor` and
+memory and half the device's compute), runs it with :class:`gensolver.executor.PlanRunner` and
 :class:`gensolver.executor.NvmlBackend`, and prints what NVML saw while they ran: each process's
 device memory (``nvmlDeviceGetComputeRunningProcesses``) and the device's utilisation
 (``nvmlDeviceGetUtilizationRates``). Each child allocates half of its grant and holds it for a
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", type=float, default=4.0, help="seconds each child holds its memory (default 4)")
     args = parser.parse_args(argv)
 
-    from gensolver.executor import (DevicePlan, ExecutionPlan, Executor, ExecutorPolicy, NvmlBackend,
+    from gensolver.executor import (DevicePlan, ExecutionPlan, PlanRunner, ExecutorPolicy, NvmlBackend,
                                     NvmlUnavailableError, PlanEntry, PlanTask, check_plan)
 
     try:
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                 pids[rec["task"]] = rec["pid"]
 
         work = Path(tempfile.mkdtemp(prefix="gensolver-gpu-check-"))
-        ex = Executor(plan, backend=nvml, journal=work / "journal.jsonl", time_scale=1.0, poll_interval=0.1,
+        ex = PlanRunner(plan, backend=nvml, journal=work / "journal.jsonl", time_scale=1.0, poll_interval=0.1,
                       policy=ExecutorPolicy(grace=5.0), log_dir=work / "logs", on_event=on_event)
         result = {}
 

@@ -119,8 +119,8 @@ def run_command(
     as_json: bool = typer.Option(False, "--json", help="Print the feedback document as one JSON object."),
 ) -> None:
     """Execute PLAN_FILE: launch, watch, preempt and journal each task's processes."""
-    from ..executor import (BackendError, Executor, ExecutorError, ExecutorPolicy, Journal, JournalError,
-                            NvmlBackend, PlanError, SimulatedBackend, check_plan, parse_memory, read_plan,
+    from ..executor import (BackendError, ExecutorError, ExecutorPolicy, Journal, JournalError,
+                            NvmlBackend, PlanError, PlanRunner, SimulatedBackend, check_plan, parse_memory, read_plan,
                             resolve_devices)
     from ..executor.runner import OVER_GRANT_POLICIES
 
@@ -227,8 +227,8 @@ def run_command(
         with _clean_warnings():
             with task_progress(len(plan.tasks), label=f"running {plan.name or plan_file.name}",
                                enabled=not as_json) as on_event:
-                ex = Executor(plan, backend=gpu, journal=journal, policy=policy, time_scale=time_scale,
-                              poll_interval=poll, device_map=mapping, log_dir=log_dir, on_event=on_event)
+                ex = PlanRunner(plan, backend=gpu, journal=journal, policy=policy, time_scale=time_scale,
+                                poll_interval=poll, device_map=mapping, log_dir=log_dir, on_event=on_event)
                 report = ex.run(timeout=timeout)
     except ExecutorError as exc:
         fail(f"{plan_file}: {exc}")

@@ -5,7 +5,7 @@
   certifies it independently, :func:`plot_plan` draws it.
 - Backends behind :class:`GpuBackend`: :class:`NvmlBackend` (NVIDIA devices through NVML) and
   :class:`SimulatedBackend` (declared devices; processes report usage themselves).
-- :class:`Executor` launches, watches, preempts and journals the processes; its
+- :class:`PlanRunner` launches, watches, preempts and journals the processes; its
   :class:`ExecutionReport` carries one :class:`UsageFeedback` per task for the market.
 - In the launched processes: :func:`report_usage` and :func:`apply_memory_limit`.
 """
@@ -49,10 +49,11 @@ from .plan import (
 from .runner import (
     FEEDBACK_SCHEMA,
     ExecutionReport,
-    Executor,
     ExecutorError,
     ExecutorPolicy,
+    PlanRunner,
     UsageFeedback,
+    _DEPRECATED_EXECUTOR,
     resolve_devices,
 )
 
@@ -63,7 +64,16 @@ __all__ = [
     "GpuBackend", "DeviceInfo", "MemoryInfo", "Utilization", "NvmlBackend", "SimulatedBackend", "SimDevice",
     "parse_memory", "BackendError", "DeviceNotFoundError", "NvmlError", "NvmlUnavailableError",
     "NvmlPermissionError", "NvmlNotSupportedError", "NvmlGpuLostError",
-    "Executor", "ExecutorPolicy", "ExecutionReport", "UsageFeedback", "ExecutorError", "resolve_devices",
+    "PlanRunner", "ExecutorPolicy", "ExecutionReport", "UsageFeedback", "ExecutorError", "resolve_devices",
     "Journal", "JournalError", "read_journal",
     "report_usage", "apply_memory_limit",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "Executor":  # the deprecated name of PlanRunner
+        import warnings
+
+        warnings.warn(_DEPRECATED_EXECUTOR, DeprecationWarning, stacklevel=2)
+        return PlanRunner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """The executor's append-only journal: one JSON object per line, each flushed and fsync'd.
 
-Every state change of an :class:`~gensolver.executor.Executor` is a record
+Every state change of an :class:`~gensolver.executor.PlanRunner` is a record
 ``{"seq": n, "time": <seconds since the epoch>, "event": "<name>", ...}`` written *before* the
 executor acts on it in memory, so the journal alone rebuilds the executor's state after a
 crash. A last line cut short by a crash (no newline) is dropped when the journal is reopened;

@@ -1,6 +1,6 @@
 """The executor: runs an :class:`~gensolver.executor.ExecutionPlan` as real processes.
 
-:class:`Executor` launches every run of every task (see :meth:`ExecutionPlan.runs`) as a
+:class:`PlanRunner` launches every run of every task (see :meth:`ExecutionPlan.runs`) as a
 subprocess (an argv list, never a shell string) at the run's start, in a session and process
 group of its own, with its grant in the environment (``CUDA_VISIBLE_DEVICES``,
 ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``, ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``,
@@ -90,7 +90,7 @@ _LOGGED = ("task", "run", "attempt", "outcome", "exit_code", "mode", "pid")
 
 __all__ = [
     "ExecutorPolicy",
-    "Executor",
+    "PlanRunner",
     "ExecutionReport",
     "UsageFeedback",
     "ExecutorError",
@@ -101,6 +101,8 @@ __all__ = [
 ]
 
 OVER_GRANT_POLICIES = ("warn", "suspend", "terminate")
+_DEPRECATED_EXECUTOR = ("gensolver.executor.Executor is deprecated; use gensolver.executor.PlanRunner (the old name "
+                        "clashed with the executor= arguments, which take a concurrent.futures.Executor)")
 #: task outcomes that count as success for the CLI's exit status
 SUCCESS_OUTCOMES = frozenset({"completed", "expired", "exited"})
 FEEDBACK_SCHEMA = "gensolver.feedback/v1"
@@ -195,7 +197,7 @@ class UsageFeedback:
 
 @dataclass(frozen=True)
 class ExecutionReport:
-    """Frozen result of :meth:`Executor.run`.
+    """Frozen result of :meth:`PlanRunner.run`.
 
     Attributes
     ----------
@@ -209,7 +211,7 @@ class ExecutionReport:
     restarts : int
         How many times the journal was reopened by a restarted executor.
     seconds : float
-        Wall seconds of this :meth:`Executor.run` call.
+        Wall seconds of this :meth:`PlanRunner.run` call.
     """
 
     plan: str
@@ -358,8 +360,11 @@ def _is_descendant(pid: int, ancestor: int) -> bool:
     return pid == ancestor
 
 
-class Executor:
+class PlanRunner:
     """Run a plan as real processes, with a journal that survives crashes.
+
+    (Named ``Executor`` before 0.2; that name clashed with the ``executor=`` argument, a
+    :class:`concurrent.futures.Executor`, everywhere else. The old name still works and warns.)
 
     Parameters
     ----------
@@ -817,3 +822,12 @@ class Executor:
                    argv=list(run.command))
         assert ts.proc is not None
         ts.proc.popen = popen
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Executor":  # the deprecated name of PlanRunner
+        import warnings
+
+        warnings.warn(_DEPRECATED_EXECUTOR, DeprecationWarning, stacklevel=2)
+        return PlanRunner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -71,7 +71,7 @@ import numpy as np
 from ..errors import check_time_limit
 from ..model.instance import Bid, Bidder, Instance, Slot
 from ..model.tasks import GpuSpec, Task, task_steps, task_value
-from ..model.validate import _mark
+from ..model.validate import mark_validated
 from ..solvers import solve
 
 logger = logging.getLogger(__name__)
@@ -446,7 +446,7 @@ class Market:
         if not bids:
             return None, meta
         bidders = tuple(Bidder(tid, None) for tid in dict.fromkeys(b.bidder for b in bids))
-        inst = _mark(Instance(tuple(slots), tuple(bids), bidders, f"market@{now:g}",
+        inst = mark_validated(Instance(tuple(slots), tuple(bids), bidders, f"market@{now:g}",
                               {"family": "market-round", "time": now, "lease": L, "blocks": B}))
         return inst, meta
 

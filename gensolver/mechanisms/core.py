@@ -55,7 +55,7 @@ import numpy as np
 from scipy.optimize import linprog, minimize
 
 from ..model import Bid, Instance
-from ..model.validate import _mark
+from ..model.validate import mark_validated
 from ..solvers import Status
 from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
@@ -89,7 +89,7 @@ def separate(
         Bid(b.id, b.bidder, max(0.0, b.value - surplus.get(b.bidder, 0.0)), b.demand) if b.bidder in surplus else b
         for b in instance.bids
     ]
-    reduced = _mark(instance.replace_bids(bids))
+    reduced = mark_validated(instance.replace_bids(bids))
     res = solve_wdp(reduced, solver=solver, time_limit=time_limit, threads=threads)
     index = reduced.bid_index
     coalition: list[str] = []
@@ -164,7 +164,7 @@ def core(
     instance = check_call(instance, executor)
     opts = check_options(options, _DEFAULTS, "core")
     t0 = time.perf_counter()
-    plain = _mark(Instance(instance.slots, instance.bids, (), instance.name, instance.metadata))
+    plain = mark_validated(Instance(instance.slots, instance.bids, (), instance.name, instance.metadata))
     base = vcg(plain, solver=solver, time_limit=time_limit, executor=executor, options={"threads": opts["threads"]})
     alloc = base.allocation
     won = winning_bids(instance, alloc)

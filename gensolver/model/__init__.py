@@ -2,7 +2,7 @@
 
 from .instance import SCHEMA, Bid, Bidder, Instance, Slot
 from .io import atomic_write, format_cats, parse_cats, read_cats, read_instance, write_cats, write_instance
-from .validate import InstanceError, coerce_instance, from_dict, validate
+from .validate import InstanceError, coerce_instance, from_dict, mark_validated, validate
 
 __all__ = [
     "SCHEMA",
@@ -13,6 +13,7 @@ __all__ = [
     "InstanceError",
     "from_dict",
     "validate",
+    "mark_validated",
     "coerce_instance",
     "read_instance",
     "write_instance",

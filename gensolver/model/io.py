@@ -33,7 +33,7 @@ from typing import IO, Any, Callable, Iterator, Mapping
 import numpy as np
 
 from .instance import Bid, Instance, Slot
-from .validate import InstanceError, _mark, from_dict
+from .validate import InstanceError, mark_validated, from_dict
 
 __all__ = [
     "read_instance",
@@ -279,7 +279,7 @@ def parse_cats(text: str, *, name: str = "") -> Instance:
             raise InstanceError(where, "bid names no real good")
         bidder = f"d{dummy - n_goods}" if dummy is not None else f"b{index}"
         bids.append(Bid(f"b{index}", bidder, price, {f"g{g}": {"units": 1.0} for g in real}))
-    return _mark(Instance(slots, tuple(bids), (), name, {"format": "cats"}))
+    return mark_validated(Instance(slots, tuple(bids), (), name, {"format": "cats"}))
 
 
 def read_cats(path: str | os.PathLike[str]) -> Instance:

@@ -36,7 +36,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from .instance import Bid, Bidder, Instance, Slot
-from .validate import InstanceError, _esc, _mark, is_integer, is_real
+from .validate import InstanceError, _esc, mark_validated, is_integer, is_real
 
 __all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "task_value", "task_steps"]
 
@@ -335,7 +335,7 @@ class GpuRound:
                 "gpus": [g.id for g in self.gpus], "tasks": len(self.tasks)}
         if not bids:
             raise InstanceError("/tasks", "no task has a feasible bundle in this round")
-        return _mark(Instance(tuple(slots), tuple(bids), bidders, self.name, meta))
+        return mark_validated(Instance(tuple(slots), tuple(bids), bidders, self.name, meta))
 
     # ----------------------------------------------------------------- I/O
     def to_dict(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import InputError
 from .instance import SCHEMA, Bid, Bidder, Instance, Slot
 
-__all__ = ["InstanceError", "from_dict", "validate", "coerce_instance", "is_integer", "is_real"]
+__all__ = ["InstanceError", "from_dict", "validate", "coerce_instance", "mark_validated", "is_integer", "is_real"]
 
 
 class InstanceError(InputError):
@@ -233,7 +233,7 @@ def from_dict(doc: Any, *, require_schema: bool = True) -> Instance:
             names.add(bid_id)
             budget = _number(raw.get("budget"), f"/bidders/{i}/budget", allow_none=True)
             bidders.append(Bidder(bid_id, budget))
-    return _mark(Instance(tuple(slots), tuple(bids), tuple(bidders), name, metadata))
+    return mark_validated(Instance(tuple(slots), tuple(bids), tuple(bidders), name, metadata))
 
 
 def validate(instance: Instance) -> Instance:
@@ -244,7 +244,7 @@ def validate(instance: Instance) -> Instance:
     """
     if not instance.__dict__.get("_validated"):
         from_dict(instance.to_dict())
-        _mark(instance)
+        mark_validated(instance)
     return instance
 
 
@@ -261,7 +261,7 @@ def coerce_instance(bids: Any, slots: Any = None, bidders: Any = None, *, name: 
             extra = "/slots" if slots is not None else "/bidders"
             raise InstanceError(extra, "pass either an Instance or (bids, slots[, bidders]), not both "
                                        "(an instance document counts as an Instance)")
-        return validate(bids) if isinstance(bids, Instance) else _mark(from_dict(bids))
+        return validate(bids) if isinstance(bids, Instance) else mark_validated(from_dict(bids))
     if bids is None or isinstance(bids, (str, bytes, Mapping)) or not isinstance(bids, Iterable):
         raise InstanceError("/bids", f"expected an Instance, an instance document or a sequence of bids, "
                                      f"got {type(bids).__name__}")
@@ -275,9 +275,20 @@ def coerce_instance(bids: Any, slots: Any = None, bidders: Any = None, *, name: 
     }
     if bidders is not None:
         doc["bidders"] = [b.to_dict() if isinstance(b, Bidder) else b for b in bidders]
-    return _mark(from_dict(doc))
+    return mark_validated(from_dict(doc))
 
 
-def _mark(instance: Instance) -> Instance:
+def mark_validated(instance: Instance) -> Instance:
+    """Record that ``instance`` is valid without checking it again, and return it.
+
+    Only for instances built from the parts of instances already validated in ways that keep
+    them valid (a subset of the bids, bids with other values, the same slots):
+    :func:`validate` then returns them at once. Anything else must go through
+    :func:`validate` or :func:`from_dict`.
+    """
     instance.__dict__["_validated"] = True
     return instance
+
+
+#: the former private name, still imported by mechanisms/vcg.py (kept until that module moves)
+_mark = mark_validated

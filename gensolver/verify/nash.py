@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..model import Bid, Instance, coerce_instance
-from ..model.validate import _mark
+from ..model.validate import mark_validated
 from .regret import _runner, true_utility
 
 __all__ = ["Deviation", "NashCheck", "Dynamics", "report", "is_nash_equilibrium", "best_response_dynamics"]
@@ -87,7 +87,7 @@ class Dynamics:
 def report(instance: Instance, profile: Mapping[str, float]) -> Instance:
     """The reported instance: each bidder's bids times its multiplier (default 1)."""
     bids = [Bid(b.id, b.bidder, b.value * float(profile.get(b.bidder, 1.0)), b.demand) for b in instance.bids]
-    return _mark(instance.replace_bids(bids))
+    return mark_validated(instance.replace_bids(bids))
 
 
 def _space(strategy_space: Sequence[float] | Mapping[str, Sequence[float]], bidder: str) -> list[float]:

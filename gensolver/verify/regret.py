@@ -38,7 +38,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..model import Bid, Instance, coerce_instance
-from ..model.validate import _mark
+from ..model.validate import mark_validated
 
 __all__ = [
     "FAMILIES",
@@ -248,7 +248,7 @@ def apply_misreport(instance: Instance, misreport: Misreport) -> Instance:
         out.append(b)
     if not placed:
         out.extend(misreport.bids)
-    return _mark(instance.replace_bids(out))
+    return mark_validated(instance.replace_bids(out))
 
 
 def true_value(instance: Instance, bidder: str, demand: Mapping[str, Mapping[str, float]]) -> float:

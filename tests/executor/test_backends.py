@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gensolver.executor import (BackendError, DeviceNotFoundError, Executor, ExecutorError, GpuBackend, Journal,
+from gensolver.executor import (BackendError, DeviceNotFoundError, PlanRunner, ExecutorError, GpuBackend, Journal,
                                 JournalError, NvmlBackend, NvmlUnavailableError, SimDevice, SimulatedBackend,
                                 apply_memory_limit, parse_memory, read_journal, report_usage, resolve_devices,
                                 write_plan)
@@ -101,7 +101,7 @@ def test_device_names_resolve_by_uuid_index_or_indexed_name() -> None:
 def test_executor_rejects_tasks_without_commands() -> None:
     plan = plan_of({"gpu0": 1}, {"a": {"at": [("gpu0", 0, 1)], "memory": 0.25}})
     with pytest.raises(ExecutorError, match="without a command"):
-        Executor(plan, backend=SimulatedBackend([("gpu0", GIB)]))
+        PlanRunner(plan, backend=SimulatedBackend([("gpu0", GIB)]))
 
 
 def test_apply_memory_limit_without_torch_warns(monkeypatch) -> None:
@@ -130,6 +130,6 @@ def test_journal_of_another_plan_is_refused(tmp_path: Path) -> None:
     one = plan_of({"gpu0": 1}, {"a": {"at": [("gpu0", 0, 1)], "memory": 0.25, "command": ["true"]}})
     two = plan_of({"gpu0": 1}, {"a": {"at": [("gpu0", 0, 2)], "memory": 0.25, "command": ["true"]}})
     sim = SimulatedBackend([("gpu0", GIB)], state_dir=tmp_path / "sim")
-    assert Executor(one, backend=sim, journal=tmp_path / "j", time_scale=0.5).run(timeout=60).ok
+    assert PlanRunner(one, backend=sim, journal=tmp_path / "j", time_scale=0.5).run(timeout=60).ok
     with pytest.raises(JournalError, match="another plan"):
-        Executor(two, backend=sim, journal=tmp_path / "j").run(timeout=60)
+        PlanRunner(two, backend=sim, journal=tmp_path / "j").run(timeout=60)

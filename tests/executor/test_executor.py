@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gensolver.executor import Executor, ExecutorPolicy, SimulatedBackend, read_journal
+from gensolver.executor import PlanRunner, ExecutorPolicy, SimulatedBackend, read_journal
 from gensolver.executor.procs import proc_state
 
 from .helpers import GIB, MIB, child, events, kill_groups, markers, plan_of, wait_for
@@ -37,14 +37,14 @@ class Harness:
         if rec["event"] == "started":
             self.pids.append(rec["pid"])
 
-    def executor(self, plan, backend=None, **kw: Any) -> Executor:
+    def executor(self, plan, backend=None, **kw: Any) -> PlanRunner:
         backend = backend or SimulatedBackend([(d.id, d.memory) for d in plan.devices], state_dir=self.tmp / "sim")
         kw.setdefault("poll_interval", 0.02)
         kw.setdefault("policy", ExecutorPolicy(grace=2.0))
-        return Executor(plan, backend=backend, journal=self.tmp / "journal.jsonl", on_event=self.on_event,
+        return PlanRunner(plan, backend=backend, journal=self.tmp / "journal.jsonl", on_event=self.on_event,
                         log_dir=self.tmp / "logs", **kw)
 
-    def start(self, ex: Executor) -> None:
+    def start(self, ex: PlanRunner) -> None:
         def target() -> None:
             try:
                 self.report = ex.run(timeout=60)
