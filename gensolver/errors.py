@@ -34,9 +34,11 @@ time_limit must be a positive finite number of seconds or None, got nan
 
 from __future__ import annotations
 
+import importlib
 import math
 import numbers
 from collections.abc import Collection, Mapping
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -52,6 +54,8 @@ __all__ = [
     "check_time_limit",
     "check_executor",
     "check_options",
+    "missing_extra",
+    "require_extra",
 ]
 
 
@@ -185,3 +189,31 @@ def check_options(options: Any, allowed: Collection[str] | Mapping[str, Any], ow
                          f"valid options: {sorted(allowed)}")
     out.update(options)
     return out
+
+
+def missing_extra(package: str, extra: str, feature: str) -> MissingExtraError:
+    """The error for ``feature`` needing ``package`` from the optional extra ``extra``.
+
+    Raise it ``from`` the :class:`ImportError` it replaces::
+
+        try:
+            import simpy
+        except ImportError as exc:
+            raise missing_extra("simpy", "sim", "gensolver.sim (the cluster simulator)") from exc
+
+    Examples
+    --------
+    >>> print(missing_extra("simpy", "sim", "the simulator"))
+    the simulator needs the optional package 'simpy', which is not installed: pip install "gensolver[sim]"
+    """
+    return MissingExtraError(f"{feature} needs the optional package {package!r}, which is not installed: "
+                             f'pip install "gensolver[{extra}]"')
+
+
+def require_extra(module: str, extra: str, feature: str) -> ModuleType:
+    """Import ``module`` (from the optional extra ``extra``) for ``feature``, or raise
+    :func:`missing_extra`'s :class:`MissingExtraError` naming the extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise missing_extra(module.split(".")[0], extra, feature) from exc

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..errors import JournalError, check_executor, check_time_limit
+from ..errors import JournalError, check_executor, check_time_limit, require_extra
 from ..model import atomic_write
 from ..model.io import json_safe
 from ..model.validate import is_real
@@ -679,6 +679,7 @@ def write_outputs(suite: Suite, cells: Sequence[CellResult], out: Path, *, metho
 
 def plot_quality(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> Any:
     """Welfare (% of best known) against solve time per cell, one marker per method: a Figure."""
+    require_extra("matplotlib", "sim", "the benchmark plots (or pass plots=False)")
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 4.5))
@@ -699,6 +700,7 @@ def plot_quality(cells: Sequence[CellResult], methods: Sequence[str], suite: str
 
 def plot_time(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> Any:
     """Solve time against instance size (bids), one marker per method: a Figure."""
+    require_extra("matplotlib", "sim", "the benchmark plots (or pass plots=False)")
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 4.5))

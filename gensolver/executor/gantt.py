@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..errors import require_extra
 from .plan import ExecutionPlan
 
 __all__ = ["plot_plan"]
@@ -31,7 +32,7 @@ def plot_plan(plan: ExecutionPlan, path: str | os.PathLike[str] | None = None, *
     -------
     matplotlib.figure.Figure
     """
-    import matplotlib
+    matplotlib = require_extra("matplotlib", "sim", "plot_plan (Gantt charts)")
     from matplotlib.figure import Figure
 
     devices = [d for d in plan.devices]

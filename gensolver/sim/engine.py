@@ -27,9 +27,12 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-import simpy
+from ..errors import GensolverError, missing_extra
 
-from ..errors import GensolverError
+try:
+    import simpy
+except ImportError as _exc:  # the simulator is the [sim] extra
+    raise missing_extra("simpy", "sim", "gensolver.sim (the cluster simulator)") from _exc
 from ..model.tasks import GpuSpec, Task
 
 if TYPE_CHECKING:  # pragma: no cover

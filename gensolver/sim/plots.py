@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Optional, Sequence, Union
 
 import numpy as np
 
+from ..errors import require_extra
 from ..model.io import atomic_write
 from .api import SimResult
 from .metrics import utilisation_series
@@ -30,14 +31,14 @@ Target = Union[str, Path, IO[bytes]]
 
 def _figure(figsize: tuple[float, float]) -> "Figure":
     """A Figure outside pyplot (no backend involved until it is saved or shown)."""
+    require_extra("matplotlib", "sim", "the simulator's plots")
     from matplotlib.figure import Figure
 
     return Figure(figsize=figsize)
 
 
 def _cmap(name: str):  # type: ignore[no-untyped-def]
-    import matplotlib
-
+    matplotlib = require_extra("matplotlib", "sim", "the simulator's plots")
     return matplotlib.colormaps[name]
 
 
