@@ -197,7 +197,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         ratio = f"{r['auto_ratio']:.3f}" if "auto_ratio" in r and np.isfinite(r["auto_ratio"]) else ("inf" if "auto_ratio" in r else "")
         bound = f"{r['bound']:.1f}" if r.get("bound") is not None else "—"
         extra = f" (peak {r['peak_mb']:.0f} MB, build {r['build']:.1f} s)" if "peak_mb" in r else ""
-        out.append(f"| {r['instance']} | {r['budget']:g} | {r['method']}{extra} | {r['welfare']:.1f} | {bound} | {gap} | {ratio} | {r['seconds']:.1f} |")
+        out.append(f"| {r['instance']} | {r['budget']:g} | {r['method']}{extra} | {r['welfare']:.1f} | {bound} | {gap} "
+                   f"| {ratio} | {r['seconds']:.1f} |")
     return "\n".join(out)
 
 

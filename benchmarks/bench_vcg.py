@@ -74,7 +74,7 @@ def main() -> None:
                 wall = time.perf_counter() - t0
                 runs[mode] = (out, wall)
             ref = next(iter(runs.values()))[0]
-            for mode, (out, wall) in runs.items():
+            for mode, (out, _wall) in runs.items():
                 same = all(abs(out.payments[b] - ref.payments[b]) <= 1e-6 * max(1.0, ref.payments[b]) for b in ref.payments)
                 sec = out.details["seconds"]
                 r = ((label, f"{inst.n_bids} bids / {len(out.details['pivots'])} winners", mode,

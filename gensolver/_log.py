@@ -55,7 +55,7 @@ def configure(verbose: int = 0, quiet: bool = False) -> logging.Logger:
     else:
         handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s: %(name)s: %(message)s"))
-    handler._gensolver_cli = True  # type: ignore[attr-defined]
+    handler._gensolver_cli = True  # type: ignore[attr-defined,union-attr]
     level = level_for(verbose, quiet)
     handler.setLevel(level)
     logger.addHandler(handler)

@@ -31,7 +31,6 @@ import importlib.util
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_NO_DRIVER, EXIT_NO_ALLOCATOR = 0, 1, 3, 4
@@ -103,8 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", type=float, default=4.0, help="seconds each child holds its memory (default 4)")
     args = parser.parse_args(argv)
 
-    from gensolver.executor import (DevicePlan, ExecutionPlan, PlanRunner, ExecutorPolicy, NvmlBackend,
-                                    NvmlUnavailableError, PlanEntry, PlanTask, check_plan)
+    from gensolver.executor import (
+        DevicePlan,
+        ExecutionPlan,
+        ExecutorPolicy,
+        NvmlBackend,
+        NvmlUnavailableError,
+        PlanEntry,
+        PlanRunner,
+        PlanTask,
+        check_plan,
+    )
 
     try:
         nvml = NvmlBackend()

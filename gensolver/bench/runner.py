@@ -23,7 +23,6 @@ import os
 import platform
 import socket
 import time
-import traceback
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -338,9 +337,9 @@ def check_methods(methods: Sequence[str | Callable[..., Any]] | None) -> list[st
 
     if methods is None:
         out: list[str | Callable[..., Any]] = []
-        for m in DEFAULT_METHODS:
-            if get_method(m).available()[0]:
-                out.append(m)
+        for name in DEFAULT_METHODS:
+            if get_method(name).available()[0]:
+                out.append(name)
         return out
     if isinstance(methods, str):
         raise ValueError("methods must be a sequence of names, not a string (use ['cpsat', ...])")

@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from .common import EXIT_BAD_INPUT, console, fail
+from .common import EXIT_BAD_INPUT, console
 
 __all__ = ["app", "main", "COMMAND_MODULES", "EXIT_BAD_INPUT"]
 

@@ -98,7 +98,7 @@ def bench_command(
     print_table(result)
 
 
-def _wide() -> "Console":
+def _wide() -> Console:
     """The CLI console, or a 150-column one when output is not a terminal (no truncation)."""
     from rich.console import Console
 

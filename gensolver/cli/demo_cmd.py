@@ -17,6 +17,7 @@ import logging
 import time
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -89,7 +90,7 @@ def demo_command(
     from .sim_cmd import comparison_rows
 
     # 1. the jobs -------------------------------------------------------------------------------
-    jobs_text = files("gensolver.data").joinpath("demo", "jobs.yaml").read_text(encoding="utf-8")
+    jobs_text = (files("gensolver.data") / "demo" / "jobs.yaml").read_text(encoding="utf-8")
     tasks = loads_gentasks(jobs_text, source="jobs.yaml", step_seconds=STEP_SECONDS)
     tenants = sorted({t.tenant for t in tasks})
     _step(con, 1, f"{len(tasks)} GenTask jobs from {len(tenants)} tenants ({', '.join(tenants)})")
@@ -127,7 +128,7 @@ def demo_command(
     con.print(f"solver [cyan]{alloc.method}[/]: status [bold]{alloc.status.value}[/], welfare "
                   f"[green]{alloc.welfare:.4g}[/] credits; payments exact: [bold]{outcome.exact}[/]", highlight=False)
     table = Table("job", "tenant", "bundle", "value", "payment", "interval", "utility")
-    winners = []
+    winners: list[dict[str, Any]] = []
     index = instance.bid_index
     for w in alloc.winners:
         bid = instance.bids[index[w]]

@@ -119,9 +119,21 @@ def run_command(
     as_json: bool = typer.Option(False, "--json", help="Print the feedback document as one JSON object."),
 ) -> None:
     """Execute PLAN_FILE: launch, watch, preempt and journal each task's processes."""
-    from ..executor import (BackendError, ExecutorError, ExecutorPolicy, Journal, JournalError,
-                            NvmlBackend, PlanError, PlanRunner, SimulatedBackend, check_plan, parse_memory, read_plan,
-                            resolve_devices)
+    from ..executor import (
+        BackendError,
+        ExecutorError,
+        ExecutorPolicy,
+        Journal,
+        JournalError,
+        NvmlBackend,
+        PlanError,
+        PlanRunner,
+        SimulatedBackend,
+        check_plan,
+        parse_memory,
+        read_plan,
+        resolve_devices,
+    )
     from ..executor.runner import OVER_GRANT_POLICIES
 
     # options first: nothing is read, created or launched before they are all good
@@ -189,6 +201,7 @@ def run_command(
     policy = ExecutorPolicy(over_grant=over_grant, over_grant_tolerance=tolerance, grace=grace, preempt=preempt,
                             lost=lost)
 
+    gpu: NvmlBackend | SimulatedBackend
     if backend == "nvml":
         try:
             gpu = NvmlBackend()
@@ -274,7 +287,8 @@ def _gantt_format(path: Path) -> str:
 
 
 def plan_command(
-    file: Path = typer.Argument(..., help="A gensolver.gpuround/v1 round (tasks with commands) or a gensolver.instance/v1 instance with slot metadata."),
+    file: Path = typer.Argument(..., help="A gensolver.gpuround/v1 round (tasks with commands) "
+                                "or a gensolver.instance/v1 instance with slot metadata."),
     output: Path = typer.Option(..., "--output", "-o", help="Where to write the gensolver.plan/v1 JSON."),
     method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Solver method."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver."),

@@ -36,15 +36,14 @@ def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int |
 
     ``seed`` seeds the trace memory model, and a synthetic workload whose spec has no ``seed`` key.
     """
+    from ..instances.gpu import default_trace_dir
     from ..market.spec import load_gentasks
     from ..model.tasks import uniform_gpus
     from ..sim import Workload, parse_synthetic
     from ..sim.trace_workloads import alibaba_workload, philly_workload
 
-    from ..instances.gpu import default_trace_dir
-
     base = traces_dir or default_trace_dir()
-    kw = {k: v for k, v in {"max_jobs": max_jobs, "compress": compress}.items() if v is not None}
+    kw: dict[str, Any] = {k: v for k, v in {"max_jobs": max_jobs, "compress": compress}.items() if v is not None}
     nodes = 4 if nodes is None else nodes
     if trace in TRACES:
         _check_trace_present(trace, base, given=traces_dir is not None)
@@ -216,7 +215,7 @@ class _Progress:
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("tasks"), TimeElapsedColumn(), console=err_console, transient=True)
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         self.bar.start()
         return self
 
@@ -308,7 +307,16 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
          traces_dir: Optional[Path] = None) -> None:
     from ..market.spec import SpecError
     from ..model.io import atomic_write
-    from ..sim import FaultError, SimError, UnknownPolicyError, WorkloadError, audit_log, get_policy, parse_fault, simulate
+    from ..sim import (
+        FaultError,
+        SimError,
+        UnknownPolicyError,
+        WorkloadError,
+        audit_log,
+        get_policy,
+        parse_fault,
+        simulate,
+    )
     from ..traces import TraceError
 
     try:

@@ -75,7 +75,8 @@ def solve_command(
     console.print(f"[bold]{instance.name or file.name}[/]: {instance.n_slots} slots, {instance.n_bids} bids, {instance.n_bidders} bidders")
     gap = "—" if result.gap is None else f"{100 * result.gap:.4f} %"
     bound = "—" if result.bound is None else f"{result.bound:.6g}"
-    console.print(f"method [cyan]{result.method}[/]  status [bold]{result.status.value}[/]  welfare [green]{result.welfare:.6g}[/]  bound {bound}  gap {gap}")
+    console.print(f"method [cyan]{result.method}[/]  status [bold]{result.status.value}[/]  "
+                  f"welfare [green]{result.welfare:.6g}[/]  bound {bound}  gap {gap}")
     console.print(f"seconds: build {result.seconds.build:.3f}, solve {result.seconds.solve:.3f}, total {result.seconds.total:.3f}")
     if result.message:
         console.print(f"note: {result.message}")

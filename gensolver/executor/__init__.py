@@ -47,13 +47,13 @@ from .plan import (
     write_plan,
 )
 from .runner import (
+    _DEPRECATED_EXECUTOR,
     FEEDBACK_SCHEMA,
     ExecutionReport,
     ExecutorError,
     ExecutorPolicy,
     PlanRunner,
     UsageFeedback,
-    _DEPRECATED_EXECUTOR,
     resolve_devices,
 )
 

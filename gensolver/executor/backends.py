@@ -281,7 +281,7 @@ class NvmlBackend:
             except self._nv.NVMLError:
                 pass
 
-    def __enter__(self) -> "NvmlBackend":
+    def __enter__(self) -> NvmlBackend:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -367,12 +367,12 @@ class SimulatedBackend:
         self._util = utilization
 
     @classmethod
-    def from_specs(cls, specs: Sequence[str], **kwargs: Any) -> "SimulatedBackend":
+    def from_specs(cls, specs: Sequence[str], **kwargs: Any) -> SimulatedBackend:
         """Devices from ``"COUNT:MEMORY"`` strings, e.g. ``["2:16G", "1:80G"]``.
 
         Devices are named ``SIM-GPU-0``, ``SIM-GPU-1``, ... in order.
         """
-        devs = []
+        devs: list[SimDevice] = []
         for spec in specs:
             count, sep, mem = str(spec).partition(":")
             if not sep or not count.strip().isdigit() or int(count) < 1:

@@ -59,13 +59,13 @@ def plot_plan(plan: ExecutionPlan, path: str | os.PathLike[str] | None = None, *
         mem = "" if dev.memory is None else f"\n{dev.memory / (1 << 30):.3g} GiB"
         ylabels.append(f"{dev.id}{mem}")
     for p in plan.preemptions:
-        for dev in p.from_devices:
-            if (dev, p.task) in lane_of:
-                y, hh = lane_of[(dev, p.task)]
+        for dev_id in p.from_devices:
+            if (dev_id, p.task) in lane_of:
+                y, hh = lane_of[(dev_id, p.task)]
                 ax.plot([p.time], [y + hh / 2], marker="x", color="red", markersize=8)
-        for dev in p.to_devices:
-            if (dev, p.task) in lane_of:
-                y, hh = lane_of[(dev, p.task)]
+        for dev_id in p.to_devices:
+            if (dev_id, p.task) in lane_of:
+                y, hh = lane_of[(dev_id, p.task)]
                 ax.plot([p.resume], [y + hh / 2], marker=">", color="green", markersize=6)
     ax.set_yticks(yticks)
     ax.set_yticklabels(ylabels, fontsize=8)

@@ -197,7 +197,7 @@ class Journal:
                 os.close(self._fd)
                 self._fd = None
 
-    def __enter__(self) -> "Journal":
+    def __enter__(self) -> Journal:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -561,8 +561,8 @@ class PlanRunner:
             if is_same_process(pr.pid, pr.pid_start):
                 self._emit("adopted", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid, state=pr.state)
                 continue
-            run = ts.runs[ts.idx]
-            action = "restart" if self.policy.lost == "restart" and now_p < run.end - _EPS else "skip"
+            current = ts.runs[ts.idx]
+            action = "restart" if self.policy.lost == "restart" and now_p < current.end - _EPS else "skip"
             self._emit("lost", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid, action=action)
             if action == "skip":
                 self._emit("skipped", task=ts.id, run=ts.idx, reason="lost")

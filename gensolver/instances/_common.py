@@ -7,8 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..model import Bid, Instance, Slot
-from ..model import validate
+from ..model import Bid, Instance, Slot, validate
 
 __all__ = ["rng_of", "check_int", "check_prob", "check_pos", "remove_dominated", "single_unit_instance"]
 

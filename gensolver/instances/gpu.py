@@ -230,9 +230,9 @@ def trace_round(source: str = "alibaba", n_gpus: int = 8, max_tasks: int = 12, s
         specs: list[GpuSpec] = []
         for i in order:
             node = trace.nodes[int(i)]
-            for g in range(node.gpus):
+            for k in range(node.gpus):
                 if len(specs) < n_gpus:
-                    specs.append(GpuSpec(f"{node.id}/g{g}", node.gpu_memory_gib, 1.0, node.id, node.gpu_model))
+                    specs.append(GpuSpec(f"{node.id}/g{k}", node.gpu_memory_gib, 1.0, node.id, node.gpu_model))
             if len(specs) >= n_gpus:
                 break
         gpus = tuple(specs)

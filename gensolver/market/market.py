@@ -62,13 +62,13 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import check_time_limit
+from ..errors import InputError, check_time_limit
 from ..model.instance import Bid, Bidder, Instance, Slot
 from ..model.tasks import GpuSpec, Task, task_steps, task_value
 from ..model.validate import mark_validated
@@ -368,7 +368,8 @@ class Market:
 
     # ------------------------------------------------------------ the auction
     def build(self, now: float, gpus: Sequence[GpuSpec], candidates: Sequence[Candidate],
-              reservations: Sequence[Reservation] = ()) -> tuple[Instance | None, dict[str, tuple[Candidate, tuple[str, ...], float, int, int, float]]]:
+              reservations: Sequence[Reservation] = ()
+              ) -> tuple[Instance | None, dict[str, tuple[Candidate, tuple[str, ...], float, int, int, float]]]:
         """The round's instance and, per bid id, ``(candidate, gpus, memory, start block, length, value)``."""
         cfg = self.config
         B, L = cfg.blocks, cfg.lease
@@ -379,8 +380,8 @@ class Market:
             if r.gpu in cap:
                 nb = min(B, max(1, math.ceil(r.steps / L - 1e-9)))
                 cap[r.gpu][:nb] -= (r.memory, r.compute)
-        for g in cap.values():
-            np.maximum(g, 0.0, out=g)
+        for c in cap.values():
+            np.maximum(c, 0.0, out=c)
         by_node: dict[str, list[str]] = {}
         for g in gpu_ids:
             by_node.setdefault(node_of[g], []).append(g)
@@ -397,7 +398,7 @@ class Market:
             residual = replace(t, duration=max(1, math.ceil(cand.remaining - 1e-9)), release=0, deadline=None)
             options: list[tuple[tuple[str, ...], float, int, int, float]] = []
             pref_len = task_steps(residual, t.preferred_memory)
-            for level, mem in enumerate(t.memory_levels(cfg.memory_levels)):
+            for _level, mem in enumerate(t.memory_levels(cfg.memory_levels)):
                 mem = float(mem)
                 for b in range(B):
                     fits = []
@@ -476,7 +477,12 @@ class Market:
         for c in candidates:
             self.tenant(c.task.tenant, now)
         mech = mechanism or cfg.mechanism
-        limit = cfg.time_limit if time_limit == "config" else time_limit
+        if isinstance(time_limit, str):
+            if time_limit != "config":
+                raise InputError(f"time_limit must be seconds, None or 'config', got {time_limit!r}")
+            limit = cfg.time_limit
+        else:
+            limit = time_limit
         cands = list(candidates)
         if len(cands) > cfg.max_bidders:
             running = [c for c in cands if c.placement is not None]
@@ -535,7 +541,7 @@ class Market:
         try:
             from ..mechanisms import run_mechanism
         except ImportError:  # pragma: no cover - mechanisms ship with the package
-            run_mechanism = None
+            run_mechanism = None  # type: ignore[assignment]
         if run_mechanism is None and mech == "pay-as-bid":
             alloc = solve(inst, method=method, time_limit=limit)
             index = inst.bid_index
@@ -560,7 +566,7 @@ class Market:
 
 def _groups(by_node: Mapping[str, list[str]], k: int) -> list[tuple[str, ...]]:
     """Aligned blocks of ``k`` GPUs on one node (as :meth:`GpuRound.gpu_groups`)."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for members in by_node.values():
         if k == 1:
             out.extend((g,) for g in members)

@@ -14,7 +14,7 @@ YAML field                                                  Task field
 ``spec.genResources.gpuMemory.urgencyFactor``               ``urgency`` (default 0.5)
 ``spec.genResources.gpuMemory.elasticity``                  ``elasticity`` (default 1.0)
 ``spec.genResources.computeTime.preemptible``               ``preemptible`` (default true)
-``spec.genResources.computeTime.duration``                  ``duration`` (``"90m"``, ``"2h"``, seconds; default ``default_duration``), in steps, rounded up
+``spec.genResources.computeTime.duration``                  ``duration`` (``"2h"`` or seconds; default ``default_duration``), in steps, rounded up
 ``spec.genResources.computeTime.arrival``                   ``release`` (offset from the start, default 0), in steps, rounded down
 ``spec.genResources.computeTime.deadline``                  ``deadline`` (offset), in steps, rounded down
 ``spec.genResources.gpuCompute``                            ``compute`` (share of a device: ``0.5`` or ``500m``; default 0.25)
@@ -136,7 +136,7 @@ def parse_memory_gib(value: Any, *, field: str) -> float:
     gib = number / 2 ** 30
     if gib <= 0:
         raise SpecError(field, f"must be positive, got {value!r}")
-    unitless = not isinstance(value, str) or not _QUANTITY.match(value).group(2)
+    unitless = not isinstance(value, str) or not _QUANTITY.match(value).group(2)  # type: ignore[union-attr]
     if unitless and number < 2 ** 20:
         raise SpecError(field, f"{value!r} is {number:g} bytes (a number without a unit is bytes); "
                                f"write the unit, e.g. '{value}Gi'")
@@ -178,7 +178,7 @@ class _Ctx:
 
 def _get(doc: Mapping[str, Any], path: str, ctx: _Ctx, *, required: bool = False, default: Any = None) -> Any:
     cur: Any = doc
-    walked = []
+    walked: list[str] = []
     for key in path.split("."):
         if not isinstance(cur, Mapping):
             raise ctx.error(".".join(walked), f"must be a mapping, got {type(cur).__name__}")

@@ -276,13 +276,13 @@ class Instance:
         idx = self.bid_index
         return float(sum(self.bids[idx[w]].value for w in winners))
 
-    def replace_bids(self, bids: Iterable[Bid], *, name: str | None = None) -> "Instance":
+    def replace_bids(self, bids: Iterable[Bid], *, name: str | None = None) -> Instance:
         """A copy with other bids (slots, bidders and metadata kept)."""
         return Instance(self.slots, tuple(bids), self.bidders, self.name if name is None else name, self.metadata)
 
-    def without_bidder(self, bidder: str) -> "Instance":
+    def without_bidder(self, bidder: str) -> Instance:
         """A copy with every bid of ``bidder`` removed (used for VCG pivots)."""
-        out = self.replace_bids((b for b in self.bids if b.bidder != bidder))
+        out = self.replace_bids(b for b in self.bids if b.bidder != bidder)
         if self.__dict__.get("_validated"):  # a subset of valid bids stays valid
             out.__dict__["_validated"] = True
         return out

@@ -33,7 +33,7 @@ from typing import IO, Any, Callable, Iterator, Mapping
 import numpy as np
 
 from .instance import Bid, Instance, Slot
-from .validate import InstanceError, mark_validated, from_dict
+from .validate import InstanceError, from_dict, mark_validated
 
 __all__ = [
     "read_instance",
@@ -257,11 +257,11 @@ def parse_cats(text: str, *, name: str = "") -> Instance:
     slots = tuple(Slot(f"g{k}", {"units": 1.0}) for k in range(n_goods))
     bids: list[Bid] = []
     seen: set[str] = set()
-    for lineno, index, price, goods in rows:
+    for lineno, bid_no, price, goods in rows:
         where = f"/line/{lineno}"
-        if index in seen:
-            raise InstanceError(where, f"duplicate bid index {index}")
-        seen.add(index)
+        if bid_no in seen:
+            raise InstanceError(where, f"duplicate bid index {bid_no}")
+        seen.add(bid_no)
         real: list[int] = []
         dummy: int | None = None
         for g in goods:
@@ -277,8 +277,8 @@ def parse_cats(text: str, *, name: str = "") -> Instance:
                 raise InstanceError(where, f"good {g} out of range 0..{n_goods + n_dummy - 1}")
         if not real:
             raise InstanceError(where, "bid names no real good")
-        bidder = f"d{dummy - n_goods}" if dummy is not None else f"b{index}"
-        bids.append(Bid(f"b{index}", bidder, price, {f"g{g}": {"units": 1.0} for g in real}))
+        bidder = f"d{dummy - n_goods}" if dummy is not None else f"b{bid_no}"
+        bids.append(Bid(f"b{bid_no}", bidder, price, {f"g{g}": {"units": 1.0} for g in real}))
     return mark_validated(Instance(slots, tuple(bids), (), name, {"format": "cats"}))
 
 
@@ -309,7 +309,7 @@ def format_cats(instance: Instance) -> str:
         good_of[s.id] = k
     n = len(instance.slots)
     groups = instance.bids_of_bidder
-    dummy_of = {}
+    dummy_of: dict[str, int] = {}
     for bidder, bids in groups.items():
         if len(bids) > 1:
             dummy_of[bidder] = n + len(dummy_of)
@@ -322,10 +322,10 @@ def format_cats(instance: Instance) -> str:
     ]
     for j, bid in enumerate(instance.bids):
         goods = []
-        for s, res in bid.demand.items():
+        for sid, res in bid.demand.items():
             if dict(res) != {"units": 1.0}:
-                raise ValueError(f"bid {bid.id!r} demands {dict(res)} of {s!r}; CATS needs one unit")
-            goods.append(good_of[s])
+                raise ValueError(f"bid {bid.id!r} demands {dict(res)} of {sid!r}; CATS needs one unit")
+            goods.append(good_of[sid])
         if bid.bidder in dummy_of:
             goods.append(dummy_of[bid.bidder])
         lines.append("\t".join([str(j), repr(bid.value), *map(str, goods), "#"]))

@@ -36,7 +36,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from .instance import Bid, Bidder, Instance, Slot
-from .validate import InstanceError, _esc, mark_validated, is_integer, is_real
+from .validate import InstanceError, _esc, is_integer, is_real, mark_validated
 
 __all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "task_value", "task_steps"]
 
@@ -352,7 +352,7 @@ class GpuRound:
         }
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "GpuRound":
+    def from_dict(cls, doc: Mapping[str, Any]) -> GpuRound:
         """Inverse of :meth:`to_dict`.
 
         Raises

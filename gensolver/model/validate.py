@@ -114,9 +114,9 @@ def _slot(raw: Any, where: str) -> Slot:
     cap_raw = _obj(raw.get("capacity"), f"{where}/capacity")
     if not cap_raw:
         raise InstanceError(f"{where}/capacity", "must name at least one resource")
-    cap = {}
+    cap: dict[str, float] = {}
     for r, c in cap_raw.items():
-        cap[_ident(r, f"{where}/capacity")] = _number(c, f"{where}/capacity/{_esc(r)}")
+        cap[_ident(r, f"{where}/capacity")] = _number(c, f"{where}/capacity/{_esc(r)}")  # type: ignore[assignment]
     gpu = raw.get("gpu")
     if gpu is not None and not isinstance(gpu, str):
         raise InstanceError(f"{where}/gpu", f"expected a string, got {type(gpu).__name__}")

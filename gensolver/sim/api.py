@@ -7,7 +7,7 @@ import logging
 import math
 import numbers
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -18,7 +18,6 @@ from .faults import Fault, parse_fault
 from .metrics import Metrics, TaskRecord, compute_metrics
 from .policies import POLICIES, Policy, _ensure_auction, get_policy
 from .workload import Workload
-
 
 logger = logging.getLogger(__name__)
 __all__ = ["simulate", "SimResult"]
@@ -177,7 +176,7 @@ def _items(arg: str, value: object, kind: type | tuple[type, ...], what: str) ->
     if value is None or isinstance(value, (str, bytes, Mapping)):
         raise ValueError(f"{arg} must be {what}, got {value!r}")
     try:
-        items = tuple(value)  # type: ignore[call-overload]
+        items: tuple[Any, ...] = tuple(value)  # type: ignore[call-overload,arg-type]
     except TypeError:
         raise ValueError(f"{arg} must be {what}, got {type(value).__name__} {value!r}") from None
     for k, item in enumerate(items):

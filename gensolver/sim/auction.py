@@ -72,7 +72,7 @@ class AuctionPolicy(Policy):
                 return
         running = cluster.running()
         cands = [Candidate(s.task, s.remaining, now - s.waiting_since + _waited_before(s), None, None) for s in waiting]
-        reservations = []
+        reservations: list[Reservation] = []
         for s in running:
             if boundary and s.task.preemptible:
                 cands.append(Candidate(s.task, s.remaining, _waited_before(s), s.gpus, s.memory))

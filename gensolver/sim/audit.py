@@ -18,7 +18,7 @@ from the simulator) and checks the conservation invariants every policy must kee
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 

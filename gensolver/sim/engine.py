@@ -441,7 +441,7 @@ class Cluster:
                 self.stalled = True
                 return
 
-    def fault_process(self, faults: Iterable["Fault"]):
+    def fault_process(self, faults: Iterable[Fault]):
         """simpy process: take GPUs down and bring them back."""
         timeline: list[tuple[float, int, str, tuple[str, ...]]] = []
         for f in faults:
@@ -459,7 +459,7 @@ class Cluster:
             else:
                 self._recover(gids)
 
-    def fault_targets(self, f: "Fault") -> tuple[str, ...]:
+    def fault_targets(self, f: Fault) -> tuple[str, ...]:
         if f.kind == "gpu":
             if f.target not in self.gpus:
                 raise SimError(f"fault names unknown GPU {f.target!r}; GPUs: {', '.join(list(self.gpus)[:8])}...")

@@ -15,8 +15,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -26,7 +25,7 @@ from .engine import Event
 __all__ = ["Metrics", "TaskRecord", "compute_metrics", "jain_index", "utilisation_series"]
 
 
-def jain_index(x: Sequence[float]) -> float:
+def jain_index(x: Sequence[float] | np.ndarray) -> float:
     """Jain's fairness index ``(sum x)^2 / (n * sum x^2)`` (1.0 for an empty input).
 
     Jain, Chiu & Hawe, "A Quantitative Measure of Fairness and Discrimination for Resource
@@ -155,7 +154,7 @@ def compute_metrics(events: Sequence[Event], records: Mapping[str, TaskRecord], 
     rho = np.array([r.rho for r in done], dtype=float)
     arrivals = [r.arrival for r in records.values()]
     t0 = min(arrivals) if arrivals else 0.0
-    t1 = max((r.finish for r in done), default=t0)
+    t1 = max((r.finish for r in done if r.finish is not None), default=t0)
     times, mem, comp = utilisation_series(events)
     spent = -sum(e.amount for e in events if e.kind == "credit" and e.note == "payment")
     secs = np.array([float(r.get("seconds", 0.0)) + float(r.get("build_seconds", 0.0)) for r in rounds], dtype=float)

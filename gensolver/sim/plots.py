@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Optional, Sequence, Union
+from typing import IO, TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 __all__ = ["plot_gantt", "plot_utilisation", "plot_jct_cdf", "plot_credits", "figures", "render_plots", "write_plots",
            "save_figure"]
 
-Target = Union[str, Path, IO[bytes]]
+Target = str | Path | IO[bytes]
 
 
-def _figure(figsize: tuple[float, float]) -> "Figure":
+def _figure(figsize: tuple[float, float]) -> Figure:
     """A Figure outside pyplot (no backend involved until it is saved or shown)."""
     require_extra("matplotlib", "sim", "the simulator's plots")
     from matplotlib.figure import Figure
@@ -42,7 +42,7 @@ def _cmap(name: str):  # type: ignore[no-untyped-def]
     return matplotlib.colormaps[name]
 
 
-def save_figure(fig: "Figure", target: Target) -> None:
+def save_figure(fig: Figure, target: Target) -> None:
     """Save ``fig``: a path (format from its suffix, default PNG; written atomically) or a binary file (PNG)."""
     if isinstance(target, (str, Path)):
         path = Path(target)
@@ -52,13 +52,13 @@ def save_figure(fig: "Figure", target: Target) -> None:
         fig.savefig(target, format="png", dpi=90)
 
 
-def _done(fig: "Figure", path: Optional[Target]) -> "Figure":
+def _done(fig: Figure, path: Optional[Target]) -> Figure:
     if path is not None:
         save_figure(fig, path)
     return fig
 
 
-def plot_gantt(result: SimResult, path: Optional[Target] = None, *, max_gpus: int = 32) -> "Figure":
+def plot_gantt(result: SimResult, path: Optional[Target] = None, *, max_gpus: int = 32) -> Figure:
     """GPU memory Gantt chart: one row per device, a bar per task (height = its memory share).
 
     Returns the Figure; also saves it to ``path`` when given.
@@ -70,7 +70,7 @@ def plot_gantt(result: SimResult, path: Optional[Target] = None, *, max_gpus: in
     ax = fig.add_subplot(1, 1, 1)
     running: dict[str, tuple[float, tuple[str, ...], float]] = {}
     cmap = _cmap("tab20")
-    colour = {}
+    colour: dict[str, Any] = {}
 
     def close(tid: str, t: float) -> None:
         t0, gs, mem = running.pop(tid)
@@ -100,7 +100,7 @@ def plot_gantt(result: SimResult, path: Optional[Target] = None, *, max_gpus: in
     return _done(fig, path)
 
 
-def plot_utilisation(results: Sequence[SimResult], path: Optional[Target] = None) -> "Figure":
+def plot_utilisation(results: Sequence[SimResult], path: Optional[Target] = None) -> Figure:
     """Memory and compute utilisation over time, one line per policy (the Figure; saved to ``path`` if given)."""
     fig = _figure((9, 6))
     axes = fig.subplots(2, 1, sharex=True)
@@ -116,7 +116,7 @@ def plot_utilisation(results: Sequence[SimResult], path: Optional[Target] = None
     return _done(fig, path)
 
 
-def plot_jct_cdf(results: Sequence[SimResult], path: Optional[Target] = None) -> "Figure":
+def plot_jct_cdf(results: Sequence[SimResult], path: Optional[Target] = None) -> Figure:
     """Empirical CDF of job completion times per policy (the Figure; saved to ``path`` if given)."""
     fig = _figure((7, 4.5))
     ax = fig.add_subplot(1, 1, 1)
@@ -135,7 +135,7 @@ def plot_jct_cdf(results: Sequence[SimResult], path: Optional[Target] = None) ->
     return _done(fig, path)
 
 
-def plot_credits(results: Sequence[SimResult], path: Optional[Target] = None) -> "Figure":
+def plot_credits(results: Sequence[SimResult], path: Optional[Target] = None) -> Figure:
     """Credit balance per tenant over time, auction runs (the Figure; saved to ``path`` if given)."""
     fig = _figure((8, 4.5))
     ax = fig.add_subplot(1, 1, 1)
@@ -158,7 +158,7 @@ def plot_credits(results: Sequence[SimResult], path: Optional[Target] = None) ->
     return _done(fig, path)
 
 
-def figures(results: Sequence[SimResult]) -> dict[str, "Figure"]:
+def figures(results: Sequence[SimResult]) -> dict[str, Figure]:
     """Every picture of ``results`` as a Figure, by file name (see :func:`write_plots`)."""
     out: dict[str, Figure] = {f"gantt-{r.policy}.png": plot_gantt(r) for r in results}
     out["utilisation.png"] = plot_utilisation(results)

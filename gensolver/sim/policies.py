@@ -31,13 +31,11 @@ References
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 from ..errors import UnknownNameError
 from ..registry import Registry
-from .engine import TOL, Cluster, GpuState, TaskState
+from .engine import TOL, Cluster, TaskState
 
 __all__ = ["Policy", "POLICIES", "register_policy", "get_policy", "list_policies", "UnknownPolicyError",
            "find_placement", "FcfsWholeGpu", "FcfsPacking", "Elastic", "FinishTimeFair", "finish_time_rho"]
@@ -252,6 +250,7 @@ class FinishTimeFair(Policy):
                     c -= s.compute
             cap[g] = (m, c)
         plan: dict[str, tuple[str, ...]] = {}
+        place: tuple[str, ...] | None
         for rank, st in enumerate(cands):
             mem = st.memory if st.state == "running" else st.task.preferred_memory
             if st.state == "running" and all(cap[g][0] + TOL >= mem and cap[g][1] + TOL >= st.compute for g in st.gpus):

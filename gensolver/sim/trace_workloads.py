@@ -77,7 +77,7 @@ def alibaba_workload(directory: str | Path, *, window: tuple[float, float] | Non
             by_model.setdefault(n.gpu_model, []).append(n)
         total = sum(n.gpus for n in all_nodes)
         picked: list[str] = []
-        for model, ns in sorted(by_model.items(), key=lambda kv: -sum(n.gpus for n in kv[1])):
+        for _model, ns in sorted(by_model.items(), key=lambda kv: -sum(n.gpus for n in kv[1])):
             share = sum(n.gpus for n in ns) / total
             k = max(1, round(share * nodes)) if len(picked) < nodes else 0
             picked.extend(n.id for n in ns[:k])

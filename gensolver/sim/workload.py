@@ -21,7 +21,7 @@ GPUs: ``gpus`` as a list of memories (GiB), ``per_node`` to a node (:func:`unifo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
@@ -89,9 +89,9 @@ def synthetic_workload(n: int = 50, *, seed: int = 0, rate: float | None = 0.5,
         raise WorkloadError(f"need 1 <= duration_min <= duration_max, got {duration_min}, {duration_max}")
     if not _is_real(min_fraction) or not 0 < min_fraction <= 1:
         raise WorkloadError(f"min_fraction must be in (0, 1], got {min_fraction!r}")
-    for key, v in (("preemptible_share", preemptible_share), ("gang_share", gang_share)):
-        if not _is_real(v) or not 0 <= v <= 1:
-            raise WorkloadError(f"{key} must be a probability in [0, 1], got {v!r}")
+    for key, share in (("preemptible_share", preemptible_share), ("gang_share", gang_share)):
+        if not _is_real(share) or not 0 <= share <= 1:
+            raise WorkloadError(f"{key} must be a probability in [0, 1], got {share!r}")
     gpus = tuple(gpus)
     if not gpus or not all(_is_real(m) and math.isfinite(m) and m > 0 for m in gpus):
         raise WorkloadError(f"gpus must be finite positive GPU memories in GiB, got {_plus(gpus)!r}")

@@ -60,7 +60,7 @@ class Method:
     """
 
     name: str
-    target: "str | Callable[..., Allocation]"
+    target: str | Callable[..., Allocation]
     exact: bool
     requires: tuple[str, ...]
     description: str
@@ -181,7 +181,8 @@ for _m in (
     Method("highs", "gensolver.solvers.exact.ortools_linear:solve_highs", True, _ORTOOLS, "HiGHS MIP through OR-Tools' linear solver wrapper"),
     Method("cbc", "gensolver.solvers.exact.ortools_linear:solve_cbc", True, _ORTOOLS, "CBC through OR-Tools' linear solver wrapper"),
     Method("pulp-cbc", "gensolver.solvers.exact.pulp_backend:solve_pulp_cbc", True, _PULP, "CBC through PuLP (bundled binary)"),
-    Method("pulp-highs", "gensolver.solvers.exact.pulp_backend:solve_pulp_highs", True, ("pulp", "highspy"), "HiGHS through PuLP's highspy interface"),
+    Method("pulp-highs", "gensolver.solvers.exact.pulp_backend:solve_pulp_highs", True, ("pulp", "highspy"),
+           "HiGHS through PuLP's highspy interface"),
     Method("greedy", "gensolver.solvers.approximation.greedy:solve_greedy", False, (),
            "Lehmann-O'Callaghan-Shoham greedy (value / sqrt(size)), first fit, O(B log B + nnz)"),
     Method("lp", "gensolver.solvers.approximation.lp:solve_lp", False, (),

@@ -369,7 +369,7 @@ def read_alibaba_pods(
             pref = mn = 0.0
         else:
             pref = round(frac * GPU_MODEL_MEMORY_GIB[model], 3)
-            mn = float(min_memory(np.array([pref]), _FixedUniform(frac_draw[k]))[0])
+            mn = float(min_memory(np.array([pref]), _FixedUniform(frac_draw[k]))[0])  # type: ignore[arg-type]
         jobs.append(TraceJob(name, float(created), float(duration), num_gpu, frac if num_gpu else 0.0,
                              pref, mn, "alibaba", model if num_gpu else "", row["qos"], row["pod_phase"],
                              cpu, mem, line))

@@ -119,7 +119,8 @@ def brute_force(instance: Instance, *, limit: int = BRUTE_FORCE_LIMIT) -> tuple[
         combos *= len(g) + 1
         if combos > limit:
             raise ValueError(f"brute force would enumerate more than {limit} combinations")
-    best_val, best = 0.0, ()
+    best_val = 0.0
+    best: tuple[str, ...] = ()
     for choice in itertools.product(*[[None, *g] for g in groups]):
         winners = tuple(c for c in choice if c is not None)
         cert = check_allocation(instance, winners)

@@ -130,7 +130,10 @@ def in_core(outcome: Any, instance: Instance, *, tol: float = 1e-6, time_limit: 
     nb, nw = instance.n_bids, len(winners)
     surplus = np.array([won[i].value - outcome.payments.get(i, 0.0) for i in winners])
     c = -np.concatenate([np.array([b.value for b in instance.bids]), -surplus])
-    rows, cols, vals, ub = [], [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    ub: list[float] = []
     r = 0
     labels: dict[tuple[str, str], int] = {}
     caps: list[float] = []
@@ -139,14 +142,14 @@ def in_core(outcome: Any, instance: Instance, *, tol: float = 1e-6, time_limit: 
             labels[(s.id, res)] = len(caps)
             caps.append(cap)
     for j, bid in enumerate(instance.bids):
-        for s, res in bid.demand.items():
-            for name, q in res.items():
-                rows.append(labels[(s, name)])
+        for sid, amounts in bid.demand.items():
+            for name, q in amounts.items():
+                rows.append(labels[(sid, name)])
                 cols.append(j)
                 vals.append(q)
     ub.extend(c + 1e-9 for c in caps)
     r = len(caps)
-    for k, b in enumerate(instance.bidder_ids):
+    for _k, b in enumerate(instance.bidder_ids):
         for bid_id in instance.bids_of_bidder[b]:
             rows.append(r)
             cols.append(index[bid_id])

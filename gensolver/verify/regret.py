@@ -168,7 +168,7 @@ def misreports(
         return Misreport(bidder, family, text, tuple(bids), ids)
 
     def replace(k: int, new: Bid | None) -> list[Bid]:
-        return [b if i != k else new for i, b in enumerate(own) if i != k or new is not None]
+        return [b if i != k else new for i, b in enumerate(own) if i != k or new is not None]  # type: ignore[misc]
 
     if "scale" in families:
         for f in factors:
@@ -196,17 +196,17 @@ def misreports(
                 for r, q in res.items():
                     largest[r] = max(largest.get(r, 0.0), q)
             added = 0
-            for s in instance.slots:
+            for slot in instance.slots:
                 if added >= 3:
                     break
-                if s.id in b.demand:
+                if slot.id in b.demand:
                     continue
-                extra = {r: min(largest[r], c) for r, c in s.capacity.items() if r in largest and largest[r] > 0}
+                extra = {r: min(largest[r], c) for r, c in slot.capacity.items() if r in largest and largest[r] > 0}
                 if not extra:
                     continue
                 added += 1
-                dem = {**{t: dict(r) for t, r in b.demand.items()}, s.id: extra}
-                yield mk("superset", f"bid {b.id} plus slot {s.id}", replace(k, _scaled(b, 1.0, demand=dem)))
+                dem = {**{t: dict(r) for t, r in b.demand.items()}, slot.id: extra}
+                yield mk("superset", f"bid {b.id} plus slot {slot.id}", replace(k, _scaled(b, 1.0, demand=dem)))
             more = {t: {r: min(q * 1.5, caps[t][r]) for r, q in res.items()} for t, res in b.demand.items()}
             if any(more[t][r] > q for t, res in b.demand.items() for r, q in res.items()):
                 yield mk("superset", f"bid {b.id} with every amount times 1.5", replace(k, _scaled(b, 1.0, demand=more)))

@@ -15,7 +15,7 @@ import pytest
 
 from gensolver.bench import load_entry, load_suite, read_journal, run_suite
 from gensolver.cli import main
-from gensolver.verify import brute_force, check_allocation
+from gensolver.verify import brute_force
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,10 +10,25 @@ from pathlib import Path
 
 import pytest
 
-from gensolver.executor import (BackendError, DeviceNotFoundError, PlanRunner, ExecutorError, GpuBackend, Journal,
-                                JournalError, NvmlBackend, NvmlUnavailableError, SimDevice, SimulatedBackend,
-                                apply_memory_limit, parse_memory, read_journal, report_usage, resolve_devices,
-                                write_plan)
+from gensolver.executor import (
+    BackendError,
+    DeviceNotFoundError,
+    ExecutorError,
+    GpuBackend,
+    Journal,
+    JournalError,
+    NvmlBackend,
+    NvmlUnavailableError,
+    PlanRunner,
+    SimDevice,
+    SimulatedBackend,
+    apply_memory_limit,
+    parse_memory,
+    read_journal,
+    report_usage,
+    resolve_devices,
+    write_plan,
+)
 
 from .helpers import GIB, MIB, plan_of
 

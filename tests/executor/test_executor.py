@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gensolver.executor import PlanRunner, ExecutorPolicy, SimulatedBackend, read_journal
+from gensolver.executor import ExecutorPolicy, PlanRunner, SimulatedBackend, read_journal
 from gensolver.executor.procs import proc_state
 
 from .helpers import GIB, MIB, child, events, kill_groups, markers, plan_of, wait_for

@@ -7,8 +7,16 @@ import json
 import pytest
 
 from gensolver import solve
-from gensolver.executor import (PLAN_SCHEMA, PlanError, check_plan, plan_from_dict, plot_plan, read_plan, to_plan,
-                                write_plan)
+from gensolver.executor import (
+    PLAN_SCHEMA,
+    PlanError,
+    check_plan,
+    plan_from_dict,
+    plot_plan,
+    read_plan,
+    to_plan,
+    write_plan,
+)
 from gensolver.model import Bid, GpuRound, Instance, Slot, Task
 from gensolver.model.tasks import uniform_gpus
 

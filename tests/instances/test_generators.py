@@ -9,8 +9,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from gensolver.instances import LEGACY, UnknownFamilyError, generate, list_families
-from gensolver.instances import cats
+from gensolver.instances import LEGACY, UnknownFamilyError, cats, generate, list_families
 from gensolver.model import Instance, format_cats, parse_cats, read_instance, write_cats
 
 CATS_SMALL = {

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from gensolver import from_dict
 from gensolver.mechanisms import MECHANISMS, Outcome, UnknownMechanismError, run_mechanism
 from gensolver.model import Bid, Instance, Slot, validate
 from gensolver.testing import instances
@@ -109,7 +108,6 @@ class TestConformance:
 
 
 def _medium_instance() -> Instance:
-    import numpy as np
 
     rng = np.random.default_rng(7)
     slots = [Slot(f"s{k}", {"units": 1.0}) for k in range(12)]

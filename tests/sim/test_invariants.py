@@ -25,7 +25,7 @@ def test_audit_passes_on_every_policy(runs, policy):
     rep.raise_if_failed()
     assert r.complete and set(rep.finished) == set(r.tasks)
     # the audit's executed work agrees with the simulator's own bookkeeping of overheads/losses
-    for tid, rec in r.tasks.items():
+    for _tid, rec in r.tasks.items():
         assert rec.first_start >= rec.arrival
     if policy == "auction":  # credits: rebuilt balances == reported ones; spent == budgets + refills - final
         assert dict(rep.balances) == pytest.approx(dict(r.balances))

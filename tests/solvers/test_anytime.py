@@ -201,9 +201,8 @@ def test_chunked_first_fit_on_a_large_round_equals_sequential():
 
 def test_solution_pool_offers_only_solutions_without_the_owner():
     """best_without never returns a solution that gives the excluded owner a column."""
-    from gensolver.solvers.anytime.engine import SolutionPool
-
     from gensolver.instances.gpu import gpu_round
+    from gensolver.solvers.anytime.engine import SolutionPool
 
     inst = gpu_round(n_gpus=2, steps=4, n_tasks=6, seed=5).expand()
     P = from_instance(inst)

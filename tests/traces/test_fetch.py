@@ -41,7 +41,7 @@ class _Server:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "_Server":
+    def __enter__(self) -> _Server:
         self.thread.start()
         return self
 
