@@ -87,6 +87,22 @@ def test_plots_without_matplotlib_name_the_extra() -> None:
                                   'installed: pip install "gensolver[sim]"'), out.stderr
 
 
+def test_the_cli_names_the_missing_extra_without_a_traceback(tmp_path: Path) -> None:
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["simpy"] = None
+        from gensolver.cli import main
+        sys.exit(main(sys.argv[1:]))
+    """)
+    out = subprocess.run([sys.executable, "-c", code, "simulate", "synthetic:n=4", "-p", "elastic"],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path, env={**os.environ, "COLUMNS": "200"})
+    assert out.returncode == 3, out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stderr.startswith("error: gensolver.sim (the cluster simulator) needs the optional package 'simpy'")
+    assert 'pip install "gensolver[sim]"' in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_py_typed_ships_with_the_package(tmp_path: Path) -> None:
     """PEP 561: the marker is in the package and setuptools copies it into a build."""
     assert (ROOT / "gensolver" / "py.typed").is_file()

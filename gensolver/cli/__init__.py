@@ -10,10 +10,16 @@ import importlib
 import sys
 
 import typer
+from rich.markup import escape
 
-from .common import EXIT_BAD_INPUT, console
+from ..errors import MissingExtraError
+from .common import EXIT_BAD_INPUT, console, err_console
 
-__all__ = ["app", "main", "COMMAND_MODULES", "EXIT_BAD_INPUT"]
+__all__ = ["app", "main", "COMMAND_MODULES", "EXIT_BAD_INPUT", "EXIT_MISSING_EXTRA"]
+
+#: exit status when a command needs an optional extra that is not installed (as ``run``'s
+#: unavailable backend)
+EXIT_MISSING_EXTRA = 3
 
 app = typer.Typer(
     name="gensolver",
@@ -97,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         console.print("aborted", style="red")
         return 1
+    except MissingExtraError as exc:  # e.g. simulate without simpy: what to install, no traceback
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_MISSING_EXTRA
     except _usage_error_types() as exc:
         exc.show(file=sys.stderr)  # type: ignore[attr-defined]
         return int(exc.exit_code)  # type: ignore[attr-defined]
