@@ -16,7 +16,7 @@ from ..model.validate import is_real
 from .engine import Cluster, Event, SimError
 from .faults import Fault, parse_fault
 from .metrics import Metrics, TaskRecord, compute_metrics
-from .policies import POLICIES, Policy, _ensure_auction, get_policy
+from .policies import POLICIES, Policy, get_policy
 from .workload import Workload
 
 logger = logging.getLogger(__name__)
@@ -201,7 +201,6 @@ def _check_policy(policy: object, policy_options: object) -> dict[str, Any]:
         raise ValueError("policy_options cannot be applied to a policy instance")
     factory: Any = policy
     if isinstance(policy, str):
-        _ensure_auction()
         factory = POLICIES.get(policy) if policy in POLICIES else None  # get_policy reports unknown names
     if options and factory is not None:
         try:

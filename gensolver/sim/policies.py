@@ -293,10 +293,6 @@ def list_policies() -> list[str]:
     return POLICIES.names(sort=True)
 
 
-def _ensure_auction() -> None:
-    """Nothing to do any more: the registry imports ``auction`` when it is first used."""
-
-
 def get_policy(policy: str | Policy | Callable[..., Policy], **options: Any) -> Policy:
     """A policy instance from a registry name (with options), an instance or a factory.
 
