@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .choices import choice
-from .common import check_output_dir, check_output_file, console, fail
+from .common import check_output_dir, check_output_file, check_time_limit_option, console, fail
 
 __all__ = ["register", "demo_command", "DEMO_FILES"]
 
@@ -66,12 +66,9 @@ def demo_command(
     time_limit: float = typer.Option(20.0, "--time-limit", "-t", help="Seconds for each solve of the round."),
 ) -> None:
     """Run the market story: jobs bid, a round clears with truthful payments, a plan, a simulation."""
-    import math
-
     if mechanism not in ("vcg", "greedy-critical"):
         fail(f"--mechanism must be vcg or greedy-critical, got {mechanism!r}")
-    if not math.isfinite(time_limit) or time_limit <= 0:
-        fail(f"--time-limit: must be a positive finite number of seconds, got {time_limit:g}")
+    check_time_limit_option(time_limit, "--time-limit:")
     check_output_dir(out, "--out")
     for name in DEMO_FILES:
         check_output_file(out / name, "--out")

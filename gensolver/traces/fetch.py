@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
+from ..errors import GensolverError
+
 __all__ = ["TraceFile", "TraceSource", "TRACE_SOURCES", "FetchError", "fetch_trace", "file_sha256"]
 
 logger = logging.getLogger(__name__)
@@ -42,7 +44,7 @@ _PHILLY = ("https://raw.githubusercontent.com/petuum/adaptdl/c793c7089bd30746268
 _CHUNK = 1 << 16
 
 
-class FetchError(RuntimeError):
+class FetchError(GensolverError, RuntimeError):
     """A download that failed, was too large, or does not match its checksum."""
 
 
