@@ -1,0 +1,355 @@
+"""The LP relaxation of the welfare problem and fractional VCG payments (Lavi–Swamy, steps 1–2).
+
+The relaxation is the welfare problem of :mod:`gensolver.model.instance` with ``0 <= x_j``
+instead of ``x_j in {0, 1}`` (``x_j <= 1`` follows from the XOR row), over the bids that fit
+alone: a bundle that exceeds some capacity on its own can never be allocated, so its column is
+fixed at 0. The feasible set is a polytope that does not depend on the reported values, which is
+what makes fractional VCG on it truthful (it is maximal in range over the fractional
+allocations).
+
+:class:`LpRelaxation` keeps one restricted master LP (HiGHS dual simplex, through ``highspy``)
+over a working set of columns and prices the others by column generation, as the anytime
+engine does (:func:`gensolver.solvers.anytime.engine.column_generation`), but with a simplex so
+that re-solves are warm-started from the previous basis and the primal ``x*`` is a vertex (a
+sparse support, which the decomposition needs). Every answer carries a certified dual bound
+``cap.y + sum_i max(u_i, max_{j of i} (v_j - A_j.y))``, valid for any ``y >= 0``, so the LP
+optimum is known to lie in ``[value, bound]`` whether or not pricing converged.
+
+The fractional VCG (Clarke pivot) payment of bidder ``i`` is
+``p_i = LP*(-i) - (LP* - v_i . x*_i)``; a bidder with ``x*_i = 0`` pays 0 without a re-solve
+(``x*`` is feasible without it), every other one takes one warm-started re-solve with its
+columns fixed at 0.
+
+References
+----------
+Lavi & Swamy, "Truthful and near-optimal mechanism design via linear programming", J. ACM
+58(6), 2011 (FOCS 2005), Section 2.
+Desrosiers & Lübbecke, "A primer in column generation", in *Column Generation*, Springer 2005.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..solvers.anytime.problem import MatrixProblem, column_ranges
+from ..solvers.result import CAPACITY_TOL
+
+__all__ = ["LpSolution", "LpRelaxation", "fits_alone", "FractionalVcg", "fractional_vcg"]
+
+
+def fits_alone(P: MatrixProblem, chunk_nnz: int = 1 << 20) -> np.ndarray:
+    """``bool[n]``: the columns whose every demand is within capacity (``CAPACITY_TOL``)."""
+    A = P.A
+    ok = np.ones(P.n, dtype=bool)
+    limit = P.cap + CAPACITY_TOL
+    for a, b in column_ranges(A.indptr, chunk_nnz):
+        lo, hi = A.indptr[a], A.indptr[b]
+        bad = A.data[lo:hi] > limit[A.indices[lo:hi]]
+        if bad.any():
+            ok[a + np.repeat(np.arange(b - a), np.diff(A.indptr[a:b + 1]))[bad]] = False
+    return ok
+
+
+@dataclass(frozen=True)
+class LpSolution:
+    """One LP relaxation optimum.
+
+    Attributes
+    ----------
+    value : float
+        ``v . x`` of the returned ``x`` (primal feasible up to the solver's tolerance).
+    bound : float
+        Certified upper bound on the LP optimum (dual objective of the final prices).
+    x : float64[n]
+        The primal solution over all columns (0 outside the working set).
+    converged : bool
+        Pricing found no column with a positive reduced cost: ``bound`` meets ``value``
+        up to the tolerances.
+    iterations : int
+        Master solves.
+    seconds : float
+    """
+
+    value: float
+    bound: float
+    x: np.ndarray
+    converged: bool
+    iterations: int
+    seconds: float
+
+
+class _HighsMaster:
+    """Restricted master ``max v.x, A x <= cap, X x <= 1, x >= 0`` in one ``highspy.Highs``."""
+
+    def __init__(self, P: MatrixProblem) -> None:
+        import highspy
+
+        from ..solvers.exact.common import new_highs
+
+        self._hs = highspy
+        self.P = P
+        h = new_highs()
+        h.setOptionValue("solver", "simplex")
+        h.setOptionValue("presolve", "off")
+        lp = highspy.HighsLp()
+        lp.num_col_ = 0
+        lp.num_row_ = P.cap.size + P.n_owners
+        lp.row_lower_ = np.full(lp.num_row_, -highspy.kHighsInf)
+        lp.row_upper_ = np.concatenate([P.cap, np.ones(P.n_owners)]).astype(np.float64)
+        lp.sense_ = highspy.ObjSense.kMaximize
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = np.zeros(1, dtype=np.int32)
+        h.passModel(lp)
+        self.h = h
+        self.cols = np.zeros(0, dtype=np.int64)
+
+    def add(self, new: np.ndarray) -> None:
+        new = np.asarray(new, dtype=np.int64)
+        if new.size == 0:
+            return
+        P = self.P
+        X = sp.csc_matrix((np.ones(new.size), (P.owner[new], np.arange(new.size))), shape=(P.n_owners, new.size))
+        M = sp.vstack([P.A[:, new].tocsc(), X], format="csc")
+        M.sort_indices()
+        self.h.addCols(int(new.size), P.values[new].astype(np.float64), np.zeros(new.size),
+                       np.full(new.size, self._hs.kHighsInf), int(M.nnz), M.indptr[:-1].astype(np.int32),
+                       M.indices.astype(np.int32), M.data.astype(np.float64))
+        self.cols = np.concatenate([self.cols, new])
+
+    def fix(self, positions: np.ndarray, zero: bool) -> None:
+        """Fix the master columns at ``positions`` to 0 (``zero``) or free them again."""
+        if positions.size == 0:
+            return
+        upper = np.zeros(positions.size) if zero else np.full(positions.size, self._hs.kHighsInf)
+        self.h.changeColsBounds(int(positions.size), positions.astype(np.int32), np.zeros(positions.size), upper)
+
+    def save_basis(self) -> None:
+        """Remember the current (optimal) basis; :meth:`restore_basis` starts from it again."""
+        b = self.h.getBasis()
+        self._basis = (list(b.col_status), list(b.row_status)) if b.valid else None
+
+    def restore_basis(self) -> None:
+        saved = getattr(self, "_basis", None)
+        if saved is None:
+            return
+        cols, rows = saved
+        b = self._hs.HighsBasis()
+        b.col_status = cols + [self._hs.HighsBasisStatus.kLower] * (self.cols.size - len(cols))
+        b.row_status = rows
+        b.valid = True
+        self.h.setBasis(b)
+
+    def solve(self, time_limit: float | None, primal: bool = True) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """Re-optimise from the current basis: primal simplex after columns were added (the
+        basis stays primal feasible), dual simplex after columns were fixed at 0."""
+        h = self.h
+        h.setOptionValue("simplex_strategy", 4 if primal else 1)
+        limit = self._hs.kHighsInf if time_limit is None else h.getRunTime() + max(1e-3, float(time_limit))
+        h.setOptionValue("time_limit", float(limit))
+        h.run()
+        if h.getModelStatus() != self._hs.HighsModelStatus.kOptimal:
+            return None
+        sol = h.getSolution()
+        return (float(h.getInfo().objective_function_value), np.asarray(sol.col_value, dtype=np.float64),
+                np.asarray(sol.row_dual, dtype=np.float64))
+
+
+class _ScipyMaster:
+    """The same master re-solved from scratch by SciPy's HiGHS (when ``highspy`` is missing)."""
+
+    def __init__(self, P: MatrixProblem) -> None:
+        self.P = P
+        self.cols = np.zeros(0, dtype=np.int64)
+        self.zero = np.zeros(0, dtype=bool)
+
+    def add(self, new: np.ndarray) -> None:
+        new = np.asarray(new, dtype=np.int64)
+        self.cols = np.concatenate([self.cols, new])
+        self.zero = np.concatenate([self.zero, np.zeros(new.size, dtype=bool)])
+
+    def fix(self, positions: np.ndarray, zero: bool) -> None:
+        self.zero[positions] = zero
+
+    def save_basis(self) -> None:
+        pass
+
+    def restore_basis(self) -> None:
+        pass
+
+    def solve(self, time_limit: float | None, primal: bool = True) -> tuple[float, np.ndarray, np.ndarray] | None:
+        from scipy.optimize import linprog
+
+        P, cols = self.P, self.cols
+        X = sp.csr_matrix((np.ones(cols.size), (P.owner[cols], np.arange(cols.size))), shape=(P.n_owners, cols.size))
+        A = sp.vstack([P.A[:, cols].tocsr(), X], format="csr")
+        bounds = [(0.0, 0.0 if z else None) for z in self.zero]
+        opts: dict[str, Any] = {} if time_limit is None else {"time_limit": max(1e-3, float(time_limit))}
+        res = linprog(-P.values[cols], A_ub=A, b_ub=np.concatenate([P.cap, np.ones(P.n_owners)]), bounds=bounds,
+                      method="highs", options=opts)
+        if res.status != 0 or res.x is None:
+            return None
+        return float(-res.fun), np.asarray(res.x), -np.asarray(res.ineqlin.marginals)
+
+
+class LpRelaxation:
+    """The LP relaxation of one problem, re-solvable without any one owner (warm-started).
+
+    Parameters
+    ----------
+    P : MatrixProblem
+    per_owner : int
+        Columns added per owner and pricing round.
+    rel_tol : float
+        Pricing adds columns with reduced cost above ``rel_tol * max(1, max value)``.
+    """
+
+    def __init__(self, P: MatrixProblem, *, per_owner: int = 10, rel_tol: float = 1e-9) -> None:
+        self.P = P
+        self.allowed = fits_alone(P) & (P.values > 0)
+        self.tol = rel_tol * max(1.0, float(P.values.max(initial=0.0)))
+        self.per_owner = per_owner
+        try:
+            self.master: _HighsMaster | _ScipyMaster = _HighsMaster(P)
+        except ImportError:  # pragma: no cover - highspy ships with the 'solvers' extra
+            self.master = _ScipyMaster(P)
+        self.in_set = np.zeros(P.n, dtype=bool)
+        cand = np.flatnonzero(self.allowed)
+        if cand.size > 8 * P.n_owners:
+            # the best few columns of every owner by value to start with; pricing adds the rest
+            order = np.lexsort((-P.values[cand], P.owner[cand]))
+            cand = cand[order]
+            own = P.owner[cand]
+            first = np.r_[True, own[1:] != own[:-1]]
+            rank = np.arange(cand.size) - np.flatnonzero(first)[np.cumsum(first) - 1]
+            cand = cand[rank < 5]
+        self._add(cand)
+
+    def _add(self, new: np.ndarray) -> None:
+        new = np.asarray(new, dtype=np.int64)
+        self.in_set[new] = True
+        self.master.add(new)
+
+    def solve(self, *, exclude: int | None = None, time_limit: float | None = None,
+              max_iterations: int = 1000) -> LpSolution:
+        """The LP optimum, or without every column of owner ``exclude``."""
+        t0 = time.perf_counter()
+        P, m = self.P, self.master
+        allowed = self.allowed if exclude is None else self.allowed & (P.owner != exclude)
+        fixed = np.flatnonzero(P.owner[m.cols] == exclude) if exclude is not None else np.zeros(0, dtype=np.int64)
+        if exclude is not None:
+            m.restore_basis()  # the full problem's optimal basis: a few dual simplex pivots away
+        m.fix(fixed, True)
+        R = P.cap.size
+        value, x_cols, cols = 0.0, np.zeros(0), m.cols
+        y, u = np.zeros(R), np.zeros(P.n_owners)
+        converged, it = False, 0
+        try:
+            for it in range(1, max_iterations + 1):
+                left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+                if left is not None and left <= 0:
+                    break
+                out = m.solve(left, primal=exclude is None or it > 1)
+                if out is None:
+                    break
+                value, x_cols, duals = out
+                cols = m.cols.copy()
+                y, u = np.maximum(duals[:R], 0.0), np.maximum(duals[R:], 0.0)
+                rc = P.values - P.A.T @ y - u[P.owner]
+                cand = np.flatnonzero((rc > self.tol) & allowed & ~self.in_set)
+                if cand.size == 0:
+                    converged = True
+                    break
+                order = np.lexsort((-rc[cand], P.owner[cand]))
+                cand = cand[order]
+                own = P.owner[cand]
+                first = np.r_[True, own[1:] != own[:-1]]
+                rank = np.arange(cand.size) - np.flatnonzero(first)[np.cumsum(first) - 1]
+                self._add(cand[rank < self.per_owner])
+        finally:
+            m.fix(fixed, False)
+        if exclude is None and converged:
+            m.save_basis()
+        x = np.zeros(P.n)
+        if x_cols.size:
+            np.add.at(x, cols, np.maximum(x_cols, 0.0))
+        x[~allowed] = 0.0
+        value = float(P.values @ x)
+        # certified bound: raise each owner's dual to cover its best reduced cost
+        rc = np.where(allowed, P.values - P.A.T @ y, -np.inf)
+        best = np.full(P.n_owners, -np.inf)
+        np.maximum.at(best, P.owner, rc)
+        if exclude is not None:
+            best[exclude] = 0.0
+            u = u.copy()
+            u[exclude] = 0.0
+        bound = float(P.cap @ y + np.maximum(u, np.maximum(best, 0.0)).sum())
+        return LpSolution(value, max(bound, value), x, converged, it, time.perf_counter() - t0)
+
+
+@dataclass(frozen=True)
+class FractionalVcg:
+    """Fractional VCG on the LP relaxation.
+
+    Attributes
+    ----------
+    lp : LpSolution
+        The LP optimum ``x*`` (``lp.value = LP*``).
+    owner_value : float64[n_owners]
+        ``v_i . x*_i`` per owner.
+    payments : float64[n_owners]
+        ``p_i = LP*(-i) - (LP* - v_i . x*_i)``, clipped to ``[0, v_i . x*_i]``.
+    bounds : float64[n_owners, 2]
+        Certified interval of each exact fractional payment (from the LPs' dual bounds).
+    pivots : dict
+        Per re-solved owner: value, bound, converged, seconds.
+    exact : bool
+        Every LP converged (dual bound within tolerance of the primal value).
+    seconds : float
+    """
+
+    lp: LpSolution
+    owner_value: np.ndarray
+    payments: np.ndarray
+    bounds: np.ndarray
+    pivots: dict[int, dict[str, Any]]
+    exact: bool
+    seconds: float
+
+
+def fractional_vcg(P: MatrixProblem, *, support_tol: float = 1e-10, time_limit: float | None = None) -> FractionalVcg:
+    """Solve the LP relaxation and every winner's pivot LP; fractional VCG payments.
+
+    Entries of ``x*`` below ``support_tol`` are read as 0 (simplex round-off).
+    """
+    t0 = time.perf_counter()
+    relax = LpRelaxation(P)
+    lp = relax.solve(time_limit=time_limit)
+    x = np.where(lp.x > support_tol, lp.x, 0.0)
+    lp = LpSolution(float(P.values @ x), max(lp.bound, float(P.values @ x)), x, lp.converged, lp.iterations,
+                    lp.seconds)
+    owner_value = np.bincount(P.owner, weights=P.values * x, minlength=P.n_owners)
+    share = np.bincount(P.owner, weights=x, minlength=P.n_owners)
+    pay = np.zeros(P.n_owners)
+    bounds = np.zeros((P.n_owners, 2))
+    pivots: dict[int, dict[str, Any]] = {}
+    exact = lp.converged
+    scale = max(1.0, abs(lp.value))
+    for o in np.flatnonzero(share > 0).tolist():
+        left = None if time_limit is None else max(0.05, time_limit - (time.perf_counter() - t0))
+        s = relax.solve(exclude=o, time_limit=left)
+        others = lp.value - owner_value[o]
+        # x* without o is feasible without o: LP(-o) >= others
+        lo_val = max(s.value, others)
+        p = min(max(lo_val - others, 0.0), owner_value[o])
+        pay[o] = p
+        lo = min(max(lo_val - (lp.bound - owner_value[o]), 0.0), owner_value[o])
+        hi = min(max(s.bound - others, 0.0), owner_value[o])
+        bounds[o] = (min(lo, p), max(hi, p))
+        exact = exact and s.converged and s.bound - lo_val <= 1e-9 * scale
+        pivots[o] = {"value": lo_val, "bound": s.bound, "converged": s.converged, "seconds": s.seconds}
+    return FractionalVcg(lp, owner_value, pay, bounds, pivots, bool(exact), time.perf_counter() - t0)
