@@ -11,6 +11,8 @@ callable with the same signature) and returns a frozen :class:`Outcome`.
 ``pay-as-bid``      First price; the non-truthful baseline (:mod:`.pay_as_bid`).
 ``core``            Bidder-optimal, VCG-nearest core payments (Day–Raghavan constraint
                     generation, Day–Cramton tie-break) (:mod:`.core`).
+``lavi-swamy``      Lottery over integral allocations from the LP relaxation with scaled
+                    fractional VCG payments; truthful in expectation (:mod:`.lavi_swamy`).
 ==================  ===========================================================================
 """
 
@@ -24,6 +26,7 @@ from ..model import Instance, coerce_instance
 from ..registry import Registry
 from .core import core
 from .greedy_critical import critical_value, greedy_critical
+from .lavi_swamy import lavi_swamy
 from .outcome import Outcome
 from .pay_as_bid import pay_as_bid
 from .vcg import vcg
@@ -40,6 +43,7 @@ __all__ = [
     "critical_value",
     "pay_as_bid",
     "core",
+    "lavi_swamy",
 ]
 
 #: a mechanism: ``f(instance, *, solver, time_limit, executor, options) -> Outcome``
@@ -52,7 +56,8 @@ class UnknownMechanismError(UnknownNameError):
 
 #: registry of mechanism names (``MECHANISMS.register(name, fn)`` adds one)
 MECHANISMS: Registry[MechanismFn] = Registry("mechanism", error=UnknownMechanismError)
-for _name, _fn in (("vcg", vcg), ("greedy-critical", greedy_critical), ("pay-as-bid", pay_as_bid), ("core", core)):
+for _name, _fn in (("vcg", vcg), ("greedy-critical", greedy_critical), ("pay-as-bid", pay_as_bid), ("core", core),
+                   ("lavi-swamy", lavi_swamy)):
     MECHANISMS.register(_name, _fn)
 
 

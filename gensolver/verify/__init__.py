@@ -1,6 +1,7 @@
 """Verification: independent certificates for allocations and mechanism properties."""
 
 from .certificates import BRUTE_FORCE_LIMIT, Certificate, brute_force, check_allocation
+from .expected import expected_regret, expected_utility, lottery, max_expected_regret
 from .nash import Deviation, Dynamics, NashCheck, best_response_dynamics, is_nash_equilibrium
 from .properties import PropertyCheck, in_core, is_budget_feasible, is_envy_free, is_individually_rational
 from .regret import (
@@ -40,6 +41,10 @@ __all__ = [
     "true_utility",
     "regret",
     "max_regret",
+    "lottery",
+    "expected_utility",
+    "expected_regret",
+    "max_expected_regret",
     "Deviation",
     "NashCheck",
     "Dynamics",

@@ -1,0 +1,246 @@
+"""Lavi–Swamy: a truthful-in-expectation mechanism from the LP relaxation.
+
+Guarantee
+---------
+For a scaling ``alpha`` fixed before the reports are seen (``options={"alpha": a}``) and every
+instance whose decomposition the oracle verifies at ``a`` (``details["alpha_verified"] <= a``):
+
+- **truthful in expectation**: a bidder's expected utility is ``(1/alpha)`` times its utility
+  under fractional VCG on the LP relaxation, which is maximal in range over a polytope that
+  does not depend on the reports, so no misreport (of values, of bundles, dropping bids)
+  raises it. When a misreport makes the verified ratio exceed ``a``, ``max(a, V)`` is used,
+  which only lowers the misreporting bidder's expected utility (it is ``>= 0`` and divided by
+  more), so truth stays a best reply;
+- **alpha-approximate in expectation**: expected welfare ``= LP* / alpha >= OPT / alpha``;
+- **individually rational** (for reported values) in every draw, hence in expectation, and
+  payments are never negative: a winner pays ``p_i * v_ij / (v_i . x*_i) <= v_ij`` for its
+  winning bid ``j``, ``p_i <= v_i . x*_i`` being its fractional VCG payment.
+
+With ``alpha=None`` (the default) the scaling is the verified ratio of this instance, which a
+bidder's report can move: the mechanism is then truthful in expectation *given* the ratio,
+and a misreport that lowers it from ``alpha`` to ``alpha'`` gains at most
+``U_i (alpha - alpha') / (alpha alpha')`` (``U_i`` the fractional VCG utility). The market
+should fix ``alpha`` from earlier rounds. As for every VCG-based rule, false-name bids are not
+covered, and a budget cap (below) breaks truthfulness.
+
+Algorithm (Lavi & Swamy 2011, Sections 2–3)
+-------------------------------------------
+1. Solve the LP relaxation (columns of bids that fit alone) to optimality: ``x*``, ``LP*``
+   (:mod:`.fractional`, warm-started simplex with column generation).
+2. Fractional VCG: ``p_i = LP*(-i) - (LP* - v_i . x*_i)``, one warm-started re-solve per bidder
+   with ``x*_i > 0`` (the others pay 0).
+3. Decompose ``x* / alpha`` into a lottery over integral feasible allocations by Carr–Vempala
+   column generation with an approximation oracle whose ratio is checked at every call
+   (:mod:`.decomposition`; ``solver="greedy"`` or ``"auto"``, the latter adding the anytime
+   engine's LNS when the greedy finds nothing); the lottery's mean is ``x* / alpha`` exactly
+   and the empty allocation takes the remaining probability.
+4. Draw one allocation with ``numpy.random.default_rng(seed)``.
+5. Winner ``i`` of bid ``j`` in the draw pays ``p_i * v_ij / (v_i . x*_i)``; its expected
+   payment is ``p_i / alpha`` and its expected value ``v_i . x*_i / alpha``.
+
+``Outcome.details`` holds the whole lottery (``decomposition``: probability, winners and
+payments of every allocation, the empty one included), ``expected_payments``,
+``expected_utilities`` (reported values), ``fractional_payments``, ``alpha``,
+``alpha_verified``, ``alpha_floor`` (no oracle can verify less on this instance),
+``lp_welfare``, ``expected_welfare`` and ``truthful_in_expectation``, so expected utilities
+are exact weighted sums (:func:`gensolver.verify.expected_regret`).
+
+Exactness
+---------
+``exact`` is ``True`` when every LP converged (dual bound within ``1e-9`` relative of the
+primal value); the decomposition is exact by construction. ``payment_bounds`` scale the
+certified intervals of the fractional payments.
+
+Budgets
+-------
+Payments above a bidder's budget are capped (in every allocation of the lottery, and the
+bidder is listed in ``Outcome.budget_capped`` when the drawn one is capped); capping breaks
+truthfulness.
+
+References
+----------
+Lavi & Swamy, "Truthful and near-optimal mechanism design via linear programming", J. ACM
+58(6), 2011 (FOCS 2005).
+Carr & Vempala, "Randomized metarounding", Random Structures & Algorithms 20(3), 2002.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from concurrent.futures import Executor
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..model import Instance
+from ..solvers.anytime.problem import from_instance
+from ..solvers.result import finish
+from .common import check_call, check_options, make_outcome
+from .decomposition import ORACLES, decompose, decomposition_summary
+from .fractional import fractional_vcg
+from .outcome import Outcome
+
+__all__ = ["lavi_swamy"]
+
+_DEFAULTS: dict[str, Any] = {"alpha": None, "seed": 0, "threads": None}
+
+GUARANTEE = ("truthful in expectation for a report-independent alpha (options['alpha']) whenever "
+             "alpha_verified <= alpha; expected welfare LP*/alpha >= OPT/alpha; individually rational "
+             "in every draw for reported values")
+
+
+def _check(opts: dict[str, Any], solver: Any, time_limit: Any) -> str:
+    a = opts["alpha"]
+    if a is not None and (isinstance(a, bool) or not isinstance(a, numbers.Real) or not math.isfinite(a) or a < 1):
+        raise ValueError(f"lavi-swamy option alpha must be None or a finite number >= 1, got {a!r}")
+    s = opts["seed"]
+    if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
+        raise ValueError(f"lavi-swamy option seed must be an integer >= 0, got {s!r}")
+    t = opts["threads"]
+    if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 1):
+        raise ValueError(f"lavi-swamy option threads must be None or a positive integer, got {t!r}")
+    if solver not in ORACLES:
+        raise ValueError(f"lavi-swamy: solver is the decomposition oracle and must be one of {', '.join(ORACLES)}, "
+                         f"got {solver!r}")
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not math.isfinite(time_limit) or time_limit <= 0):
+        raise ValueError(f"time_limit must be a positive finite number of seconds or None, got {time_limit!r}")
+    return str(solver)
+
+
+def lavi_swamy(
+    instance: Instance,
+    *,
+    solver: str | Callable[..., Any] = "auto",
+    time_limit: float | None = None,
+    executor: Executor | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Outcome:
+    """Lavi–Swamy lottery over integral allocations with scaled fractional VCG payments.
+
+    See the module docstring for the guarantee and the algorithm.
+
+    Parameters
+    ----------
+    instance : Instance
+        Reported bids.
+    solver : {"auto", "greedy"}, keyword-only
+        The decomposition oracle: ``"greedy"`` (LOS first fit on the dual prices) or
+        ``"auto"`` (the greedy, then the anytime engine's LNS when the greedy finds no
+        improving allocation; it also certifies ``alpha_floor``).
+    time_limit : float, optional
+        Seconds in all. The LPs are solved to optimality (a limit that stops them makes the
+        outcome inexact); the decomposition gets the rest and is exact whenever it stops.
+    executor : Executor, optional
+        Unused (the re-solves are warm-started in one LP object).
+    options : mapping, optional
+        ``alpha`` (None or a number >= 1): the scaling, fixed before the reports for
+        truthfulness in expectation; ``seed`` (int, default 0): the draw; ``threads``: for the
+        ``"auto"`` oracle.
+
+    Returns
+    -------
+    Outcome
+        The drawn allocation and its payments; the lottery and expectations in ``details``.
+
+    References
+    ----------
+    Lavi & Swamy, J. ACM 58(6), 2011.
+
+    Examples
+    --------
+    >>> from gensolver import from_dict
+    >>> from gensolver.mechanisms import run_mechanism
+    >>> inst = from_dict({"schema": "gensolver.instance/v1",
+    ...     "slots": [{"id": "s", "capacity": {"units": 1}}],
+    ...     "bids": [{"id": "a", "bidder": "A", "value": 5, "demand": {"s": {"units": 1}}},
+    ...              {"id": "b", "bidder": "B", "value": 3, "demand": {"s": {"units": 1}}}]})
+    >>> out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
+    >>> out.details["alpha"], dict(out.details["expected_payments"])
+    (1.0, {'A': 3.0, 'B': 0.0})
+    """
+    instance = check_call(instance, executor)
+    opts = check_options(options, _DEFAULTS, "lavi-swamy")
+    oracle = _check(opts, solver, time_limit)
+    t0 = time.perf_counter()
+    P = from_instance(instance)
+    fv = fractional_vcg(P, time_limit=time_limit)
+    t1 = time.perf_counter()
+    left = None if time_limit is None else max(0.1, time_limit - (t1 - t0))
+    dec = decompose(P, fv.lp.x, alpha=opts["alpha"], oracle=oracle, time_limit=left, seed=int(opts["seed"]),
+                    threads=opts["threads"])
+    t2 = time.perf_counter()
+    alpha = dec.alpha
+    bidders = instance.bidder_ids
+    budgets = instance.budgets
+    bids = instance.bids
+    ov = fv.owner_value
+
+    def pay_of(j: int, cap: bool = True) -> float:
+        o = int(P.owner[j])
+        p = fv.payments[o] * float(P.values[j]) / ov[o] if ov[o] > 0 else 0.0
+        b = budgets.get(bidders[o])
+        return float(p) if b is None or not cap else float(min(p, float(b)))
+
+    lottery: list[dict[str, Any]] = []
+    expected = {b: 0.0 for b in bidders}
+    for prob, cols in zip(dec.probabilities, dec.allocations):
+        pays = {bidders[int(P.owner[j])]: pay_of(int(j)) for j in cols.tolist()}
+        for b, p in pays.items():
+            expected[b] += float(prob) * p
+        lottery.append({"probability": float(prob), "winners": [bids[j].id for j in sorted(cols.tolist())],
+                        "payments": pays})
+    lottery.append({"probability": dec.null_probability, "winners": [], "payments": {}})
+    rng = np.random.default_rng(int(opts["seed"]))
+    u = float(rng.random())
+    cum = np.cumsum(dec.probabilities)
+    pick = int(np.searchsorted(cum, u, side="right"))  # == len(allocations): the empty allocation
+    drawn = dec.allocations[pick] if pick < len(dec.allocations) else np.zeros(0, dtype=np.int64)
+    x = np.zeros(P.n)
+    x[drawn] = 1.0
+    payments: dict[str, float] = {}
+    bounds: dict[str, tuple[float, float]] = {}
+    for j in drawn.tolist():
+        o = int(P.owner[j])
+        payments[bidders[o]] = pay_of(j, cap=False)  # make_outcome caps it and names the bidder
+        f = float(P.values[j]) / ov[o] if ov[o] > 0 else 0.0
+        bounds[bidders[o]] = (float(fv.bounds[o, 0]) * f, float(fv.bounds[o, 1]) * f)
+    requested = opts["alpha"]
+    truthful = requested is not None and dec.alpha_verified <= float(requested) and fv.exact
+    notes: list[str] = []
+    if not fv.exact:
+        notes.append("an LP relaxation did not converge within the time limit; payment_bounds certify the "
+                     "fractional VCG payments")
+    if requested is None:
+        notes.append(f"alpha = {alpha:.6g} is this instance's verified ratio (not fixed before the reports): "
+                     "truthful in expectation given alpha only; fix options['alpha'] for the guarantee")
+    elif dec.alpha_verified > float(requested):
+        notes.append(f"the oracle verified only alpha = {dec.alpha_verified:.6g} > the requested {requested:g}; "
+                     "the lottery is scaled by the verified ratio")
+    share = float(P.values @ fv.lp.x)
+    details = {
+        "guarantee": GUARANTEE,
+        "truthful_in_expectation": bool(truthful),
+        "oracle": oracle,
+        "alpha": alpha,
+        "alpha_requested": requested,
+        "alpha_verified": dec.alpha_verified,
+        "alpha_floor": dec.alpha_floor,
+        "lp_welfare": fv.lp.value,
+        "lp_bound": fv.lp.bound,
+        "expected_welfare": share / alpha if alpha > 0 else 0.0,
+        "fractional_payments": {bidders[o]: float(fv.payments[o]) for o in range(P.n_owners)},
+        "expected_payments": expected,
+        "expected_utilities": {bidders[o]: float(ov[o]) / alpha - expected[bidders[o]] for o in range(P.n_owners)},
+        "decomposition": lottery,
+        "draw": {"seed": int(opts["seed"]), "u": u, "index": pick},
+        "decomposition_summary": decomposition_summary(dec),
+        "seconds": {"lp_and_pivots": t1 - t0, "decomposition": t2 - t1, "total": time.perf_counter() - t0},
+        "pivots": len(fv.pivots),
+    }
+    alloc = finish(instance, x, method=f"lavi-swamy({oracle})", proven_optimal=False, bound=fv.lp.bound,
+                   build=0.0, solve=t2 - t0, details={"alpha": alpha, "expected_welfare": details["expected_welfare"]})
+    return make_outcome("lavi-swamy", instance, alloc, payments, bounds=bounds, exact=fv.exact,
+                        message="; ".join(notes), details=details)

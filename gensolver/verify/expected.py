@@ -1,0 +1,131 @@
+"""Exact regret in expectation for randomised mechanisms (no sampling).
+
+A randomised mechanism that exposes its lottery in ``Outcome.details["decomposition"]`` — a
+list of ``{"probability": p, "winners": [bid ids], "payments": {bidder: payment}}`` whose
+probabilities sum to 1 (``lavi-swamy`` does) — has, for every bidder, an expected utility that
+is a finite weighted sum::
+
+    E[u_i] = sum_l p_l (true_value_i(allocation_l) - payment_i(allocation_l))
+
+with ``true_value`` the free-disposal value of :func:`gensolver.verify.true_value`. The
+functions below evaluate it exactly over the same misreport families as
+:func:`gensolver.verify.regret` (:data:`gensolver.verify.FAMILIES`). A deterministic outcome
+(no ``decomposition``) is the lottery with one allocation of probability 1, so for
+deterministic mechanisms :func:`expected_regret` equals :func:`gensolver.verify.regret`.
+"""
+
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ..model import Instance, coerce_instance
+from .regret import (DEFAULT_FACTORS, FAMILIES, MaxRegretResult, Misreport, RegretResult, _name, _runner,
+                     apply_misreport, true_value)
+from .regret import misreports as _family
+
+__all__ = ["lottery", "expected_utility", "expected_regret", "max_expected_regret"]
+
+_PROB_TOL = 1e-9
+
+
+def lottery(outcome: Any) -> list[tuple[float, tuple[str, ...], Mapping[str, float]]]:
+    """``(probability, winners, payments)`` of every allocation the outcome may draw.
+
+    Raises ``ValueError`` when the probabilities are negative or do not sum to 1.
+    """
+    dec = outcome.details.get("decomposition") if outcome.details else None
+    if dec is None:
+        return [(1.0, tuple(outcome.allocation.winners), dict(outcome.payments))]
+    out = [(float(a["probability"]), tuple(a["winners"]), dict(a.get("payments", {}))) for a in dec]
+    total = math.fsum(p for p, _, _ in out)
+    if any(p < -_PROB_TOL for p, _, _ in out) or abs(total - 1.0) > _PROB_TOL:
+        raise ValueError(f"the outcome's lottery is not a probability distribution (sum {total!r})")
+    return out
+
+
+def expected_utility(instance: Instance, bidder: str, reported: Instance, outcome: Any,
+                     identities: Sequence[str] | None = None) -> float:
+    """Expected utility under true values of ``bidder`` (controlling ``identities``).
+
+    ``reported`` is the instance the mechanism ran on and ``outcome`` its :class:`Outcome`;
+    the expectation is the exact weighted sum over :func:`lottery`.
+    """
+    ids = set(identities or (bidder,))
+    index = reported.bid_index
+    terms = []
+    for p, winners, payments in lottery(outcome):
+        if p == 0.0:
+            continue
+        got: dict[str, dict[str, float]] = {}
+        for w in winners:
+            bid = reported.bids[index[w]]
+            if bid.bidder in ids:
+                for s, res in bid.demand.items():
+                    slot = got.setdefault(s, {})
+                    for r, q in res.items():
+                        slot[r] = slot.get(r, 0.0) + q
+        paid = math.fsum(float(payments.get(i, 0.0)) for i in ids)
+        terms.append(p * (true_value(instance, bidder, got) - paid))
+    return math.fsum(terms)
+
+
+def expected_regret(
+    mechanism: str | Callable[..., Any],
+    instance: Instance,
+    bidder: str,
+    *,
+    misreports: Iterable[Misreport] | None = None,
+    families: Sequence[str] = FAMILIES,
+    factors: Sequence[float] = DEFAULT_FACTORS,
+    solver: str | Callable[..., Any] = "auto",
+    time_limit: float | None = None,
+    executor: Any = None,
+    options: Mapping[str, Any] | None = None,
+    truthful: Any = None,
+) -> RegretResult:
+    """Largest gain in *expected* utility of ``bidder`` from misreporting (exact sums).
+
+    Parameters and result as :func:`gensolver.verify.regret`; utilities are
+    :func:`expected_utility`.
+    """
+    from ..mechanisms import get_mechanism
+
+    get_mechanism(mechanism)
+    instance = coerce_instance(instance)
+    run = _runner(mechanism, solver, time_limit, executor, options)
+    base = truthful if truthful is not None else run(instance)
+    u0 = expected_utility(instance, bidder, instance, base)
+    tries = misreports if misreports is not None else _family(instance, bidder, families=families, factors=factors)
+    best_u, best_m, n = -math.inf, None, 0
+    for m in tries:
+        reported = apply_misreport(instance, m)
+        u = expected_utility(instance, bidder, reported, run(reported), m.identities)
+        n += 1
+        if u > best_u:
+            best_u, best_m = u, m
+    return RegretResult(bidder, _name(mechanism), max(0.0, best_u - u0) if n else 0.0, u0, best_u, best_m, n)
+
+
+def max_expected_regret(
+    mechanism: str | Callable[..., Any],
+    instance: Instance,
+    *,
+    bidders: Sequence[str] | None = None,
+    families: Sequence[str] = FAMILIES,
+    factors: Sequence[float] = DEFAULT_FACTORS,
+    solver: str | Callable[..., Any] = "auto",
+    time_limit: float | None = None,
+    executor: Any = None,
+    options: Mapping[str, Any] | None = None,
+) -> MaxRegretResult:
+    """:func:`expected_regret` of every bidder (or of ``bidders``); the largest and who has it."""
+    instance = coerce_instance(instance)
+    base = _runner(mechanism, solver, time_limit, executor, options)(instance)
+    per = {b: expected_regret(mechanism, instance, b, families=families, factors=factors, solver=solver,
+                              time_limit=time_limit, executor=executor, options=options, truthful=base)
+           for b in (bidders if bidders is not None else instance.bidder_ids)}
+    worst = max(per.values(), key=lambda r: r.regret, default=None)
+    return MaxRegretResult(_name(mechanism), worst.regret if worst else 0.0, worst, MappingProxyType(per))
+
