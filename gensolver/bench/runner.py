@@ -56,7 +56,9 @@ class CellResult:
     proven bound), ``best_known`` / ``best_bound`` (from the manifest, lifted by this run's
     results), ``pct_best`` (``100 * welfare / best_known``), ``gap_to_bound``
     (``(best_bound - welfare) / best_bound``), ``payments_seconds``, ``revenue``,
-    ``max_regret``. ``mechanism_note`` says why the mechanism columns are empty
+    ``max_regret``, ``payments_exact`` (the mechanism's ``Outcome.exact``), ``payment_bounds``
+    (``{bidder: [low, high]}``, certain to contain each exact payment; JSON text in the CSV);
+    ``payments_note`` says why the payments are not exact. ``mechanism_note`` says why the mechanism columns are empty
     (``"unavailable"`` when :mod:`gensolver.mechanisms` cannot be imported). ``error`` holds the
     message of a failed cell.
     """
@@ -80,6 +82,9 @@ class CellResult:
     payments_seconds: float | None = None
     revenue: float | None = None
     max_regret: float | None = None
+    payments_exact: bool | None = None
+    payment_bounds: Mapping[str, Any] | None = None
+    payments_note: str = ""
     mechanism_note: str = ""
     error: str = ""
     worker: str = ""
@@ -194,6 +199,11 @@ def run_cell(payload: bytes | None, load_error: str, file: str, sha256: str, met
             outcome = run_mechanism(inst, mechanism=mechanism, solver=method, time_limit=time_limit)
             out["payments_seconds"] = time.perf_counter() - t0
             out["revenue"] = float(outcome.revenue)
+            from ..mechanisms import outcome_to_dict
+
+            doc = outcome_to_dict(outcome)
+            out.update(payments_exact=doc["exact"], payment_bounds=doc["payment_bounds"],
+                       payments_note=doc["inexact_reason"])
         except Exception as exc:  # noqa: BLE001
             out["mechanism_note"] = f"mechanism failed: {type(exc).__name__}: {exc}"
             return out
@@ -226,6 +236,7 @@ _ROW_FIELDS: dict[str, str] = {
     "welfare": "num?", "seconds": "num?", "bound": "num?", "time_limit": "num?", "finished": "num?",
     "payments_seconds": "num?", "revenue": "num?", "max_regret": "num?", "wall_seconds": "num?",
     "slots": "int?", "bids": "int?", "bidders": "int?",
+    "payments_exact": "bool?", "payments_note": "str?", "payment_bounds": "obj?",
 }
 
 
@@ -243,6 +254,12 @@ def _check_row(row: Any, where: str) -> dict[str, Any]:
         if base == "str":
             ok = isinstance(v, str)
             want = "a string"
+        elif base == "bool":
+            ok = isinstance(v, bool)
+            want = "true or false"
+        elif base == "obj":
+            ok = isinstance(v, dict)
+            want = "an object"
         elif base == "int":
             ok = isinstance(v, int) and not isinstance(v, bool) and v >= 0
             want = "a non-negative integer"
@@ -555,6 +572,7 @@ def _derive(suite: Suite, rows: Iterable[Mapping[str, Any]]) -> list[CellResult]
         kw["seconds"] = _finite(r.get("seconds")) or 0.0
         kw["error"] = r.get("error") or ""
         kw["mechanism_note"] = r.get("mechanism_note") or ""
+        kw["payments_note"] = r.get("payments_note") or ""
         kw["worker"] = r.get("worker") or ""
         out.append(CellResult(**kw))
     return out
@@ -589,17 +607,18 @@ def table_rows(cells: Sequence[CellResult], *, mechanism: str | None) -> tuple[l
     """Header and rows of the results table (as printed by the CLI and the report)."""
     head = ["instance", "bids", "method", "status", "welfare", "% best", "gap to bound", "seconds"]
     if mechanism:
-        head += ["payments s", "max regret"]
+        head += ["payments s", "exact", "max regret"]
     rows = []
     for c in cells:
         row = [c.instance, str(c.bids), c.method, c.status, _fmt(c.welfare) if c.status != "error" else "—",
                _fmt(c.pct_best, "pct"), _fmt(c.gap_to_bound, "gap"), _fmt(c.seconds, "s")]
         if mechanism:
+            exact = "—" if c.payments_exact is None else ("yes" if c.payments_exact else "no")
             if c.mechanism_note:
-                row += [c.mechanism_note if c.payments_seconds is None else _fmt(c.payments_seconds, "s"),
+                row += [c.mechanism_note if c.payments_seconds is None else _fmt(c.payments_seconds, "s"), exact,
                         c.mechanism_note if c.max_regret is None else _fmt(c.max_regret)]
             else:
-                row += [_fmt(c.payments_seconds, "s"), _fmt(c.max_regret)]
+                row += [_fmt(c.payments_seconds, "s"), exact, _fmt(c.max_regret)]
         rows.append(row)
     return head, rows
 
@@ -639,7 +658,8 @@ def write_outputs(suite: Suite, cells: Sequence[CellResult], out: Path, *, metho
     w = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
     w.writeheader()
     for c in cells:
-        w.writerow({k: ("" if v is None else v) for k, v in json_safe(c.to_dict()).items()})
+        w.writerow({k: ("" if v is None else json.dumps(v) if isinstance(v, dict) else v)
+                    for k, v in json_safe(c.to_dict()).items()})
     meta = {"suite": suite.name, "methods": list(methods), "time_limit": time_limit, "mechanism": mechanism,
             "executor": executor_label, "jobs": jobs, "host": platform.node(), "cpus": os.cpu_count(),
             "python": platform.python_version()}
@@ -656,6 +676,16 @@ def write_outputs(suite: Suite, cells: Sequence[CellResult], out: Path, *, metho
            "(best bound - welfare) / best bound", "", "## Results", "", _markdown(head, rows), "",
            "## Per method", "",
            _markdown(["method", "cells", "errors", "optimal", "mean % best", "total s", "max s"], summary_rows(cells, methods))]
+    inexact = [c for c in cells if c.payments_exact is False]
+    if inexact:
+        md += ["", "## Inexact payments", "",
+               "Payments charged are not the mechanism's exact payments; each lies in the interval given "
+               "(`payment_bounds` in results.json).", ""]
+        for c in inexact:
+            widest = max(((b, hi - lo) for b, (lo, hi) in (c.payment_bounds or {}).items()
+                          if lo is not None and hi is not None), key=lambda t: t[1], default=None)
+            md.append(f"- `{c.instance}` / `{c.method}`: {c.payments_note}"
+                      + (f" (widest interval: bidder `{widest[0]}`, {widest[1]:.6g})" if widest else ""))
     errors = [c for c in cells if c.status == "error"]
     if errors:
         md += ["", "## Errors", ""] + [f"- `{c.instance}` / `{c.method}`: {c.error}" for c in errors]

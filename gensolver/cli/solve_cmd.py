@@ -67,9 +67,10 @@ def solve_command(
     if as_json:
         doc = result.to_dict()
         if outcome is not None:
+            from ..mechanisms import outcome_to_dict
+
+            doc.update(outcome_to_dict(outcome))  # payments with exact, intervals and the reason
             doc["mechanism"] = mechanism
-            doc["payments"] = dict(outcome.payments)
-            doc["revenue"] = outcome.revenue
         print_json(doc)
         return
     console.print(f"[bold]{instance.name or file.name}[/]: {instance.n_slots} slots, {instance.n_bids} bids, {instance.n_bidders} bidders")
@@ -85,17 +86,28 @@ def solve_command(
     payments = dict(outcome.payments) if outcome is not None else None
     if payments is not None:
         table.add_column("payment")
+        if not outcome.exact:
+            table.add_column("exact payment in")
     for w in result.winners[:50]:
         bid = instance.bids[index[w]]
         row = [w, bid.bidder, f"{bid.value:.6g}"]
         if payments is not None:
             row.append(f"{payments.get(bid.bidder, 0.0):.6g}")
+            if not outcome.exact:
+                lo, hi = outcome.payment_bounds.get(bid.bidder, (0.0, 0.0))
+                row.append(f"[{lo:.6g}, {hi:.6g}]")
         table.add_row(*row)
     console.print(table)
     if len(result.winners) > 50:
         console.print(f"... and {len(result.winners) - 50} more (use --json for all)")
     if outcome is not None:
         console.print(f"revenue {outcome.revenue:.6g}")
+        if outcome.exact:
+            console.print("payments exact: yes")
+        else:
+            from ..mechanisms import inexact_reason
+
+            console.print(f"payments exact: [bold]no[/] ({inexact_reason(outcome)})")
 
 
 def methods_command(

@@ -27,12 +27,14 @@ from ..registry import Registry
 from .core import core
 from .greedy_critical import critical_value, greedy_critical
 from .lavi_swamy import lavi_swamy
-from .outcome import Outcome
+from .outcome import Outcome, inexact_reason, outcome_to_dict
 from .pay_as_bid import pay_as_bid
 from .vcg import vcg
 
 __all__ = [
     "Outcome",
+    "outcome_to_dict",
+    "inexact_reason",
     "MECHANISMS",
     "MechanismFn",
     "UnknownMechanismError",

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from ..solvers import Allocation
 
-__all__ = ["Outcome"]
+__all__ = ["Outcome", "outcome_to_dict", "inexact_reason"]
 
 
 @dataclass(frozen=True)
@@ -56,22 +56,63 @@ class Outcome:
     details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (non-finite numbers become ``None``)."""
+        """JSON-ready dict (non-finite numbers become ``None``): :func:`outcome_to_dict` with the
+        allocation, the utilities and every detail."""
+        return outcome_to_dict(self, allocation=True, details=True)
 
-        def num(x: float) -> float | None:
-            return float(x) if math.isfinite(x) else None
 
-        from ..model.io import json_safe
+def _num(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
 
-        return {
-            "mechanism": self.mechanism,
-            "allocation": self.allocation.to_dict(),
-            "payments": {k: num(v) for k, v in self.payments.items()},
-            "utilities": {k: num(v) for k, v in self.utilities.items()},
-            "revenue": self.revenue,
-            "payment_bounds": {k: [num(lo), num(hi)] for k, (lo, hi) in self.payment_bounds.items()},
-            "exact": self.exact,
-            "budget_capped": list(self.budget_capped),
-            "message": self.message,
-            "details": json_safe(dict(self.details), default=str),
-        }
+
+def inexact_reason(outcome: Outcome) -> str:
+    """Why ``outcome``'s payments are not exact (``""`` when they are)."""
+    if outcome.exact:
+        return ""
+    return outcome.message or "not every optimisation the mechanism needs was proven optimal"
+
+
+#: scalar facts of a randomised outcome's lottery copied into every report
+_LOTTERY_KEYS = ("alpha", "alpha_requested", "alpha_verified", "alpha_floor", "lp_welfare", "expected_welfare",
+                 "truthful_in_expectation", "expected_payments")
+
+
+def outcome_to_dict(outcome: Outcome, *, allocation: bool = False, details: bool = False) -> dict[str, Any]:
+    """The one JSON-ready form of an :class:`Outcome` that every report uses (CLI, bench, market).
+
+    Always carries ``exact``, each bidder's ``payment_bounds`` ``[low, high]`` (certain to
+    contain the payment of the mechanism's definition) and ``inexact_reason`` (``""`` when
+    exact), so a time-limited answer is never mistaken for the exact payments. A randomised
+    outcome (with a ``decomposition`` in its details) adds ``lottery``: its scaling ``alpha``,
+    expected welfare and expected payments. Non-finite numbers become ``None``.
+
+    Parameters
+    ----------
+    outcome : Outcome
+    allocation : bool, keyword-only
+        Include the allocation (:meth:`Allocation.to_dict`) and the utilities.
+    details : bool, keyword-only
+        Include the mechanism's ``details`` (for ``lavi-swamy``: the whole lottery).
+    """
+    from ..model.io import json_safe
+
+    out: dict[str, Any] = {"mechanism": outcome.mechanism}
+    if allocation:
+        out["allocation"] = outcome.allocation.to_dict()
+    out["payments"] = {k: _num(v) for k, v in outcome.payments.items()}
+    if allocation:
+        out["utilities"] = {k: _num(v) for k, v in outcome.utilities.items()}
+    out.update({
+        "revenue": _num(outcome.revenue),
+        "exact": bool(outcome.exact),
+        "payment_bounds": {k: [_num(lo), _num(hi)] for k, (lo, hi) in outcome.payment_bounds.items()},
+        "inexact_reason": inexact_reason(outcome),
+        "budget_capped": list(outcome.budget_capped),
+        "message": outcome.message,
+    })
+    d = outcome.details or {}
+    if "decomposition" in d:
+        out["lottery"] = json_safe({k: d[k] for k in _LOTTERY_KEYS if k in d}, default=str)
+    if details:
+        out["details"] = json_safe(dict(d), default=str)
+    return out

@@ -21,7 +21,7 @@ ALL = sorted(MECHANISMS)
 
 def test_unknown_mechanism_lists_valid_ones():
     inst = goods_instance([("x", "X", 1, ["A"])], ["A"])
-    with pytest.raises(UnknownMechanismError, match="valid mechanisms: core, greedy-critical, pay-as-bid, vcg"):
+    with pytest.raises(UnknownMechanismError, match="valid mechanisms: core, greedy-critical, lavi-swamy, pay-as-bid, vcg"):
         run_mechanism(inst, mechanism="vickrey")
 
 
