@@ -249,6 +249,13 @@ class Clearing:
         Wall-clock time of the clearing (mechanism and solves).
     build_seconds : float
         Time to build the auction.
+    payments_exact : bool
+        The mechanism's ``Outcome.exact``: the payments charged are the exact payments of its
+        definition (``True`` for an empty round).
+    payment_bounds : Mapping[str, tuple[float, float]]
+        Per bidder (task), an interval certain to contain its exact payment.
+    payments_note : str
+        Why the payments are not exact (``""`` when they are).
     """
 
     time: float
@@ -263,6 +270,9 @@ class Clearing:
     welfare: float
     seconds: float
     build_seconds: float
+    payments_exact: bool = True
+    payment_bounds: Mapping[str, tuple[float, float]] = field(default_factory=lambda: MappingProxyType({}))
+    payments_note: str = ""
 
 
 @dataclass
@@ -502,7 +512,7 @@ class Market:
             method = "greedy"
         logger.debug("round at step %g: %d candidates, %d bids on %d slots, %s with %s", now, len(cands),
                      inst.n_bids, inst.n_slots, mech, method)
-        winners, payments, status, welfare, used = self._run(inst, mech, method, limit)
+        winners, payments, status, welfare, used, honest = self._run(inst, mech, method, limit)
         t2 = time.perf_counter()
         logger.info("round at step %g: %s, %d winning bids, welfare %.6g, %.3f s", now, status, len(winners),
                     welfare, t2 - t1)
@@ -526,7 +536,7 @@ class Market:
         preempted = tuple(c.task.id for c in cands if c.placement is not None and c.task.id not in assignments)
         self._update_weights(cands, won_mem)
         return Clearing(float(now), MappingProxyType(assignments), preempted, MappingProxyType(charges), len(cands),
-                        inst.n_bids, mech, used, status, welfare, t2 - t1, t1 - t0)
+                        inst.n_bids, mech, used, status, welfare, t2 - t1, t1 - t0, *honest)
 
     def _run(self, inst: Instance, mech: str, method: str, limit: float | None):
         try:
@@ -546,10 +556,16 @@ class Market:
             alloc = solve(inst, method=method, time_limit=limit)
             index = inst.bid_index
             pays = {inst.bids[index[w]].bidder: inst.bids[index[w]].value for w in alloc.winners}
-            return alloc.winners, pays, alloc.status.value, alloc.welfare, alloc.method
+            exact = alloc.status.value == "optimal"
+            note = "" if exact else "allocation not proven optimal; payments are the bids of the returned allocation"
+            honest = (exact, MappingProxyType({b: (p, p) for b, p in pays.items()}), note)
+            return alloc.winners, pays, alloc.status.value, alloc.welfare, alloc.method, honest
         out = run_mechanism(inst, mechanism=mech, solver=method, time_limit=limit)
+        from ..mechanisms import inexact_reason
+
         a = out.allocation
-        return a.winners, dict(out.payments), a.status.value, a.welfare, a.method
+        honest = (bool(out.exact), MappingProxyType(dict(out.payment_bounds)), inexact_reason(out))
+        return a.winners, dict(out.payments), a.status.value, a.welfare, a.method, honest
 
     def _update_weights(self, cands: Sequence[Candidate], won_mem: Mapping[str, float]) -> None:
         cfg = self.config

@@ -94,7 +94,9 @@ class AuctionPolicy(Policy):
         self.rounds.append({"time": now, "boundary": boundary, "waiting": len(waiting), "candidates": clearing.candidates,
                             "bids": clearing.bids, "seconds": clearing.seconds, "build_seconds": clearing.build_seconds,
                             "method": clearing.method, "status": clearing.status, "welfare": clearing.welfare,
-                            "winners": len(clearing.assignments)})
+                            "winners": len(clearing.assignments), "payments_exact": clearing.payments_exact,
+                            "payments_note": clearing.payments_note,
+                            "payment_bounds": {k: list(v) for k, v in clearing.payment_bounds.items()}})
         # apply: stops, shrinks, grows, starts
         for tid in clearing.preempted:
             cluster.stop(tid, reason="preempt")
