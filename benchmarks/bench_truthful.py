@@ -1,6 +1,9 @@
 """``lavi-swamy`` at round scale: time, expected welfare against the best allocation found, exact
 expected regret (issue 17).
 
+Wall-clock seconds depend on what else runs on the machine; the CPU seconds of the process
+(``time.process_time``, one solver thread) are printed beside them, with the load average.
+
 For each GPU round (the instances of ``bench_anytime.py``) it prints, side by side for each
 oracle: the total seconds (expansion to bids, LP and pivots, decomposition), the verified
 ``alpha`` and the certified ``alpha_floor`` (no oracle can verify less), ``LP*``, the expected
@@ -40,32 +43,33 @@ INSTANCES = {
 
 
 def run(name: str, oracles: list[str], ref_limit: float, regret: bool, bidders: int, per_family: int) -> None:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rnd = INSTANCES[name]()
     inst = rnd.expand()
     t_expand = time.perf_counter() - t0
     print(f"\n## {name}: {inst.n_bids} bids, {inst.n_bidders} bidders, {inst.n_slots} slots "
-          f"(expanded in {t_expand:.2f} s)\n")
+          f"(expanded in {t_expand:.2f} s, CPU {time.process_time() - c0:.2f} s; load average "
+          f"{os.getloadavg()[0]:.1f})\n")
     best = None
     if ref_limit > 0:
         ref = solve(inst, method="auto", time_limit=ref_limit)
         best = ref.welfare
         print(f"reference: auto {ref_limit:g} s: welfare {ref.welfare:.6g}, bound {ref.bound:.6g}, "
               f"status {ref.status.value}\n")
-    print("| oracle | total s (with expansion) | LP+pivots s | decomposition s | LP* | alpha | alpha_floor | "
+    print("| oracle | total s (with expansion) | CPU s | LP+pivots s | decomposition s | LP* | alpha | alpha_floor | "
           "E[welfare] | E[welfare] / best | allocations | lottery feasible |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     outs = {}
     for oracle in oracles:
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         out = run_mechanism(inst, mechanism="lavi-swamy", solver=oracle)
-        total = time.perf_counter() - t1
+        total, cpu = time.perf_counter() - t1, time.process_time() - c1
         d = out.details
         ok = all(check_allocation(inst, a["winners"]).feasible for a in d["decomposition"])
         s = d["seconds"]
         ratio = "—" if not best else f"{100 * d['expected_welfare'] / best:.2f} %"
         floor = "—" if d["alpha_floor"] is None else f"{d['alpha_floor']:.4f}"
-        print(f"| {oracle} | {total:.2f} ({total + t_expand:.2f}) | {s['lp_and_pivots']:.2f} | "
+        print(f"| {oracle} | {total:.2f} ({total + t_expand:.2f}) | {cpu:.2f} | {s['lp_and_pivots']:.2f} | "
               f"{s['decomposition']:.2f} | {d['lp_welfare']:.6g} | {d['alpha']:.4f} | {floor} | "
               f"{d['expected_welfare']:.6g} | {ratio} | {len(d['decomposition'])} | {ok} |")
         outs[oracle] = out

@@ -128,6 +128,21 @@ class _HighsMaster:
         upper = np.zeros(positions.size) if zero else np.full(positions.size, self._hs.kHighsInf)
         self.h.changeColsBounds(int(positions.size), positions.astype(np.int32), np.zeros(positions.size), upper)
 
+    def prune(self, keep: np.ndarray) -> None:
+        """Delete the master columns where ``keep`` (over master positions) is false; they must
+        be nonbasic (the basis stays valid)."""
+        drop = np.flatnonzero(~keep)
+        if drop.size == 0:
+            return
+        self.h.deleteCols(int(drop.size), drop.astype(np.int32))
+        self.cols = self.cols[keep]
+
+    def basic(self) -> np.ndarray:
+        """``bool`` over master positions: basic columns of the current basis."""
+        b = self.h.getBasis()
+        st = np.asarray([int(c) for c in b.col_status]) if b.valid else np.zeros(self.cols.size, dtype=int)
+        return st == int(self._hs.HighsBasisStatus.kBasic)
+
     def save_basis(self) -> None:
         """Remember the current (optimal) basis; :meth:`restore_basis` starts from it again."""
         b = self.h.getBasis()
@@ -178,6 +193,12 @@ class _ScipyMaster:
     def save_basis(self) -> None:
         pass
 
+    def prune(self, keep: np.ndarray) -> None:
+        self.cols, self.zero = self.cols[keep], self.zero[keep]
+
+    def basic(self) -> np.ndarray:
+        return np.ones(self.cols.size, dtype=bool)
+
     def restore_basis(self) -> None:
         pass
 
@@ -206,10 +227,15 @@ class LpRelaxation:
         Columns added per owner and pricing round.
     rel_tol : float
         Pricing adds columns with reduced cost above ``rel_tol * max(1, max value)``.
+    prune_share : float
+        After the full problem's optimum, master columns with reduced cost below
+        ``-prune_share * max value`` (nonbasic) are dropped before the re-solves.
     """
 
-    def __init__(self, P: MatrixProblem, *, per_owner: int = 10, rel_tol: float = 1e-9) -> None:
+    def __init__(self, P: MatrixProblem, *, per_owner: int = 10, rel_tol: float = 1e-9,
+                 prune_share: float = 0.02) -> None:
         self.P = P
+        self.prune_share = prune_share
         self.allowed = fits_alone(P) & (P.values > 0)
         self.tol = rel_tol * max(1.0, float(P.values.max(initial=0.0)))
         self.per_owner = per_owner
@@ -273,6 +299,19 @@ class LpRelaxation:
         finally:
             m.fix(fixed, False)
         if exclude is None and converged:
+            # re-solves without one owner start here: columns far from pricing in are dropped
+            # from the master (pricing adds back any that a re-solve needs), so the dual simplex
+            # iterations of the re-solves are cheaper
+            rc_m = P.values[m.cols] - P.A[:, m.cols].T @ y - u[P.owner[m.cols]]
+            keep = m.basic() | (rc_m >= -self.prune_share * max(1.0, float(P.values.max(initial=0.0))))
+            if keep.size == m.cols.size and not keep.all():
+                pos = np.flatnonzero(keep)
+                x_keep = np.zeros(m.cols.size)
+                x_keep[: x_cols.size] = x_cols
+                m.prune(keep)
+                self.in_set[:] = False
+                self.in_set[m.cols] = True
+                cols, x_cols = m.cols.copy(), x_keep[pos]
             m.save_basis()
         x = np.zeros(P.n)
         if x_cols.size:
