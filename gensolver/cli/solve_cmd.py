@@ -34,8 +34,8 @@ def solve_command(
     """Solve the winner determination problem of FILE and print the allocation."""
     if deterministic and (method != "auto" or mechanism is not None):
         fail("--deterministic: only for --method auto without --mechanism")
-    if mechanism is not None and seed != 0:
-        fail("--seed: not used with --mechanism (the mechanisms' solves are not seeded)")
+    if mechanism is not None and seed != 0 and mechanism != "lavi-swamy":
+        fail("--seed: with --mechanism, only lavi-swamy (the draw from its lottery) takes a seed")
     try:
         instance = read_instance(file)
     except InstanceError as exc:
@@ -50,9 +50,12 @@ def solve_command(
             if threads is not None and (isinstance(threads, bool) or threads < 1):
                 fail(f"--threads: must be a positive integer, got {threads}")
             try:
+                opts = {} if threads is None else {"threads": threads}
+                if mechanism == "lavi-swamy" and seed:
+                    opts["seed"] = seed
                 with working(f"{mechanism}: solving and pricing {instance.n_bids} bids", enabled=not as_json):
                     outcome = run_mechanism(instance, mechanism=mechanism, solver=method, time_limit=time_limit,
-                                            options=None if threads is None else {"threads": threads})
+                                            options=opts or None)
             except ValueError as exc:
                 if threads is not None and "does not take option" in str(exc):
                     fail(f"--threads: mechanism {mechanism!r} does not take a thread count")

@@ -215,7 +215,7 @@ def test_main_deterministic_auto_repeats_and_rejects_other_methods(tmp_path: Pat
 
 @pytest.mark.parametrize("args, message", [
     (["--mechanism", "vcg", "--threads", "0"], "--threads: must be a positive integer"),
-    (["--mechanism", "vcg", "--seed", "3"], "--seed: not used with --mechanism"),
+    (["--mechanism", "vcg", "--seed", "3"], "--seed: with --mechanism, only lavi-swamy"),
     (["--mechanism", "greedy-critical", "--threads", "2"], "does not take a thread count"),
 ])
 def test_mechanism_options_are_not_silently_ignored(instance_file: Path, args, message, capsys) -> None:

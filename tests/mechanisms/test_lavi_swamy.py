@@ -252,3 +252,17 @@ def test_budgets_cap_every_payment_of_the_lottery():
     out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
     assert out.payments["A"] == pytest.approx(1.0) and out.budget_capped == ("A",)
     assert all(a["payments"].get("A", 0.0) <= 1.0 for a in out.details["decomposition"])
+
+
+def test_the_lottery_certificates_catch_a_wrong_lottery():
+    """check_outcome fails on a lottery whose mean is not alpha^-1 times an LP optimum."""
+    inst = goods_instance([("ab", "1", 2, ["A", "B"]), ("bc", "2", 2, ["B", "C"]), ("ca", "3", 2, ["C", "A"])],
+                          ["A", "B", "C"])
+    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
+    lot = [dict(a) for a in out.details["decomposition"]]
+    # move all probability onto the first allocation: still a distribution, still feasible
+    lot = [{**lot[0], "probability": 1.0}] + [{**a, "probability": 0.0} for a in lot[1:]]
+    bad = make_outcome("lavi-swamy", inst, out.allocation, dict(out.payments), exact=True,
+                       details={**out.details, "decomposition": lot})
+    with pytest.raises(AssertionError):
+        check_outcome(inst, bad)
