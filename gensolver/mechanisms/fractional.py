@@ -391,4 +391,11 @@ def fractional_vcg(P: MatrixProblem, *, support_tol: float = 1e-10, time_limit: 
         bounds[o] = (min(lo, p), max(hi, p))
         exact = exact and s.converged and s.bound - lo_val <= 1e-9 * scale
         pivots[o] = {"value": lo_val, "bound": s.bound, "converged": s.converged, "seconds": s.seconds}
+    if not lp.converged:
+        # x* is not known to be optimal: the exact fractional payment (at an LP optimum) is only
+        # known to lie in [0, v_i . x_i] with x_i the optimum's share, at most the best bid
+        best = np.zeros(P.n_owners)
+        np.maximum.at(best, P.owner, np.where(relax.allowed, P.values, 0.0))
+        bounds[:, 0] = 0.0
+        bounds[:, 1] = np.maximum(best, bounds[:, 1])
     return FractionalVcg(lp, owner_value, pay, bounds, pivots, bool(exact), time.perf_counter() - t0)

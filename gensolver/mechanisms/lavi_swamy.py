@@ -206,7 +206,10 @@ def lavi_swamy(
         o = int(P.owner[j])
         payments[bidders[o]] = pay_of(j, cap=False)  # make_outcome caps it and names the bidder
         f = float(P.values[j]) / ov[o] if ov[o] > 0 else 0.0
-        bounds[bidders[o]] = (float(fv.bounds[o, 0]) * f, float(fv.bounds[o, 1]) * f)
+        if fv.lp.converged:
+            bounds[bidders[o]] = (float(fv.bounds[o, 0]) * f, float(fv.bounds[o, 1]) * f)
+        else:  # the shares of an exact LP optimum are unknown: only individual rationality bounds it
+            bounds[bidders[o]] = (0.0, float(P.values[j]))
     requested = opts["alpha"]
     truthful = requested is not None and dec.alpha_verified <= float(requested) and fv.exact
     notes: list[str] = []

@@ -266,3 +266,21 @@ def test_the_lottery_certificates_catch_a_wrong_lottery():
                        details={**out.details, "decomposition": lot})
     with pytest.raises(AssertionError):
         check_outcome(inst, bad)
+
+
+def test_a_time_limit_that_stops_the_lp_is_reported_inexact():
+    from gensolver.mechanisms.fractional import fractional_vcg
+    from gensolver.solvers.anytime.problem import from_instance
+
+    inst = goods_instance([("ab", "1", 2, ["A", "B"]), ("bc", "2", 2, ["B", "C"]), ("ca", "3", 2.5, ["C", "A"]),
+                           ("a", "4", 1, ["A"])], ["A", "B", "C"])
+    P = from_instance(inst)
+    stopped = fractional_vcg(P, time_limit=1e-9)
+    exact = fractional_vcg(P)
+    assert exact.exact and not stopped.exact
+    assert stopped.lp.bound >= exact.lp.value - 1e-9  # the certified bound still holds
+    for o in range(P.n_owners):
+        lo, hi = stopped.bounds[o]
+        assert lo - 1e-9 <= exact.payments[o] <= hi + 1e-9
+    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", time_limit=1e-9)
+    assert not out.exact and "did not converge" in out.message
