@@ -266,6 +266,8 @@ class LpRelaxation:
         t0 = time.perf_counter()
         P, m = self.P, self.master
         allowed = self.allowed if exclude is None else self.allowed & (P.owner != exclude)
+        if not allowed.any():  # nothing can be allocated: the optimum is the empty allocation
+            return LpSolution(0.0, 0.0, np.zeros(P.n), True, 0, time.perf_counter() - t0)
         fixed = np.flatnonzero(P.owner[m.cols] == exclude) if exclude is not None else np.zeros(0, dtype=np.int64)
         if exclude is not None:
             m.restore_basis()  # the full problem's optimal basis: a few dual simplex pivots away

@@ -284,3 +284,18 @@ def test_a_time_limit_that_stops_the_lp_is_reported_inexact():
         assert lo - 1e-9 <= exact.payments[o] <= hi + 1e-9
     out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", time_limit=1e-9)
     assert not out.exact and "did not converge" in out.message
+
+
+@pytest.mark.parametrize("values,amount", [((5.0,), 2.0), ((0.0, 0.0), 1.0)])
+def test_rounds_where_nothing_can_be_allocated_are_exact_and_empty(values, amount):
+    """A bid that does not fit alone, or bids worth nothing: the LP is empty, the lottery is the
+    empty allocation, and nothing claims to be inexact."""
+    inst = goods_instance([(f"b{k}", f"B{k}", v, ["g"]) for k, v in enumerate(values)], ["g"])
+    if amount != 1.0:
+        from gensolver import from_dict
+
+        inst = from_dict({"schema": "gensolver.instance/v1", "slots": [{"id": "g", "capacity": {"units": 1}}],
+                          "bids": [{"id": "b0", "bidder": "B0", "value": values[0], "demand": {"g": {"units": amount}}}]})
+    out = run_mechanism(inst, mechanism="lavi-swamy")
+    assert out.exact and out.allocation.winners == () and out.revenue == 0.0
+    assert lottery(out) == [(1.0, (), {})]
