@@ -35,8 +35,10 @@ Algorithm (Lavi & Swamy 2011, Sections 2–3)
    engine's LNS when the greedy finds nothing); the lottery's mean is ``x* / alpha`` exactly
    and the empty allocation takes the remaining probability.
 4. Draw one allocation with ``numpy.random.default_rng(seed)``.
-5. Winner ``i`` of bid ``j`` in the draw pays ``p_i * v_ij / (v_i . x*_i)``; its expected
-   payment is ``p_i / alpha`` and its expected value ``v_i . x*_i / alpha``.
+5. Winner ``i`` of bid ``j`` in the draw pays ``p_i * v_ij / (v_i . x*_i)`` (Lavi & Swamy's
+   value-proportional form, individually rational in every draw; option
+   ``payment_rule="win-indicator"`` charges ``(p_i / alpha) / Pr[i wins]`` instead); its
+   expected payment is ``p_i / alpha`` and its expected value ``v_i . x*_i / alpha``.
 
 ``Outcome.details`` holds the whole lottery (``decomposition``: probability, winners and
 payments of every allocation, the empty one included), ``expected_payments``,
@@ -84,7 +86,10 @@ from .outcome import Outcome
 
 __all__ = ["lavi_swamy"]
 
-_DEFAULTS: dict[str, Any] = {"alpha": None, "seed": 0, "threads": None}
+_DEFAULTS: dict[str, Any] = {"alpha": None, "seed": 0, "threads": None, "payment_rule": "value-proportional"}
+
+#: how a winner's payment in the draw is set; both have expectation ``p_i / alpha``
+PAYMENT_RULES = ("value-proportional", "win-indicator")
 
 GUARANTEE = ("truthful in expectation for a report-independent alpha (options['alpha']) whenever "
              "alpha_verified <= alpha; expected welfare LP*/alpha >= OPT/alpha; individually rational "
@@ -101,6 +106,9 @@ def _check(opts: dict[str, Any], solver: Any, time_limit: Any) -> str:
     t = opts["threads"]
     if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 1):
         raise ValueError(f"lavi-swamy option threads must be None or a positive integer, got {t!r}")
+    if opts["payment_rule"] not in PAYMENT_RULES:
+        raise ValueError(f"lavi-swamy option payment_rule must be one of {', '.join(PAYMENT_RULES)}, "
+                         f"got {opts['payment_rule']!r}")
     if solver not in ORACLES:
         raise ValueError(f"lavi-swamy: solver is the decomposition oracle and must be one of {', '.join(ORACLES)}, "
                          f"got {solver!r}")
@@ -138,7 +146,11 @@ def lavi_swamy(
     options : mapping, optional
         ``alpha`` (None or a number >= 1): the scaling, fixed before the reports for
         truthfulness in expectation; ``seed`` (int, default 0): the draw; ``threads``: for the
-        ``"auto"`` oracle.
+        ``"auto"`` oracle; ``payment_rule``: ``"value-proportional"`` (default, the winner of
+        bid ``j`` pays ``p_i v_ij / (v_i . x*_i)``, individually rational in every draw) or
+        ``"win-indicator"`` (the winner pays ``p_i / sum_j x*_ij``, i.e. ``(p_i/alpha) /
+        Pr[i wins]``; individually rational only in expectation for bidders with several
+        bids). Both charge ``p_i / alpha`` in expectation.
 
     Returns
     -------
@@ -178,9 +190,15 @@ def lavi_swamy(
     bids = instance.bids
     ov = fv.owner_value
 
+    share = np.bincount(P.owner, weights=fv.lp.x, minlength=P.n_owners)
+    proportional = opts["payment_rule"] == "value-proportional"
+
     def pay_of(j: int, cap: bool = True) -> float:
         o = int(P.owner[j])
-        p = fv.payments[o] * float(P.values[j]) / ov[o] if ov[o] > 0 else 0.0
+        if proportional:
+            p = fv.payments[o] * float(P.values[j]) / ov[o] if ov[o] > 0 else 0.0
+        else:
+            p = fv.payments[o] / share[o] if share[o] > 0 else 0.0
         b = budgets.get(bidders[o])
         return float(p) if b is None or not cap else float(min(p, float(b)))
 
@@ -205,7 +223,10 @@ def lavi_swamy(
     for j in drawn.tolist():
         o = int(P.owner[j])
         payments[bidders[o]] = pay_of(j, cap=False)  # make_outcome caps it and names the bidder
-        f = float(P.values[j]) / ov[o] if ov[o] > 0 else 0.0
+        if proportional:
+            f = float(P.values[j]) / ov[o] if ov[o] > 0 else 0.0
+        else:
+            f = 1.0 / share[o] if share[o] > 0 else 0.0
         if fv.lp.converged:
             bounds[bidders[o]] = (float(fv.bounds[o, 0]) * f, float(fv.bounds[o, 1]) * f)
         else:  # the shares of an exact LP optimum are unknown: only individual rationality bounds it

@@ -299,3 +299,15 @@ def test_rounds_where_nothing_can_be_allocated_are_exact_and_empty(values, amoun
     out = run_mechanism(inst, mechanism="lavi-swamy")
     assert out.exact and out.allocation.winners == () and out.revenue == 0.0
     assert lottery(out) == [(1.0, (), {})]
+
+
+def test_both_payment_rules_charge_the_same_in_expectation():
+    inst = goods_instance([("1a", "1", 4, ["A"]), ("1ab", "1", 7, ["A", "B"]), ("2a", "2", 5, ["A"]),
+                           ("3b", "3", 2, ["B"]), ("4ab", "4", 6.5, ["A", "B"]), ("5b", "5", 3, ["B"])], ["A", "B"])
+    a = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
+    b = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", options={"payment_rule": "win-indicator"})
+    check_outcome(inst, a)
+    check_outcome(inst, b)
+    assert b.details["expected_payments"] == pytest.approx(a.details["expected_payments"])
+    with pytest.raises(ValueError, match="payment_rule must be one of"):
+        run_mechanism(inst, mechanism="lavi-swamy", options={"payment_rule": "first-price"})
