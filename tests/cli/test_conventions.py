@@ -68,7 +68,7 @@ def test_flags_are_shown_as_flags_in_every_help(capsys: pytest.CaptureFixture[st
     (["run"], "--lost", ("restart", "skip")),
     (["simulate"], "--policy", POLICIES),
     (["solve"], "--method", METHODS),
-    (["solve"], "--mechanism", ("vcg", "greedy-critical", "pay-as-bid", "core")),
+    (["solve"], "--mechanism", ("vcg", "greedy-critical", "pay-as-bid", "core", "lavi-swamy")),
     (["traces", "fetch"], "name", ("alibaba", "philly")),
 ])
 def test_enumerated_values_are_listed_in_help(capsys: pytest.CaptureFixture[str], cmd: list[str], option: str,
