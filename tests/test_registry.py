@@ -122,7 +122,7 @@ def test_methods_registry() -> None:
 def test_mechanisms_registry() -> None:
     from gensolver.mechanisms import MECHANISMS, UnknownMechanismError, get_mechanism, vcg
 
-    assert get_mechanism("vcg") is vcg and set(MECHANISMS) == {"vcg", "greedy-critical", "pay-as-bid", "core"}
+    assert get_mechanism("vcg") is vcg and set(MECHANISMS) == {"vcg", "greedy-critical", "pay-as-bid", "core", "lavi-swamy"}
     with pytest.raises(InputError, match="mechanism 'vcg' is already registered"):
         MECHANISMS.register("vcg", vcg)
     with pytest.raises(UnknownMechanismError, match=r"unknown mechanism 'x'; valid mechanisms: core, greedy-critical"):
