@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..model.tasks import GpuSpec, Task
+from ..model.tasks import GpuSpec, Task, task_value
 from ..model.validate import is_real
 from .engine import Cluster, Event, SimError
 from .faults import Fault, parse_fault
@@ -109,8 +109,11 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     SimError
         A fault naming a GPU or node the cluster lacks (the message names the fault).
     """
+    truths: Mapping[str, Task] = {}
+    models: Mapping[str, tuple[str, ...]] = {}
     if isinstance(workload, Workload):
         tasks, name, default_gpus, step_s = workload.tasks, workload.name, workload.gpus, workload.step_seconds
+        truths, models = workload.truths, workload.gpu_models
     else:
         tasks, name, default_gpus, step_s = _items("workload", workload, Task, "a Workload or a sequence of Task"), \
             "tasks", (), 60.0
@@ -137,7 +140,7 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     logger.info("simulate %s: %d tasks on %d GPUs under %s (lease %d steps)", name, len(tasks), len(gpus),
                 getattr(pol, "name", type(pol).__name__), lease)
     t0 = time.perf_counter()
-    cluster = Cluster(gpus, tasks, lease=lease, checkpoint_steps=checkpoint_steps)
+    cluster = Cluster(gpus, tasks, lease=lease, checkpoint_steps=checkpoint_steps, truths=truths, gpu_models=models)
     for spec, f in zip(fitems, flist):
         try:
             cluster.fault_targets(f)  # validate targets before running
@@ -154,11 +157,7 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     wall = time.perf_counter() - t0
     logger.info("simulate %s under %s: stopped at step %g after %.2f s, %d rounds, %d unfinished", name,
                 getattr(pol, "name", type(pol).__name__), float(env.now), wall, len(pol.rounds), cluster.unfinished)
-    records = {
-        s.id: TaskRecord(s.id, s.task.tenant, s.arrival, float(s.task.duration), s.first_start, s.finish,
-                         s.preemptions, s.faults, s.lost)
-        for s in cluster.tasks.values() if s.state != "rejected" and s.state != "pending"
-    }
+    records = {s.id: _record(s) for s in cluster.tasks.values() if s.state != "rejected" and s.state != "pending"}
     rounds = tuple(MappingProxyType(dict(r)) for r in pol.rounds)
     events = tuple(cluster.log)
     metrics = compute_metrics(events, records, rounds)
@@ -169,6 +168,17 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     return SimResult(getattr(pol, "name", type(pol).__name__), name, events, MappingProxyType(records), metrics, gpus,
                      rounds, MappingProxyType(balances), float(env.now), cluster.unfinished == 0, cluster.stalled, wall,
                      step_s)
+
+
+def _record(s: Any) -> TaskRecord:
+    """A finished or unfinished task's outcome, in true terms (owner, arrival, work, value)."""
+    true = s.truth
+    achieved = 0.0
+    if s.finish is not None and (true.deadline is None or s.finish <= true.deadline + 1e-9):
+        achieved = task_value(true, s.finish)
+    return TaskRecord(s.id, true.tenant, s.true_arrival, float(true.duration), s.first_start, s.finish,
+                      s.preemptions, s.faults, s.lost, float(true.value), float(achieved),
+                      None if true.deadline is None else float(true.deadline))
 
 
 def _items(arg: str, value: object, kind: type | tuple[type, ...], what: str) -> tuple[Any, ...]:

@@ -17,6 +17,12 @@ Execution model (documented; :mod:`gensolver.sim.audit` checks it from the event
   Preemptible tasks checkpoint at every round boundary (multiples of ``lease``); a GPU failure
   rolls them back to their last checkpoint, and restarts non-preemptible tasks from scratch;
   the rolled-back work is logged as *lost*.
+- **Reports and truth.** A task's *report* (what its tenant declared: memory, duration, value,
+  release) is what policies see; its *true type* is what runs: work is the true duration and
+  speed follows the true preferred memory and elasticity. A task given less than its true
+  minimum memory is not modelled as crashing: it runs at the speed law's value (a documented
+  simplification; deflating memory is therefore a lie that can only slow the liar down).
+- **GPU models.** A task pinned to GPU models (the trace's ``gpu_spec``) starts only on them.
 - The event log records every state change (``arrive``, ``start``, ``resize``, ``stop``,
   ``finish``, ``gpu_up``, ``gpu_down``, ``credit``, ``reject``) with its time.
 """
@@ -25,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import GensolverError, missing_extra
 
@@ -137,9 +143,15 @@ class GpuState:
 
 @dataclass
 class TaskState:
-    """Mutable state of one task inside the simulation."""
+    """Mutable state of one task inside the simulation.
+
+    ``task`` is what its tenant *reported* (what policies see and plan with); ``truth`` is its
+    true type (what the engine executes: work, speed, and the value the metrics count). They
+    are the same object for a truthful tenant (:mod:`gensolver.sim.strategy`).
+    """
 
     task: Task
+    truth: Task | None = None
     state: str = "pending"  # pending -> waiting -> running -> done (or rejected)
     remaining: float = 0.0
     executed: float = 0.0
@@ -159,13 +171,29 @@ class TaskState:
     lost: float = 0.0
     overhead: float = 0.0
 
+    def __post_init__(self) -> None:
+        if self.truth is None:
+            self.truth = self.task
+
     @property
     def id(self) -> str:
         return self.task.id
 
     @property
     def arrival(self) -> float:
+        """The step the task showed up (its reported release: what policies see)."""
         return float(self.task.release)
+
+    @property
+    def true_arrival(self) -> float:
+        """The step the tenant had the task (JCT is measured from here)."""
+        return float(self.truth.release)  # type: ignore[union-attr]
+
+    @property
+    def est_remaining(self) -> float:
+        """Remaining work as the policies can estimate it: the *reported* duration plus restore
+        and rolled-back work, minus the work done (never negative)."""
+        return max(0.0, float(self.task.duration) + self.overhead + self.lost - self.executed)
 
 
 class Cluster:
@@ -183,10 +211,16 @@ class Cluster:
         Round length in steps (checkpoints and round-boundary decisions).
     checkpoint_steps : float
         Work added when a preemptible task is preempted (restore cost).
+    truths : mapping, optional
+        Task id -> true type, for tasks whose report (in ``tasks``) differs from the truth.
+    gpu_models : mapping, optional
+        Task id -> GPU models it may run on (the trace's ``gpu_spec``); absent: any model.
+        :meth:`start` refuses any other placement.
     """
 
     def __init__(self, gpus: Sequence[GpuSpec], tasks: Sequence[Task], *, lease: int = 5,
-                 checkpoint_steps: float = 1.0) -> None:
+                 checkpoint_steps: float = 1.0, truths: Mapping[str, Task] | None = None,
+                 gpu_models: Mapping[str, Sequence[str]] | None = None) -> None:
         self.env = simpy.Environment()
         self.gpus: dict[str, GpuState] = {g.id: GpuState(g) for g in gpus}
         self.nodes: dict[str, list[str]] = {}
@@ -196,7 +230,10 @@ class Cluster:
         for t in sorted(tasks, key=lambda t: (t.release, t.id)):
             if t.id in self.tasks:
                 raise SimError(f"duplicate task id {t.id!r}")
-            self.tasks[t.id] = TaskState(t, remaining=float(t.duration), ckpt_remaining=float(t.duration))
+            true = (truths or {}).get(t.id, t)
+            self.tasks[t.id] = TaskState(t, true, remaining=float(true.duration), ckpt_remaining=float(true.duration))
+        self.allowed: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in (gpu_models or {}).items()
+                                                   if k in self.tasks and v}
         self.lease = int(lease)
         self.checkpoint_steps = float(checkpoint_steps)
         self.log: list[Event] = []
@@ -228,10 +265,15 @@ class Cluster:
     def emit(self, kind: str, **kw: Any) -> None:
         self.log.append(Event(self.now, kind, **kw))
 
+    def model_ok(self, task_id: str, gpu: str) -> bool:
+        """Whether the task may run on ``gpu``'s model (its ``gpu_spec``, if any)."""
+        allowed = self.allowed.get(task_id)
+        return allowed is None or self.gpus[gpu].spec.model in allowed
+
     def feasible_anywhere(self, task: Task) -> bool:
         """Whether ``task`` could ever run on this cluster (empty, all GPUs up)."""
         for members in self.nodes.values():
-            ok = [g for g in members if self.gpus[g].spec.memory + TOL >= task.min_memory
+            ok = [g for g in members if self.model_ok(task.id, g) and self.gpus[g].spec.memory + TOL >= task.min_memory
                   and self.gpus[g].spec.compute + TOL >= task.compute]
             if len(ok) >= task.gpus:
                 return True
@@ -270,6 +312,10 @@ class Cluster:
             raise SimError(f"task {task_id!r} needs {t.gpus} distinct GPUs, got {gpus}")
         if len({self.gpus[g].node for g in gpus}) != 1:
             raise SimError(f"task {task_id!r}: a gang must stay on one node, got {gpus}")
+        bad = [g for g in gpus if not self.model_ok(task_id, g)]
+        if bad:
+            raise SimError(f"task {task_id!r} may run only on {sorted(self.allowed[task_id])}, "
+                           f"not on {bad[0]} ({self.gpus[bad[0]].spec.model or 'no model'})")
         if memory + TOL < t.min_memory:
             raise SimError(f"task {task_id!r}: memory {memory} below its minimum {t.min_memory}")
         if whole:
@@ -294,7 +340,9 @@ class Cluster:
             gs.tasks.add(task_id)
         st.state = "running"
         st.gpus, st.memory, st.compute = gpus, mem_alloc, comp_alloc
-        st.speed = speed_of(t, min(mem_alloc, t.preferred_memory) if whole else memory)
+        true = st.truth
+        assert true is not None
+        st.speed = speed_of(true, mem_alloc if whole else memory)
         st.since = self.now
         st.last_start = self.now
         if st.first_start is None:
@@ -320,7 +368,7 @@ class Cluster:
         for g in st.gpus:
             self.gpus[g].memory_used += delta
         st.memory = memory
-        st.speed = speed_of(st.task, memory)
+        st.speed = speed_of(st.truth, memory)  # type: ignore[arg-type]
         self.emit("resize", task=task_id, gpus=st.gpus, memory=memory, compute=st.compute, speed=st.speed,
                   tenant=st.task.tenant)
         self._arm(st)
@@ -359,7 +407,7 @@ class Cluster:
             st.preemptions += 1
             st.overhead += overhead
         elif reason == "fault":
-            target = st.ckpt_remaining if st.task.preemptible else float(st.task.duration)
+            target = st.ckpt_remaining if st.task.preemptible else float(st.truth.duration)  # type: ignore[union-attr]
             lost = max(0.0, target - st.remaining)
             st.remaining = target
             st.ckpt_remaining = target
@@ -424,7 +472,7 @@ class Cluster:
                 continue
             st.state = "waiting"
             self.emit("arrive", task=st.id, memory=st.task.preferred_memory, compute=st.task.compute,
-                      work=float(st.task.duration), tenant=st.task.tenant,
+                      work=float(st.truth.duration), tenant=st.task.tenant,  # type: ignore[union-attr]
                       note="preemptible" if st.task.preemptible else "fixed")
             self.request_pass()
 

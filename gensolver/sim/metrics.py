@@ -11,11 +11,21 @@
 - **Jain's index** ``(sum x)^2 / (n sum x^2)`` of ``x_i = 1 / rho_i`` over finished tasks
   (Jain, Chiu & Hawe, DEC-TR-301, 1984): 1 when every task is slowed down equally.
 - **Preemptions**, **lost work** (rolled back by faults, in steps), **credits spent**.
+- **Welfare achieved**: the sum over finished tasks of their *true* value at their finish
+  (:func:`gensolver.model.tasks.task_value` of the true type; 0 when it finished after its
+  deadline); **deadline hit rate**: the share of tasks with a deadline that finished by it
+  (``None`` when no task has one; the per-tenant figures are ``None`` when no task finished); **value-weighted JCT** ``sum v_j JCT_j / sum v_j``.
+- **Per tenant** (the true owner, also under false names): value achieved, credits spent,
+  mean rho. **Sharing incentive** (Themis): the share of tenants whose mean rho is at most
+  ``N`` (the number of tenants), i.e. no slower than alone on a private ``1/N`` of the
+  cluster at full speed; **envy**: the largest ``(rho_i - rho_j) / rho_i`` over pairs of
+  tenants' mean rho (0: no tenant is served relatively better than another).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -50,6 +60,16 @@ class TaskRecord:
     preemptions: int
     faults: int
     lost: float
+    value: float = 0.0
+    achieved: float = 0.0
+    deadline: float | None = None
+
+    @property
+    def deadline_met(self) -> bool | None:
+        """Finished by its deadline (``None``: the task has no deadline)."""
+        if self.deadline is None:
+            return None
+        return self.finish is not None and self.finish <= self.deadline + 1e-9
 
     @property
     def jct(self) -> float | None:
@@ -89,9 +109,18 @@ class Metrics:
     solver_seconds_total: float
     solver_seconds_mean: float
     solver_seconds_max: float
+    welfare: float = 0.0
+    deadline_hit_rate: float | None = None
+    value_weighted_jct: float | None = None
+    sharing_incentive: float | None = None
+    envy: float | None = None
+    tenant_value: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    tenant_spent: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    tenant_rho: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {k: (dict(v) if isinstance(v, Mapping) else v)
+                for k, v in ((k, getattr(self, k)) for k in self.__dataclass_fields__)}
 
 
 def utilisation_series(events: Sequence[Event]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -159,6 +188,23 @@ def compute_metrics(events: Sequence[Event], records: Mapping[str, TaskRecord], 
     spent = -sum(e.amount for e in events if e.kind == "credit" and e.note == "payment")
     secs = np.array([float(r.get("seconds", 0.0)) + float(r.get("build_seconds", 0.0)) for r in rounds], dtype=float)
     nan = float("nan")
+    owner = {r.id: r.tenant for r in records.values()}
+    t_spent: dict[str, float] = {}
+    for e in events:
+        if e.kind == "credit" and e.note == "payment":
+            who = owner.get(e.task, e.tenant)
+            t_spent[who] = t_spent.get(who, 0.0) - e.amount
+    t_value: dict[str, float] = {}
+    t_rho: dict[str, list[float]] = {}
+    for r in records.values():
+        t_value[r.tenant] = t_value.get(r.tenant, 0.0) + r.achieved
+        if r.rho is not None:
+            t_rho.setdefault(r.tenant, []).append(r.rho)
+    mean_rho = {k: float(np.mean(v)) for k, v in sorted(t_rho.items())}
+    n_ten = len(mean_rho)
+    with_deadline = [r.deadline_met for r in records.values() if r.deadline is not None]
+    vals = np.array([r.value for r in done], dtype=float)
+    rhos = np.array(list(mean_rho.values()), dtype=float)
     return Metrics(
         tasks=len(records),
         completed=len(done),
@@ -181,4 +227,12 @@ def compute_metrics(events: Sequence[Event], records: Mapping[str, TaskRecord], 
         solver_seconds_total=float(secs.sum()),
         solver_seconds_mean=float(secs.mean()) if secs.size else 0.0,
         solver_seconds_max=float(secs.max()) if secs.size else 0.0,
+        welfare=float(sum(r.achieved for r in records.values())),
+        deadline_hit_rate=float(np.mean(with_deadline)) if with_deadline else None,
+        value_weighted_jct=float(np.dot(vals, jct) / vals.sum()) if vals.size and vals.sum() > 0 else None,
+        sharing_incentive=float(np.mean(rhos <= n_ten + 1e-9)) if n_ten else None,
+        envy=float(max(0.0, (rhos.max() - rhos.min()) / rhos.max())) if n_ten else None,
+        tenant_value=MappingProxyType(dict(sorted(t_value.items()))),
+        tenant_spent=MappingProxyType(dict(sorted(t_spent.items()))),
+        tenant_rho=MappingProxyType(mean_rho),
     )

@@ -53,6 +53,12 @@ class Workload:
         Length of one step (display only).
     info : Mapping
         Provenance (trace, window, scaling, dropped jobs...).
+    gpu_models : Mapping[str, tuple of str]
+        Task id -> GPU models it may run on (a trace's ``gpu_spec``); tasks not listed run
+        anywhere.
+    truths : Mapping[str, Task]
+        Task id -> true type, for tasks whose entry in ``tasks`` is a (strategic) report
+        (:func:`gensolver.sim.strategy.apply_strategies`); empty: every report is the truth.
     """
 
     name: str
@@ -60,11 +66,23 @@ class Workload:
     gpus: tuple[GpuSpec, ...]
     step_seconds: float = 60.0
     info: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    gpu_models: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    truths: Mapping[str, Task] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", tuple(self.tasks))
         object.__setattr__(self, "gpus", tuple(self.gpus))
         object.__setattr__(self, "info", MappingProxyType(dict(self.info)))
+        object.__setattr__(self, "gpu_models", MappingProxyType({k: tuple(v) for k, v in self.gpu_models.items()}))
+        object.__setattr__(self, "truths", MappingProxyType(dict(self.truths)))
+        ids = {t.id for t in self.tasks}
+        stray = sorted(set(self.truths) - ids)
+        if stray:
+            raise WorkloadError(f"truths names task {stray[0]!r}, which is not among the tasks")
+
+    def true_tasks(self) -> tuple[Task, ...]:
+        """The tasks' true types (the reports where no truth differs)."""
+        return tuple(self.truths.get(t.id, t) for t in self.tasks)
 
 
 def synthetic_workload(n: int = 50, *, seed: int = 0, rate: float | None = 0.5,

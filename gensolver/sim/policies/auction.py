@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..market import Candidate, Market, MarketConfig, Reservation
-from .engine import TOL, Cluster
-from .policies import Policy
+from ...market import Candidate, Market, MarketConfig, Reservation
+from ..engine import TOL, Cluster
+from .base import Policy
 
 __all__ = ["AuctionPolicy"]
 
@@ -71,13 +71,13 @@ class AuctionPolicy(Policy):
                 self._flush_ledger(cluster)
                 return
         running = cluster.running()
-        cands = [Candidate(s.task, s.remaining, now - s.waiting_since + _waited_before(s), None, None) for s in waiting]
+        cands = [Candidate(s.task, s.est_remaining, now - s.waiting_since + _waited_before(s), None, None) for s in waiting]
         reservations: list[Reservation] = []
         for s in running:
             if boundary and s.task.preemptible:
-                cands.append(Candidate(s.task, s.remaining, _waited_before(s), s.gpus, s.memory))
+                cands.append(Candidate(s.task, s.est_remaining, _waited_before(s), s.gpus, s.memory))
             else:
-                steps = s.remaining / s.speed if s.speed > 0 else float("inf")
+                steps = s.est_remaining / s.speed if s.speed > 0 else float("inf")
                 reservations.extend(Reservation(g, s.memory, s.compute, steps) for g in s.gpus)
         if not cands:
             self.market.refill(now)

@@ -1,0 +1,44 @@
+"""Scheduling policies behind one registry.
+
+Every policy is an object with a ``name`` and ``schedule(cluster, boundary)``, called by the
+simulator after each batch of simultaneous events (arrivals, completions, failures,
+recoveries; ``boundary=False``) and at every round boundary (``boundary=True``, every
+``lease`` steps). It acts through :meth:`Cluster.start`, :meth:`Cluster.stop` and
+:meth:`Cluster.resize`.
+
+=====================  =======================================================================
+name                   behaviour
+=====================  =======================================================================
+``fcfs-whole-gpu``     arrival order; each task holds whole GPUs (Kubernetes ``nvidia.com/gpu``)
+``fcfs-packing``       arrival order; preferred memory, first fit or best fit on shared GPUs
+``elastic``            like packing, but starts with less than preferred (>= minimum) when only
+                       that is free, and grows tasks back as memory frees
+``finish-time-fair``   Themis-like: each round favours the worst finish-time fairness rho
+``auction``            the market (:mod:`gensolver.market`) with any mechanism
+=====================  =======================================================================
+
+Arrival-order policies skip a task that does not fit and try the next (as the Kubernetes
+scheduler does); ``strict=True`` stops at the first task that does not fit (head-of-line).
+Gangs (``gpus > 1``) take GPUs of one node.
+
+References
+----------
+.. [1] K. Mahajan et al., "Themis: Fair and Efficient GPU Cluster Scheduling", NSDI 2020.
+.. [2] Q. Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with
+   Fragmentation Gradient Descent", USENIX ATC 2023.
+"""
+
+from __future__ import annotations
+
+from .auction import AuctionPolicy
+from .base import POLICIES, Policy, UnknownPolicyError, find_placement, get_policy, list_policies, register_policy
+from .ftf import FinishTimeFair, finish_time_rho
+from .queue import Elastic, FcfsPacking, FcfsWholeGpu
+
+__all__ = ["Policy", "POLICIES", "register_policy", "get_policy", "list_policies", "UnknownPolicyError",
+           "find_placement", "FcfsWholeGpu", "FcfsPacking", "Elastic", "FinishTimeFair", "finish_time_rho",
+           "AuctionPolicy"]
+
+for _name, _factory in (("fcfs-whole-gpu", FcfsWholeGpu), ("fcfs-packing", FcfsPacking), ("elastic", Elastic),
+                        ("finish-time-fair", FinishTimeFair), ("auction", AuctionPolicy)):
+    register_policy(_name, _factory)
