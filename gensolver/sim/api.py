@@ -162,9 +162,9 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     events = tuple(cluster.log)
     metrics = compute_metrics(events, records, rounds)
     balances: dict[str, float] = {}
-    market = getattr(pol, "market", None)
-    if market is not None:
-        balances = dict(market.balances)
+    holder = getattr(pol, "market", None) or getattr(pol, "bank", None)
+    if holder is not None:
+        balances = dict(sorted(holder.balances.items()))
     return SimResult(getattr(pol, "name", type(pol).__name__), name, events, MappingProxyType(records), metrics, gpus,
                      rounds, MappingProxyType(balances), float(env.now), cluster.unfinished == 0, cluster.stalled, wall,
                      step_s)

@@ -33,12 +33,13 @@ from __future__ import annotations
 from .auction import AuctionPolicy
 from .base import POLICIES, Policy, UnknownPolicyError, find_placement, get_policy, list_policies, register_policy
 from .ftf import FinishTimeFair, finish_time_rho
+from .market import MarketPolicy
 from .queue import Elastic, FcfsPacking, FcfsWholeGpu
 
 __all__ = ["Policy", "POLICIES", "register_policy", "get_policy", "list_policies", "UnknownPolicyError",
            "find_placement", "FcfsWholeGpu", "FcfsPacking", "Elastic", "FinishTimeFair", "finish_time_rho",
-           "AuctionPolicy"]
+           "AuctionPolicy", "MarketPolicy"]
 
 for _name, _factory in (("fcfs-whole-gpu", FcfsWholeGpu), ("fcfs-packing", FcfsPacking), ("elastic", Elastic),
-                        ("finish-time-fair", FinishTimeFair), ("auction", AuctionPolicy)):
+                        ("finish-time-fair", FinishTimeFair), ("auction", AuctionPolicy), ("market", MarketPolicy)):
     register_policy(_name, _factory)

@@ -1,0 +1,172 @@
+"""The credit economy of the fair market: accounts, income, bids and per-round prices.
+
+This is the currency layer of the ``market`` scheduling policy
+(:class:`gensolver.sim.policies.market.MarketPolicy`); it knows nothing about GPUs beyond the
+numbers it is given, so a deployment can run it as well.
+
+Model (documented; what is proved and what is only measured is in ``docs/explanation/market.md``)
+-----------------------------------------------------------------------------------------------
+- **Accounts.** Every tenant (a *name*: whoever reports tasks) has a balance of credits,
+  opened at 0.
+- **Income (Karma-like, per task).** Each round every *active* task (waiting or running) earns
+  its tenant ``income / active tasks`` credits: the credits a tenant earns are its share of
+  the cluster's fair entitlement (the per-job ``1/N`` of Themis), counted in tasks, not in
+  names, so splitting a tenant into false names earns nothing more. A balance is capped at
+  ``cap`` rounds of the tenant's current income (credits unused for long do not pile up).
+- **Bids.** A tenant commits ``spend`` of its balance per round and splits it over its bidding
+  tasks in proportion to their *own-normalised urgency* ``q_j = d_j / mean_{k in tenant} d_k``
+  where ``d_j`` is the value the task loses if it waits one more round (its reported value and
+  urgency, :func:`deferral_cost`; the whole value when waiting makes it miss its deadline).
+  Scaling every reported value or urgency of a tenant by one factor leaves ``q`` (and every
+  bid) unchanged: across tenants only credits count; values only rank a tenant's own tasks.
+- **Score.** Task ``j`` is served in decreasing order of
+  ``s_j = rho_j ** rho_power * clip(b_j / mean b, 1/spread, spread) ** credit_power`` where
+  ``rho_j`` is its finish-time-fairness estimate (Themis' bid weight) and ``b_j`` its bid
+  density (credits per GiB-step of remaining work: Smith's rule in credits).
+- **Price.** Each round has one price per GiB-step: the bid density ``bid / (memory x gpus x
+  lease)`` of the best-scored task left out for lack of capacity (0 when nothing is left
+  out). Every task served in the round pays ``min(bid, price x its GiB-steps)``: what it
+  takes from the others, capped at its bid (the critical-value idea, exact for unit demands).
+
+Spending now lowers the balance, hence the bids and the scores of the tenant's later tasks: a
+tenant that overstates urgency to be served now pays for it later.
+
+References
+----------
+.. [1] M. Vuppalapati et al., "Karma: Resource Allocation for Dynamic Demands", OSDI 2023.
+.. [2] K. Mahajan et al., "Themis: Fair and Efficient GPU Cluster Scheduling", NSDI 2020.
+.. [3] A. Gorokh, S. Banerjee, K. Iyer, "From Monetary to Nonmonetary Mechanism Design via
+   Artificial Currencies", Math. Oper. Res. 46(3), 2021.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["CreditConfig", "CreditBank", "deferral_cost"]
+
+
+@dataclass(frozen=True)
+class CreditConfig:
+    """Options of the credit economy (see the module docstring).
+
+    Attributes
+    ----------
+    income : float
+        Credits shared by the active tasks each round.
+    cap : float
+        Balance cap, in rounds of the tenant's income (``cap x`` what its active tasks earn
+        this round: the cap counts tasks, not names).
+    spend : float
+        Fraction of its balance a tenant commits per round, in ``(0, 1]``.
+    rho_power, credit_power, spread : float
+        The score is ``rho ** rho_power * clip(b / mean b, 1 / spread, spread) ** credit_power``
+        (``b``: bid density): fairness first, credits and urgency move a task by at most a
+        factor ``spread ** credit_power`` (``spread >= 1``).
+    """
+
+    income: float = 100.0
+    cap: float = 20.0
+    spend: float = 0.5
+    rho_power: float = 1.0
+    credit_power: float = 1.0
+    spread: float = 2.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"CreditConfig.{f.name} must be a finite non-negative number, got {v!r}")
+        if self.spread < 1:
+            raise ValueError(f"CreditConfig.spread must be >= 1, got {self.spread!r}")
+        if not 0 < self.spend <= 1:
+            raise ValueError(f"CreditConfig.spend must be in (0, 1], got {self.spend!r}")
+
+
+def deferral_cost(value: np.ndarray, urgency: np.ndarray, duration: np.ndarray, ideal: np.ndarray,
+                  finish: np.ndarray, deadline: np.ndarray, wait: float) -> np.ndarray:
+    """Value lost by finishing ``wait`` steps later than ``finish`` (vectorised).
+
+    ``value * (1 - urgency) ** (max(0, f - ideal) / duration)`` is the worth of finishing at
+    ``f`` (:func:`gensolver.model.tasks.task_value`), 0 after ``deadline`` (``inf``: none).
+    """
+    def worth(f: np.ndarray) -> np.ndarray:
+        late = np.maximum(0.0, f - ideal) / duration
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = value * np.where(urgency >= 1, (late <= 0).astype(float), np.power(1.0 - np.minimum(urgency, 1.0), late))
+        return np.where(f <= deadline + 1e-9, w, 0.0)
+
+    return np.maximum(0.0, worth(finish) - worth(finish + wait))
+
+
+class CreditBank:
+    """Balances and the per-round bid and price rules (see the module docstring)."""
+
+    def __init__(self, config: CreditConfig | None = None, **options: Any) -> None:
+        cfg = config or CreditConfig()
+        if options:
+            unknown = set(options) - {f.name for f in fields(CreditConfig)}
+            if unknown:
+                raise ValueError(f"unknown credit option(s) {sorted(unknown)}; valid: "
+                                 f"{sorted(f.name for f in fields(CreditConfig))}")
+            from dataclasses import replace
+
+            cfg = replace(cfg, **options)
+        self.config = cfg
+        self.balances: dict[str, float] = {}
+        #: (tenant, amount, reason, task) of every change since the last :meth:`drain`
+        self.entries: list[tuple[str, float, str, str]] = []
+
+    def _move(self, tenant: str, amount: float, reason: str, task: str = "") -> None:
+        if amount != 0.0:
+            self.balances[tenant] = self.balances.get(tenant, 0.0) + amount
+            self.entries.append((tenant, float(amount), reason, task))
+
+    def drain(self) -> list[tuple[str, float, str, str]]:
+        """The balance changes since the last call (for an event log)."""
+        out, self.entries = self.entries, []
+        return out
+
+    def pay_income(self, tenants: Sequence[str]) -> None:
+        """One round of income: ``income / len(tenants)`` per entry (one entry per active task)."""
+        n = len(tenants)
+        if n == 0:
+            return
+        cfg = self.config
+        each = cfg.income / n
+        per: dict[str, float] = {}
+        for t in tenants:
+            self.balances.setdefault(t, 0.0)
+            per[t] = per.get(t, 0.0) + each
+        for t in sorted(per):
+            room = max(0.0, per[t] * cfg.cap - self.balances[t])  # the cap counts tasks, not names
+            self._move(t, min(per[t], room), "income")
+
+    def bids(self, tenants: Sequence[str], urgency: np.ndarray) -> np.ndarray:
+        """Credits bid by each task this round (``tenants[j]`` owns task ``j``).
+
+        A tenant's committed credits ``spend * balance`` are split over its tasks in proportion
+        to ``urgency / mean urgency of the tenant's tasks`` (equal split when all are 0).
+        """
+        n = len(tenants)
+        out = np.zeros(n)
+        if n == 0:
+            return out
+        names, inv = np.unique(np.asarray(tenants, dtype=object).astype(str), return_inverse=True)
+        u = np.asarray(urgency, dtype=float)
+        tot = np.bincount(inv, weights=u, minlength=len(names))
+        cnt = np.bincount(inv, minlength=len(names)).astype(float)
+        share = np.where(tot[inv] > 0, u / np.where(tot[inv] > 0, tot[inv], 1.0), 1.0 / cnt[inv])
+        budget = np.array([self.config.spend * max(0.0, self.balances.get(str(t), 0.0)) for t in names])
+        out = budget[inv] * share
+        return out
+
+    def charge(self, tenant: str, task: str, amount: float) -> float:
+        """Take ``amount`` (at most the balance) from ``tenant``; the amount taken."""
+        amt = min(max(0.0, amount), max(0.0, self.balances.get(tenant, 0.0)))
+        self._move(tenant, -amt, "payment", task)
+        return amt

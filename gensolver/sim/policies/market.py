@@ -1,0 +1,248 @@
+"""The ``market`` policy: finish-time fairness priced in credits (Themis x Karma).
+
+Each round boundary (every ``lease`` steps):
+
+1. **Income.** Every active task (waiting or running) earns its tenant a share of the round's
+   income (:class:`gensolver.market.credit.CreditBank`).
+2. **Bids.** Every active task bids credits: its tenant's committed credits split in
+   proportion to how much value each of its tasks loses by waiting one more round (reported
+   value, urgency and deadline; :func:`gensolver.market.credit.deferral_cost`), computed with
+   numpy over all candidates at once.
+3. **Clearing.** Waiting and running preemptible tasks are served in decreasing order of the
+   score ``rho ** rho_power * (bid / mean bid) ** credit_power`` (``rho``: Themis' finish-time
+   fairness estimate from the reports), each at its preferred memory, on the capacity that
+   non-preemptible running tasks leave; a running task keeps its GPUs when they still fit.
+   Running preemptible tasks left out are preempted (checkpoint cost).
+4. **Backfill (work-conserving).** Waiting tasks still left out then start, in score order, on
+   whatever is free now: at preferred memory where it fits, else (``backfill="elastic"``) with
+   less memory, at least their minimum, on the GPUs with the most free memory; running tasks
+   below their preferred memory grow into freed memory. Starts go through
+   :meth:`Cluster.start`, which refuses any placement over capacity.
+5. **Payment.** The round's price per GiB-step is the bid density of the best-scored task left
+   out for lack of capacity (0 when none was). Every task holding GPUs after the round pays
+   ``min(bid, price x memory x gpus x lease)`` credits.
+
+A task that has run past its reported duration has proved its report false: its score is
+multiplied by ``overrun`` (default 0.001), so understating a duration to look urgent buys a
+head start that the rest of the run pays back.
+
+Between boundaries (arrivals, completions, recoveries), waiting tasks start in score order on
+free capacity without preemption (steps 4 only, no payment: leftover capacity is free until
+the next price), so a short job never waits for a lease boundary while capacity is free.
+
+Every choice is a deterministic function of the reports and the state (ties broken by arrival
+and id): reruns give the same event log, byte for byte.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...market.credit import CreditBank, CreditConfig, deferral_cost
+from ..engine import TOL, Cluster, TaskState
+from .base import Policy, find_placement
+
+__all__ = ["MarketPolicy"]
+
+
+class MarketPolicy(Policy):
+    """The credit market (see the module docstring).
+
+    Parameters
+    ----------
+    backfill : {"preferred", "elastic", "none"}, keyword-only
+        How left-out tasks use free capacity after a clearing (``"none"`` is not
+        work-conserving; kept for comparison).
+    density : {"work", "size"}, keyword-only
+        Bids are per GiB-step of remaining work (``"work"``: Smith's rule, the deferral cost
+        per unit of work, short urgent tasks first) or per GiB (``"size"``).
+    overrun : float, keyword-only
+        Score factor of a task that ran past its reported duration (its report was false).
+    **options
+        :class:`gensolver.market.credit.CreditConfig` fields (``income``, ``spend``,
+        ``rho_power``, ``credit_power``, ``spread``, ``cap``).
+    """
+
+    name = "market"
+
+    def __init__(self, *, backfill: str = "preferred", density: str = "work", overrun: float = 1e-3,
+                 **options: Any) -> None:
+        super().__init__()
+        if not 0 <= overrun <= 1:
+            raise ValueError(f"overrun must be in [0, 1], got {overrun!r}")
+        self.overrun = overrun
+        if density not in ("work", "size"):
+            raise ValueError(f"density must be 'work' or 'size', got {density!r}")
+        self.density = density
+        if backfill not in ("elastic", "preferred", "none"):
+            raise ValueError(f"backfill must be 'elastic', 'preferred' or 'none', got {backfill!r}")
+        self.backfill = backfill
+        self.bank = CreditBank(CreditConfig(), **options)
+        self.lease = 5
+        self._worked: dict[str, float] = {}
+        self._reported: dict[str, float] = {}
+
+    @property
+    def balances(self) -> dict[str, float]:
+        return self.bank.balances
+
+    def attach(self, cluster: Cluster) -> None:
+        self.lease = cluster.lease
+        previous = cluster.on_finish
+
+        def learn(st: TaskState) -> None:  # observed work vs reported duration, per tenant
+            done = st.executed - st.overhead - st.lost
+            self._worked[st.task.tenant] = self._worked.get(st.task.tenant, 0.0) + done
+            self._reported[st.task.tenant] = self._reported.get(st.task.tenant, 0.0) + st.task.duration
+            if previous is not None:
+                previous(st)
+
+        cluster.on_finish = learn
+
+    def calibration(self, tenant: str) -> float:
+        """``max(1, observed work / reported duration)`` over the tenant's finished tasks."""
+        rep = self._reported.get(tenant, 0.0)
+        return max(1.0, self._worked.get(tenant, 0.0) / rep) if rep > 0 else 1.0
+
+    # ------------------------------------------------------------ scoring (vectorised)
+    def _scores(self, cluster: Cluster, states: list[TaskState]) -> tuple[np.ndarray, np.ndarray]:
+        """``(score, bid)`` arrays for ``states`` from their reports."""
+        n = len(states)
+        if n == 0:
+            return np.zeros(0), np.zeros(0)
+        now = cluster.now
+        cfg = self.bank.config
+        rep = [s.task for s in states]
+        arrival = np.fromiter((s.arrival for s in states), float, n)
+        kappa = np.fromiter((self.calibration(t.tenant) for t in rep), float, n)
+        dur = np.fromiter((t.duration for t in rep), float, n) * kappa
+        done = np.fromiter((s.executed - s.overhead - s.lost for s in states), float, n)
+        rem = np.maximum(0.0, dur - done)
+        speed = np.fromiter((s.speed if s.state == "running" and s.speed > 0 else 1.0 for s in states), float, n)
+        rho = ((now - arrival) + rem / speed) / dur
+        value = np.fromiter((t.value for t in rep), float, n)
+        urg = np.fromiter((t.urgency for t in rep), float, n)
+        dl = np.fromiter((math.inf if t.deadline is None else t.deadline for t in rep), float, n)
+        ideal = np.fromiter((t.release + t.duration for t in rep), float, n)
+        d = deferral_cost(value, urg, dur, ideal, now + rem / speed, dl, float(self.lease))
+        size = np.fromiter((t.preferred_memory * t.gpus for t in rep), float, n)
+        work = size * np.maximum(rem / speed, 1.0) if self.density == "work" else size
+        bids = self.bank.bids([t.tenant for t in rep], d / work)
+        density = bids / work
+        mean = density.mean()
+        rel = density / mean if mean > 0 else np.ones(n)
+        rel = np.clip(rel, 1.0 / cfg.spread, cfg.spread)
+        score = np.power(np.maximum(rho, 1e-9), cfg.rho_power) * np.power(rel, cfg.credit_power)
+        # a task that ran past its reported duration proved its report false: it keeps only
+        # what nobody else wants (served last; preempted when others wait)
+        over = np.fromiter((s.executed > s.task.duration + s.overhead + s.lost + 1e-6 for s in states), bool, n)
+        score = np.where(over, score * self.overrun, score)
+        return score, bids
+
+    @staticmethod
+    def _order(states: list[TaskState], score: np.ndarray) -> list[int]:
+        return sorted(range(len(states)), key=lambda k: (-float(score[k]), states[k].arrival, states[k].id))
+
+    # ------------------------------------------------------------ one pass
+    def schedule(self, cluster: Cluster, boundary: bool) -> None:
+        if boundary:
+            self._clear(cluster)
+            return
+        waiting = cluster.waiting()
+        if not waiting:
+            return
+        score, _ = self._scores(cluster, waiting)
+        self._backfill(cluster, [waiting[k] for k in self._order(waiting, score)])
+
+    def _clear(self, cluster: Cluster) -> None:
+        now = cluster.now
+        running = cluster.running()
+        waiting = cluster.waiting()
+        active = waiting + running
+        if not active:
+            return
+        self.bank.pay_income([s.task.tenant for s in active])
+        score, bids = self._scores(cluster, active)
+        idx = {s.id: k for k, s in enumerate(active)}
+        cands = [s for s in active if s.state == "waiting" or s.task.preemptible]
+        cap: dict[str, tuple[float, float]] = {}
+        for g, gs in cluster.gpus.items():
+            if not gs.up:
+                continue
+            m, c = gs.spec.memory, gs.spec.compute
+            for tid in gs.tasks:
+                s = cluster.tasks[tid]
+                if not s.task.preemptible:
+                    m -= s.memory
+                    c -= s.compute
+            cap[g] = (m, c)
+        order = sorted(cands, key=lambda s: (-float(score[idx[s.id]]), s.arrival, s.id))
+        plan: dict[str, tuple[str, ...]] = {}
+        price = 0.0
+        for st in order:
+            if st.state == "running" and all(cap[g][0] + TOL >= st.memory and cap[g][1] + TOL >= st.compute
+                                              for g in st.gpus):
+                place, mem = st.gpus, st.memory
+            else:
+                mem = st.task.preferred_memory
+                place = find_placement(cluster, st, mem, capacity=cap)
+            if place is None:
+                if price == 0.0:
+                    k = idx[st.id]
+                    price = float(bids[k]) / (st.task.preferred_memory * st.task.gpus * self.lease)
+                continue
+            plan[st.id] = place
+            for g in place:
+                cap[g] = (cap[g][0] - mem, cap[g][1] - st.task.compute)
+        for st in cands:
+            if st.state == "running" and plan.get(st.id) != st.gpus:
+                cluster.stop(st.id, reason="preempt")
+        for st in order:
+            if st.state == "waiting" and st.id in plan:
+                place = plan[st.id]
+                if all(cluster.gpus[g].fits(st.task.preferred_memory, st.task.compute) for g in place):
+                    cluster.start(st.id, place, st.task.preferred_memory)
+        self._backfill(cluster, [s for s in order if s.state == "waiting"])
+        self._grow(cluster)
+        charged = 0
+        for s in active:
+            if s.state == "running" and price > 0:
+                k = idx[s.id]
+                amt = min(float(bids[k]), price * s.memory * len(s.gpus) * self.lease)
+                charged += self.bank.charge(s.task.tenant, s.id, amt) > 0
+        self.rounds.append({"time": now, "boundary": True, "waiting": len(waiting), "candidates": len(cands),
+                            "bids": len(active), "price": price, "winners": len(plan), "charged": charged})
+        self._flush(cluster)
+
+    def _backfill(self, cluster: Cluster, order: list[TaskState]) -> None:
+        if self.backfill == "none":
+            return
+        for st in order:
+            if st.state != "waiting":
+                continue
+            t = st.task
+            gpus = find_placement(cluster, st, t.preferred_memory)
+            if gpus is not None:
+                cluster.start(st.id, gpus, t.preferred_memory)
+                continue
+            if self.backfill != "elastic" or t.min_memory >= t.preferred_memory:
+                continue
+            gpus = find_placement(cluster, st, t.min_memory, fit="most")
+            if gpus is None:
+                continue
+            free = min(cluster.gpus[g].free_memory for g in gpus)
+            cluster.start(st.id, gpus, max(t.min_memory, min(t.preferred_memory, free)))
+
+    def _grow(self, cluster: Cluster) -> None:
+        for st in cluster.running():
+            if st.memory + TOL < st.task.preferred_memory:
+                free = min(cluster.gpus[g].free_memory for g in st.gpus)
+                if free > TOL:
+                    cluster.resize(st.id, min(st.task.preferred_memory, st.memory + free))
+
+    def _flush(self, cluster: Cluster) -> None:
+        for tenant, amount, reason, task in self.bank.drain():
+            cluster.emit("credit", tenant=tenant, amount=amount, note=reason, task=task)
