@@ -25,8 +25,9 @@ Model (documented; what is proved and what is only measured is in ``docs/explana
   density (credits per GiB-step of remaining work: Smith's rule in credits).
 - **Price.** Each round has one price per GiB-step: the bid density ``bid / (memory x gpus x
   lease)`` of the best-scored task left out for lack of capacity (0 when nothing is left
-  out). Every task served in the round pays ``min(bid, price x its GiB-steps)``: what it
-  takes from the others, capped at its bid (the critical-value idea, exact for unit demands).
+  out). Every task served in the round pays ``price x its GiB-steps`` (at most its tenant's
+  balance): a price set by the others, independent of its own bid (a posted-price rule; the
+  critical value when every demand has the same size).
 
 Spending now lowers the balance, hence the bids and the scores of the tenant's later tasks: a
 tenant that overstates urgency to be served now pays for it later.

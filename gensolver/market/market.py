@@ -118,6 +118,14 @@ class MarketConfig:
         Credits: initial balance, refill amount, refill period (steps), balance cap.
     eta, w_min, w_max : float
         Weight update rate and bounds.
+    deterministic : bool
+        With ``solver="auto"``, ``time_limit`` is a budget of *work units* (the anytime
+        engine's deterministic clock, :class:`gensolver.solvers.anytime.engine.WorkClock`), not
+        wall-clock seconds: a round's outcome depends only on the instance, the seed (0) and
+        ``threads``, so reruns give identical logs. ``False``: wall-clock limits (faster to
+        stop, not reproducible).
+    threads : int
+        Solver threads (part of what fixes a deterministic outcome).
     """
 
     lease: int = 5
@@ -141,9 +149,14 @@ class MarketConfig:
     eta: float = 0.5
     w_min: float = 0.25
     w_max: float = 4.0
+    deterministic: bool = True
+    threads: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("lease", "blocks", "memory_levels", "max_gpu_options", "max_bidders", "refill_every", "greedy_above"):
+        if not isinstance(self.deterministic, bool):
+            raise ValueError(f"MarketConfig.deterministic must be true or false, got {self.deterministic!r}")
+        for name in ("lease", "blocks", "memory_levels", "max_gpu_options", "max_bidders", "refill_every", "greedy_above",
+                     "threads"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"MarketConfig.{name} must be a positive integer, got {v!r}")
@@ -552,6 +565,17 @@ class Market:
             from ..mechanisms import run_mechanism
         except ImportError:  # pragma: no cover - mechanisms ship with the package
             run_mechanism = None  # type: ignore[assignment]
+        cfg = self.config
+        if method == "auto" and cfg.deterministic:
+            threads = cfg.threads
+
+            def auto_det(instance: Instance, *, time_limit: float | None = None, threads_: Any = None,
+                         seed: int = 0, options: Any = None, **_: Any) -> Any:
+                return solve(instance, method="auto", time_limit=time_limit, threads=threads, seed=0,
+                             options={"deterministic": True})
+
+            auto_det.__name__ = "auto"
+            method = auto_det  # type: ignore[assignment]
         if run_mechanism is None and mech == "pay-as-bid":
             alloc = solve(inst, method=method, time_limit=limit)
             index = inst.bid_index

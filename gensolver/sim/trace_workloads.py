@@ -21,6 +21,9 @@ Mapping to :class:`~gensolver.model.tasks.Task` (documented assumptions):
   trace model; tenant = virtual cluster; preemptible; urgency 0.5. GPUs: ``nodes`` nodes of 8
   GPUs of ``gpu_memory`` GiB (24 GiB: Philly's P40s [2]_).
 - Both: ``value = duration * preferred * gpus / 10`` credits, elasticity 1.
+- Alibaba pods whose ``gpu_spec`` names GPU models run only on those models
+  (:attr:`Workload.gpu_models`; a pod whose models are absent from the selected nodes is
+  rejected at arrival, never placed elsewhere).
 
 References
 ----------
@@ -65,7 +68,7 @@ def alibaba_workload(directory: str | Path, *, window: tuple[float, float] | Non
         A malformed trace file (names the file and line).
     """
     from ..traces import read_alibaba, read_alibaba_nodes
-    from ..traces.readers import ALIBABA_NODE_FILE
+    from ..traces.readers import ALIBABA_NODE_FILE, ALIBABA_POD_FILE
 
     if not compress > 0:
         raise WorkloadError(f"compress must be positive, got {compress!r}")
@@ -85,6 +88,7 @@ def alibaba_workload(directory: str | Path, *, window: tuple[float, float] | Non
     else:
         node_ids = list(nodes)
     trace = read_alibaba(d, seed=seed, window=window, max_jobs=max_jobs, nodes=node_ids)
+    pod_file = d / ALIBABA_POD_FILE
     gpus = tuple(GpuSpec(f"{n.id}/g{k}", float(n.gpu_memory_gib), 1.0, n.id, n.gpu_model)
                  for n in trace.nodes for k in range(n.gpus))
     if not trace.jobs:
@@ -101,9 +105,25 @@ def alibaba_workload(directory: str | Path, *, window: tuple[float, float] | Non
                           compute=float(j.gpu_fraction), preemptible=not fixed,
                           release=int((j.arrival_s - t0) / (step_seconds * compress)), gpus=int(j.num_gpus),
                           tenant=j.group or "default"))
+    pinned = _pinned_models(pod_file, {t.id for t in tasks})
     info = {"source": "alibaba-2023", "window": window, "jobs": len(tasks), "nodes": len(trace.nodes),
-            "gpus": len(gpus), "compress": compress, "truncated": truncated, "step_seconds": step_seconds}
-    return Workload(f"alibaba[{len(tasks)} pods, {len(trace.nodes)} nodes]", tuple(tasks), gpus, step_seconds, info)
+            "gpus": len(gpus), "compress": compress, "truncated": truncated, "step_seconds": step_seconds,
+            "pinned": len(pinned)}
+    return Workload(f"alibaba[{len(tasks)} pods, {len(trace.nodes)} nodes]", tuple(tasks), gpus, step_seconds, info,
+                    gpu_models=pinned)
+
+
+def _pinned_models(path: Path, ids: set[str]) -> dict[str, tuple[str, ...]]:
+    """Pod name -> the GPU models its ``gpu_spec`` column names (pods that name none: absent)."""
+    import csv
+
+    out: dict[str, tuple[str, ...]] = {}
+    with open(path, newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            name, spec = row.get("name", ""), row.get("gpu_spec") or ""
+            if name in ids and spec:
+                out[name] = tuple(s for s in spec.split("|") if s)
+    return out
 
 
 def philly_workload(path: str | Path, *, window: tuple[float, float] | None = DEFAULT_PHILLY_WINDOW,

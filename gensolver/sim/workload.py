@@ -31,7 +31,7 @@ from ..errors import InputError
 from ..model.tasks import GpuSpec, Task, uniform_gpus
 from ..model.validate import is_integer, is_real
 
-__all__ = ["Workload", "synthetic_workload", "parse_synthetic", "WorkloadError", "DEFAULT_SYNTHETIC_GPUS"]
+__all__ = ["Workload", "synthetic_workload", "with_deadlines", "parse_synthetic", "WorkloadError", "DEFAULT_SYNTHETIC_GPUS"]
 
 DEFAULT_SYNTHETIC_GPUS = (80.0, 80.0, 40.0, 40.0, 24.0, 24.0, 16.0, 16.0)
 
@@ -83,6 +83,31 @@ class Workload:
     def true_tasks(self) -> tuple[Task, ...]:
         """The tasks' true types (the reports where no truth differs)."""
         return tuple(self.truths.get(t.id, t) for t in self.tasks)
+
+
+def with_deadlines(workload: Workload, *, share: float = 0.3, slack: tuple[float, float] = (1.5, 4.0),
+                   seed: int = 0) -> Workload:
+    """``workload`` with deadlines on a random ``share`` of its tasks (documented model).
+
+    A chosen task (each with probability ``share``, one draw per task in order with
+    :func:`numpy.random.default_rng`) gets ``deadline = release + ceil(s * duration)`` with
+    ``s ~ U[slack]``; tasks that already have a deadline keep it. Traces carry no deadlines;
+    this is how the benchmarks give the policies some to meet.
+    """
+    if not _is_real(share) or not 0 <= share <= 1:
+        raise WorkloadError(f"share must be a probability in [0, 1], got {share!r}")
+    lo, hi = slack
+    if not (_is_real(lo) and _is_real(hi) and 1 <= lo <= hi and math.isfinite(hi)):
+        raise WorkloadError(f"slack must be (low, high) with 1 <= low <= high, got {slack!r}")
+    if workload.truths:
+        raise WorkloadError("with_deadlines applies to true tasks; add deadlines before any strategy")
+    rng = np.random.default_rng(seed)
+    pick = rng.random(len(workload.tasks)) < share
+    s = rng.uniform(lo, hi, size=len(workload.tasks))
+    tasks = [replace(t, deadline=t.release + max(1, math.ceil(float(f) * t.duration)))
+             if p and t.deadline is None else t for t, p, f in zip(workload.tasks, pick, s)]
+    info = {**workload.info, "deadlines": {"share": share, "slack": list(slack), "seed": seed}}
+    return replace(workload, tasks=tuple(tasks), info=info)
 
 
 def synthetic_workload(n: int = 50, *, seed: int = 0, rate: float | None = 0.5,

@@ -20,7 +20,9 @@ Each round boundary (every ``lease`` steps):
    :meth:`Cluster.start`, which refuses any placement over capacity.
 5. **Payment.** The round's price per GiB-step is the bid density of the best-scored task left
    out for lack of capacity (0 when none was). Every task holding GPUs after the round pays
-   ``min(bid, price x memory x gpus x lease)`` credits.
+   ``price x memory x gpus x lease`` credits for what it holds (at most its tenant's
+   balance): the price is set by others, and what a task pays does not depend on its own
+   bid, so shading a bid buys no discount.
 
 A task that has run past its reported duration has proved its report false: its score is
 multiplied by ``overrun`` (default 0.001), so understating a duration to look urgent buys a
@@ -103,9 +105,9 @@ class MarketPolicy(Policy):
         cluster.on_finish = learn
 
     def calibration(self, tenant: str) -> float:
-        """``max(1, observed work / reported duration)`` over the tenant's finished tasks."""
+        """Observed work / reported duration over the tenant's finished tasks (1 before any)."""
         rep = self._reported.get(tenant, 0.0)
-        return max(1.0, self._worked.get(tenant, 0.0) / rep) if rep > 0 else 1.0
+        return self._worked.get(tenant, 0.0) / rep if rep > 0 else 1.0
 
     # ------------------------------------------------------------ scoring (vectorised)
     def _scores(self, cluster: Cluster, states: list[TaskState]) -> tuple[np.ndarray, np.ndarray]:
@@ -210,8 +212,7 @@ class MarketPolicy(Policy):
         charged = 0
         for s in active:
             if s.state == "running" and price > 0:
-                k = idx[s.id]
-                amt = min(float(bids[k]), price * s.memory * len(s.gpus) * self.lease)
+                amt = price * s.memory * len(s.gpus) * self.lease
                 charged += self.bank.charge(s.task.tenant, s.id, amt) > 0
         self.rounds.append({"time": now, "boundary": True, "waiting": len(waiting), "candidates": len(cands),
                             "bids": len(active), "price": price, "winners": len(plan), "charged": charged})
