@@ -8,7 +8,8 @@ from the simulator) and checks the conservation invariants every policy must kee
 2. **Causality.** A task starts only after it arrived, never while it runs, and finishes or
    stops only while it runs; times never go backwards.
 3. **Work.** Integrating each task's logged speed over its run intervals gives exactly its
-   work (``arrive.work``) plus the checkpoint overheads (``stop.work``) and the work lost to
+   work (``arrive.work``) plus set-up work (``start.work``), the checkpoint overheads
+   (``stop.work``) and the work lost to
    faults (``stop.lost``) — within ``tol`` relative. A non-preemptible task is never
    preempted, and a fault rolls it back to zero (it loses all its useful progress).
 4. **Credits.** Balances rebuilt from ``credit`` events never go negative; they are returned so
@@ -164,6 +165,10 @@ def audit_log(events: Iterable[Any], *, tol: float = 1e-6, require_complete: boo
                 used[g][0] += mem
                 used[g][1] += comp
             run[tid] = {"gpus": gpus, "memory": mem, "compute": comp, "speed": speed, "since": t}
+            setup = float(_get(e, "work", 0.0))
+            if setup < -tol:
+                bad.append(f"{where}: negative setup work {setup}")
+            extra[tid] = extra.get(tid, 0.0) + max(0.0, setup)
         elif kind == "resize":
             if tid not in run:
                 bad.append(f"{where}: resize of a task that is not running")

@@ -170,6 +170,7 @@ class TaskState:
     faults: int = 0
     lost: float = 0.0
     overhead: float = 0.0
+    factor: float = 1.0
 
     def __post_init__(self) -> None:
         if self.truth is None:
@@ -298,10 +299,15 @@ class Cluster:
         st.gen += 1
         self.env.process(self._countdown(st, st.gen))
 
-    def start(self, task_id: str, gpus: Sequence[str], memory: float, *, whole: bool = False) -> None:
+    def start(self, task_id: str, gpus: Sequence[str], memory: float, *, whole: bool = False,
+              compute: float | None = None, factor: float = 1.0, setup: float = 0.0) -> None:
         """Start a waiting task on ``gpus`` with ``memory`` GiB per GPU.
 
         ``whole=True`` allocates each GPU entirely (memory and compute) to the task.
+        ``compute`` overrides the compute share allocated per GPU (sharing modes: a MIG slice,
+        a time-slicing replica); ``factor`` multiplies the speed (interference, time share;
+        :meth:`set_factor` changes it later); ``setup`` adds steps of work before the task's
+        own (e.g. a MIG reconfiguration), logged on the ``start`` event.
         """
         st = self.tasks[task_id]
         t = st.task
@@ -325,7 +331,7 @@ class Cluster:
         for g in gpus:
             gs = self.gpus[g]
             mem = gs.spec.memory if whole else memory
-            comp = gs.spec.compute if whole else t.compute
+            comp = gs.spec.compute if whole else (t.compute if compute is None else compute)
             if not gs.fits(mem, comp):
                 raise SimError(f"task {task_id!r} does not fit on {g} (free {gs.free_memory:.3f} GiB, "
                                f"{gs.free_compute:.3f} compute; asks {mem:.3f}, {comp:.3f})")
@@ -342,13 +348,20 @@ class Cluster:
         st.gpus, st.memory, st.compute = gpus, mem_alloc, comp_alloc
         true = st.truth
         assert true is not None
-        st.speed = speed_of(true, mem_alloc if whole else memory)
+        if not factor > 0 or setup < 0:
+            raise SimError(f"task {task_id!r}: speed factor must be positive and setup non-negative")
+        st.factor = float(factor)
+        st.speed = speed_of(true, mem_alloc if whole else memory) * st.factor
+        if setup > 0:
+            st.remaining += setup
+            st.ckpt_remaining += setup
+            st.overhead += setup
         st.since = self.now
         st.last_start = self.now
         if st.first_start is None:
             st.first_start = self.now
         self.emit("start", task=task_id, gpus=gpus, memory=mem_alloc, compute=comp_alloc, speed=st.speed,
-                  tenant=t.tenant)
+                  tenant=t.tenant, work=float(setup))
         self._arm(st)
 
     def resize(self, task_id: str, memory: float) -> None:
@@ -368,8 +381,24 @@ class Cluster:
         for g in st.gpus:
             self.gpus[g].memory_used += delta
         st.memory = memory
-        st.speed = speed_of(st.truth, memory)  # type: ignore[arg-type]
+        st.speed = speed_of(st.truth, memory) * st.factor  # type: ignore[arg-type]
         self.emit("resize", task=task_id, gpus=st.gpus, memory=memory, compute=st.compute, speed=st.speed,
+                  tenant=st.task.tenant)
+        self._arm(st)
+
+    def set_factor(self, task_id: str, factor: float) -> None:
+        """Change a running task's speed factor (interference, time share); logged as a resize."""
+        st = self.tasks[task_id]
+        if st.state != "running":
+            raise SimError(f"cannot change the speed of task {task_id!r} in state {st.state}")
+        if not factor > 0:
+            raise SimError(f"task {task_id!r}: speed factor must be positive, got {factor}")
+        if abs(factor - st.factor) <= 1e-12:
+            return
+        self._advance(st)
+        st.factor = float(factor)
+        st.speed = speed_of(st.truth, st.memory) * st.factor  # type: ignore[arg-type]
+        self.emit("resize", task=task_id, gpus=st.gpus, memory=st.memory, compute=st.compute, speed=st.speed,
                   tenant=st.task.tenant)
         self._arm(st)
 
@@ -382,7 +411,7 @@ class Cluster:
             if not gs.tasks:
                 gs.memory_used = 0.0
                 gs.compute_used = 0.0
-        st.gpus, st.memory, st.compute, st.speed = (), 0.0, 0.0, 0.0
+        st.gpus, st.memory, st.compute, st.speed, st.factor = (), 0.0, 0.0, 0.0, 1.0
         st.gen += 1
 
     def stop(self, task_id: str, *, reason: str = "preempt") -> None:

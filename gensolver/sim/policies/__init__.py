@@ -14,7 +14,13 @@ name                   behaviour
 ``elastic``            like packing, but starts with less than preferred (>= minimum) when only
                        that is free, and grows tasks back as memory frees
 ``finish-time-fair``   Themis-like: each round favours the worst finish-time fairness rho
-``auction``            the market (:mod:`gensolver.market`) with any mechanism
+``auction``            a combinatorial auction per round (:class:`gensolver.market.Market`, any
+                       mechanism; deterministic work budget)
+``market``             the credit market: Themis' rho x Karma-style credits, priced, with
+                       backfill (:mod:`.market`)
+``time-slicing``       NVIDIA time-slicing: replicas per GPU, turns on the whole device
+``mps``                CUDA MPS: compute shares, memory-bandwidth interference
+``mig``                Multi-Instance GPU: fixed profiles, reconfiguration cost
 =====================  =======================================================================
 
 Arrival-order policies skip a task that does not fit and try the next (as the Kubernetes
@@ -35,11 +41,13 @@ from .base import POLICIES, Policy, UnknownPolicyError, find_placement, get_poli
 from .ftf import FinishTimeFair, finish_time_rho
 from .market import MarketPolicy
 from .queue import Elastic, FcfsPacking, FcfsWholeGpu
+from .sharing import Mig, Mps, TimeSlicing, mig_profiles
 
 __all__ = ["Policy", "POLICIES", "register_policy", "get_policy", "list_policies", "UnknownPolicyError",
            "find_placement", "FcfsWholeGpu", "FcfsPacking", "Elastic", "FinishTimeFair", "finish_time_rho",
-           "AuctionPolicy", "MarketPolicy"]
+           "AuctionPolicy", "MarketPolicy", "TimeSlicing", "Mps", "Mig", "mig_profiles"]
 
 for _name, _factory in (("fcfs-whole-gpu", FcfsWholeGpu), ("fcfs-packing", FcfsPacking), ("elastic", Elastic),
-                        ("finish-time-fair", FinishTimeFair), ("auction", AuctionPolicy), ("market", MarketPolicy)):
+                        ("finish-time-fair", FinishTimeFair), ("auction", AuctionPolicy), ("market", MarketPolicy),
+                        ("time-slicing", TimeSlicing), ("mps", Mps), ("mig", Mig)):
     register_policy(_name, _factory)
