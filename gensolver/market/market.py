@@ -200,6 +200,8 @@ class Candidate:
         GPUs it runs on now (running preemptible tasks), else ``None``.
     memory : float or None
         Memory per GPU it has now, when running.
+    models : tuple of str or None
+        GPU models it may run on (its ``gpu_spec``); ``None``: any.
     """
 
     task: Task
@@ -207,6 +209,7 @@ class Candidate:
     waited: float = 0.0
     placement: tuple[str, ...] | None = None
     memory: float | None = None
+    models: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -398,6 +401,7 @@ class Market:
         B, L = cfg.blocks, cfg.lease
         gpu_ids = [g.id for g in gpus]
         node_of = {g.id: g.node for g in gpus}
+        model_of = {g.id: g.model for g in gpus}
         cap = {g.id: np.array([[g.memory, g.compute]] * B, dtype=float) for g in gpus}
         for r in reservations:
             if r.gpu in cap:
@@ -418,6 +422,9 @@ class Market:
             tenant = t.tenant
             w = self.weights.get(tenant, 1.0) * (1.0 + cfg.aging * cand.waited / t.duration)
             groups = _groups(by_node, t.gpus)
+            if cand.models is not None:
+                allowed = set(cand.models)
+                groups = [grp for grp in groups if all(model_of[g] in allowed for g in grp)]
             residual = replace(t, duration=max(1, math.ceil(cand.remaining - 1e-9)), release=0, deadline=None)
             options: list[tuple[tuple[str, ...], float, int, int, float]] = []
             pref_len = task_steps(residual, t.preferred_memory)

@@ -71,11 +71,14 @@ class AuctionPolicy(Policy):
                 self._flush_ledger(cluster)
                 return
         running = cluster.running()
-        cands = [Candidate(s.task, s.est_remaining, now - s.waiting_since + _waited_before(s), None, None) for s in waiting]
+        models = cluster.allowed
+        cands = [Candidate(s.task, s.est_remaining, now - s.waiting_since + _waited_before(s), None, None,
+                           _models(models, s.id)) for s in waiting]
         reservations: list[Reservation] = []
         for s in running:
             if boundary and s.task.preemptible:
-                cands.append(Candidate(s.task, s.est_remaining, _waited_before(s), s.gpus, s.memory))
+                cands.append(Candidate(s.task, s.est_remaining, _waited_before(s), s.gpus, s.memory,
+                                       _models(models, s.id)))
             else:
                 steps = s.est_remaining / s.speed if s.speed > 0 else float("inf")
                 reservations.extend(Reservation(g, s.memory, s.compute, steps) for g in s.gpus)
@@ -114,6 +117,11 @@ class AuctionPolicy(Policy):
             if st.state == "waiting" and all(cluster.gpus[g].fits(a.memory, st.task.compute) for g in a.gpus):
                 cluster.start(tid, a.gpus, a.memory)
         self._flush_ledger(cluster)
+
+
+def _models(allowed, task_id: str) -> tuple[str, ...] | None:  # type: ignore[no-untyped-def]
+    m = allowed.get(task_id)
+    return None if m is None else tuple(sorted(m))
 
 
 def _waited_before(s) -> float:

@@ -1,0 +1,99 @@
+"""Strategies change reports, never the truth; a lie's gain is measured in true utility."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gensolver.model.tasks import GpuSpec, Task, task_value
+from gensolver.sim import simulate, synthetic_workload
+from gensolver.sim.strategy import STRATEGIES, Strategy, apply_strategies, credit_worth, lie_gain, tenant_utility
+from gensolver.sim.workload import Workload
+
+ALL = [s for variants in STRATEGIES.values() for s in variants]
+
+
+@pytest.fixture(scope="module")
+def work():
+    return synthetic_workload(30, seed=3, rate=1.0, tenants=3)
+
+
+@pytest.mark.parametrize("strategy", ALL, ids=lambda s: s.label())
+def test_strategy_changes_reports_never_the_truth(work, strategy):
+    lied = apply_strategies(work, {"tenant1": strategy})
+    assert lied.true_tasks() == work.tasks  # the truth is untouched
+    changed = [t for t in lied.tasks if t.id in lied.truths]
+    assert changed and all(lied.truths[t.id].tenant == "tenant1" for t in changed)
+    assert all(t == work.tasks[i] for i, t in enumerate(lied.tasks) if t.id not in lied.truths)
+    for r in changed:
+        true = lied.truths[r.id]
+        if strategy.value != 1:
+            assert r.value == pytest.approx(true.value * strategy.value)
+        if strategy.duration != 1:
+            assert r.duration == max(1, math.ceil(true.duration * strategy.duration - 1e-9))
+        if strategy.delay:
+            assert r.release == true.release + strategy.delay
+        if strategy.names > 1:
+            assert r.tenant.startswith("tenant1~")
+    # the engine runs the truth: the logged work of every task is its true duration
+    res = simulate(lied, policy="finish-time-fair")
+    arrive = {e.task: e for e in res.events if e.kind == "arrive"}
+    for t in work.tasks:
+        assert arrive[t.id].work == t.duration
+        assert res.tasks[t.id].tenant == t.tenant  # metrics count the true owner
+        assert res.tasks[t.id].arrival == t.release  # JCT from the true arrival
+
+
+def test_truthful_strategy_is_the_identity(work):
+    same = apply_strategies(work, {"tenant0": Strategy()})
+    assert same.tasks == work.tasks and not same.truths
+
+
+def test_bad_strategies_are_refused(work):
+    with pytest.raises(ValueError, match="Strategy.value"):
+        Strategy(value=0)
+    with pytest.raises(ValueError, match="Strategy.names"):
+        Strategy(names=0)
+    with pytest.raises(ValueError, match="no tenant 'nobody'"):
+        apply_strategies(work, {"nobody": Strategy(value=2)})
+
+
+def _true_value_from_log(result, tasks):
+    """Independent certificate: the true value of each finished task from the finish events."""
+    finish = {e.task: e.time for e in result.events if e.kind == "finish"}
+    out = {}
+    for t in tasks:
+        if t.id in finish and (t.deadline is None or finish[t.id] <= t.deadline + 1e-9):
+            out[t.tenant] = out.get(t.tenant, 0.0) + task_value(t, finish[t.id])
+    return out
+
+
+def test_lie_gain_is_in_true_utility():
+    gpus = (GpuSpec("g0", 16.0, 1.0, "n0"),)
+    tasks = (Task("a", 8, 8, 4, 10.0, urgency=0.5, tenant="A"), Task("b", 8, 8, 4, 10.0, urgency=0.5, tenant="B"),
+             Task("c", 16, 16, 2, 4.0, urgency=0.9, tenant="B", release=1))
+    w = Workload("tiny", tasks, gpus)
+    run = lambda wl: simulate(wl, policy="fcfs-packing")  # noqa: E731
+    out = lie_gain(run, w, "B", Strategy(value=100.0, urgency=1.5))
+    base = run(w)
+    lied = run(apply_strategies(w, {"B": Strategy(value=100.0, urgency=1.5)}))
+    # utilities are the true values achieved (no credits under packing), not the reported ones
+    assert out.truthful_utility == pytest.approx(_true_value_from_log(base, tasks)["B"])
+    assert out.lie_utility == pytest.approx(_true_value_from_log(lied, tasks)["B"])
+    assert out.gain == pytest.approx(0.0)  # packing ignores values: the lie changes nothing
+    # a lie that does change the schedule: the gain is the true-value difference
+    slow = lie_gain(run, w, "A", Strategy(delay=3))
+    truth_a = _true_value_from_log(base, tasks)["A"]
+    lied_a = _true_value_from_log(run(apply_strategies(w, {"A": Strategy(delay=3)})), tasks)["A"]
+    assert slow.gain == pytest.approx((lied_a - truth_a) / truth_a) and slow.gain < 0
+
+
+def test_utility_subtracts_credits_at_their_worth(work):
+    r = simulate(work, policy="market")
+    worth = credit_worth(r)
+    issued = sum(e.amount for e in r.events if e.kind == "credit" and e.amount > 0)
+    assert worth == pytest.approx(r.metrics.welfare / issued)
+    for tenant in r.metrics.tenant_value:
+        spent = -sum(e.amount for e in r.events if e.kind == "credit" and e.note == "payment" and e.tenant == tenant)
+        assert tenant_utility(r, tenant, worth=worth) == pytest.approx(r.metrics.tenant_value[tenant] - worth * spent)
