@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-__all__ = ["choice", "METHODS", "MECHANISMS", "SIM_MECHANISMS", "POLICIES", "BACKENDS"]
+__all__ = ["choice", "METHODS", "MECHANISMS", "SIM_MECHANISMS", "POLICIES", "DEFAULT_POLICIES", "BACKENDS"]
 
 #: backends of ``gensolver run``
 BACKENDS: tuple[str, ...] = ("nvml", "sim")
 #: policies of ``gensolver simulate`` (kept equal to :func:`gensolver.sim.list_policies` by a test)
-POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction")
+POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "time-slicing", "mps", "mig",
+                             "finish-time-fair", "auction", "market")
+#: what ``gensolver simulate`` compares when no ``--policy`` is given
+DEFAULT_POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction",
+                                     "market")
 
 
 def _methods() -> tuple[str, ...]:

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from ..model.io import json_safe
-from .choices import METHODS, POLICIES, SIM_MECHANISMS, choice
+from .choices import DEFAULT_POLICIES, METHODS, POLICIES, SIM_MECHANISMS, choice
 from .common import check_output_dir, check_output_file, check_time_limit_option, console, err_console, fail, print_json
 
 __all__ = ["register", "load_workload", "comparison_rows", "json_safe"]
@@ -31,35 +31,56 @@ def _is_synthetic(trace: str) -> bool:
 
 
 def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int | None = None,
-                  nodes: int | None = None, compress: float | None = None, seed: int = 0):
-    """A :class:`gensolver.sim.Workload` from ``alibaba``, ``philly``, ``synthetic:...`` or a GenTask YAML file.
+                  nodes: int | None = None, compress: float | None = None, seed: int = 0,
+                  fmt: str | None = None, node_list: Path | None = None):
+    """A :class:`gensolver.sim.Workload` from ``alibaba``, ``philly``, ``synthetic:...`` or a file.
 
-    ``seed`` seeds the trace memory model, and a synthetic workload whose spec has no ``seed`` key.
+    A file is an Alibaba 2023 pod list, a Philly CSV or GenTask YAML: ``fmt`` (``alibaba``,
+    ``philly``, ``gentask``) or its name and header decide
+    (:func:`gensolver.sim.trace_workloads.detect_trace_format`; a CSV is never read as YAML).
+    An Alibaba file is replayed from its earliest ``max_jobs`` pods (default 300) on the nodes
+    of ``node_list`` (default: ``openb_node_list_gpu_node.csv`` beside it); a Philly file from
+    its earliest ``max_jobs`` jobs. ``seed`` seeds the trace memory model, and a synthetic
+    workload whose spec has no ``seed`` key.
     """
     from ..instances.gpu import default_trace_dir
     from ..market.spec import load_gentasks
     from ..model.tasks import uniform_gpus
     from ..sim import Workload, parse_synthetic
-    from ..sim.trace_workloads import alibaba_workload, philly_workload
+    from ..sim.trace_workloads import alibaba_workload, detect_trace_format, philly_workload
+    from ..traces.readers import ALIBABA_NODE_FILE
 
-    base = traces_dir or default_trace_dir()
     kw: dict[str, Any] = {k: v for k, v in {"max_jobs": max_jobs, "compress": compress}.items() if v is not None}
     nodes = 4 if nodes is None else nodes
-    if trace in TRACES:
+    p = Path(trace)
+    if trace in TRACES and not p.exists():
+        base = traces_dir or default_trace_dir()
         _check_trace_present(trace, base, given=traces_dir is not None)
-    if trace == "alibaba":
-        return alibaba_workload(base / "alibaba-gpu-2023", nodes=nodes, seed=seed, **{"compress": 8.0, **kw})
-    if trace == "philly":
+        if trace == "alibaba":
+            return alibaba_workload(base / "alibaba-gpu-2023", nodes=nodes, seed=seed, **{"compress": 8.0, **kw})
         return philly_workload(base / "philly" / "philly.csv", nodes=nodes, seed=seed, **kw)
     if _is_synthetic(trace):
         return parse_synthetic(trace, seed=seed)
-    p = Path(trace)
-    if p.suffix in (".yaml", ".yml") or p.exists():
-        if p.is_dir():
-            raise ValueError(f"TRACE: {trace} is a directory, not a GenTask YAML file")
-        tasks = load_gentasks(p)
-        return Workload(p.name, tasks, uniform_gpus([80.0, 40.0, 24.0, 16.0], per_node=4), 60.0, {"source": "gentask"})
-    raise ValueError(f"unknown trace {trace!r}: use alibaba, philly, synthetic:key=value,... or a GenTask YAML file")
+    if not p.exists():
+        raise ValueError(f"TRACE: no such file {trace!r}; use alibaba, philly, synthetic:key=value,... or a trace "
+                         "file (an Alibaba 2023 pod list, a Philly CSV or GenTask YAML)")
+    detected = detect_trace_format(p)
+    kind = fmt or detected
+    if kind == "gentask" and detected != "gentask":
+        raise ValueError(f"--format gentask: {p} is a {detected} CSV, not GenTask YAML")
+    if node_list is not None and kind != "alibaba":
+        raise ValueError(f"--node-list: applies only to Alibaba pod lists, not to a {kind} file")
+    if kind == "alibaba":
+        nl = node_list if node_list is not None else p.parent / ALIBABA_NODE_FILE
+        if not nl.is_file():
+            raise ValueError(f"--node-list: the Alibaba nodes file {nl} does not exist; pass --node-list PATH "
+                             "(openb_node_list_gpu_node.csv)")
+        return alibaba_workload(pods=p, node_list=nl, window=None, nodes=nodes, seed=seed,
+                                **{"compress": 8.0, "max_jobs": 300, **kw})
+    if kind == "philly":
+        return philly_workload(p, window=None, nodes=nodes, seed=seed, **{"max_jobs": 300, **kw})
+    tasks = load_gentasks(p)
+    return Workload(p.name, tasks, uniform_gpus([80.0, 40.0, 24.0, 16.0], per_node=4), 60.0, {"source": "gentask"})
 
 
 def _check_trace_present(trace: str, base: Path, *, given: bool) -> None:
@@ -140,10 +161,12 @@ def _check_options(trace: str, policy: List[str], solver: str, mechanism: str, t
     if not 0 <= seed < SEED_LIMIT:
         fail(f"--seed: must be an integer in [0, 2**32), got {seed}")
     trace_only = {"--max-jobs": max_jobs, "--nodes": nodes, "--compress": compress}
-    if trace not in TRACES:
+    p = Path(trace)
+    is_trace_file = (not _is_synthetic(trace) and p.suffix.lower() not in (".yaml", ".yml") and p.is_file())
+    if trace not in TRACES and not is_trace_file:
         given = [name for name, v in trace_only.items() if v is not None]
         if given:
-            fail(f"{given[0]}: applies only to the {' and '.join(TRACES)} traces, not to {trace!r}")
+            fail(f"{given[0]}: applies only to the {' and '.join(TRACES)} traces and trace files, not to {trace!r}")
         return
     if max_jobs is not None and max_jobs < 1:
         fail(f"--max-jobs: must be a positive integer, got {max_jobs}")
@@ -260,8 +283,10 @@ class _Progress:
 
 
 def simulate_command(
-    trace: str = typer.Argument(..., help="alibaba | philly | synthetic:n=50,seed=1,rate=0.5 | GenTask YAML file"),
-    policy: List[str] = typer.Option(list(POLICIES), "--policy", "-p", **choice(POLICIES), help="Policy (repeat to compare)."),
+    trace: str = typer.Argument(..., help="alibaba | philly | synthetic:n=50,seed=1,rate=0.5 | a trace file "
+                                          "(Alibaba 2023 pod list, Philly CSV) | GenTask YAML file"),
+    policy: List[str] = typer.Option(list(DEFAULT_POLICIES), "--policy", "-p", **choice(POLICIES),
+                                     help="Policy (repeat to compare)."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU memories in GiB, e.g. '80,80,40,24' (default: the workload's)."),
     until: Optional[float] = typer.Option(None, "--until", help="Stop at this step."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write plots and results.json here."),
@@ -278,11 +303,22 @@ def simulate_command(
     traces_dir: Optional[Path] = typer.Option(
         None, "--traces-dir", help="Folder of the traces (what `gensolver traces fetch --dir` wrote; default: "
                                    "$GENSOLVER_TRACES, else ../shared/traces beside a checkout, else the per-user folder)."),
+    fmt: Optional[str] = typer.Option(None, "--format", **choice(("alibaba", "philly", "gentask")),
+                                      help="Trace file format (default: from the file's name and header)."),
+    node_list: Optional[Path] = typer.Option(None, "--node-list", help="Alibaba nodes CSV (default: "
+                                                                       "openb_node_list_gpu_node.csv beside the pod list)."),
 ) -> None:
     """Simulate TRACE under each --policy and print a comparison table."""
     _check_options(trace, policy, solver, mechanism, time_limit, lease, until, max_jobs, nodes, compress, seed)
     if traces_dir is not None and trace not in TRACES:
         fail(f"--traces-dir: applies only to the {' and '.join(TRACES)} traces, not to {trace!r}")
+    from ..sim.trace_workloads import TRACE_FORMATS
+
+    if fmt is not None and fmt not in TRACE_FORMATS:
+        fail(f"--format: must be one of {', '.join(TRACE_FORMATS)}, got {fmt!r}")
+    if (fmt is not None or node_list is not None) and (trace in TRACES or _is_synthetic(trace)) \
+            and not Path(trace).exists():
+        fail(f"{'--format' if fmt is not None else '--node-list'}: applies only to a trace file, not to {trace!r}")
     created: list[Path] = []
     if out is not None:
         check_output_dir(out, "--out")
@@ -291,7 +327,7 @@ def simulate_command(
         created = _make_out_dir(out)
     try:
         _run(trace, policy, gpus, until, out, fault, mechanism, solver, time_limit, lease, max_jobs, nodes, compress,
-             seed, as_json, traces_dir)
+             seed, as_json, traces_dir, fmt, node_list)
     except BaseException:
         for d in created:  # leave no empty folder behind when the run fails
             try:
@@ -304,7 +340,7 @@ def simulate_command(
 def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[float], out: Optional[Path],
          fault: List[str], mechanism: str, solver: str, time_limit: float, lease: int, max_jobs: Optional[int],
          nodes: Optional[int], compress: Optional[float], seed: int, as_json: bool,
-         traces_dir: Optional[Path] = None) -> None:
+         traces_dir: Optional[Path] = None, fmt: Optional[str] = None, node_list: Optional[Path] = None) -> None:
     from ..market.spec import SpecError
     from ..model.io import atomic_write
     from ..sim import (
@@ -321,7 +357,7 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
 
     try:
         workload = load_workload(trace, traces_dir=traces_dir, max_jobs=max_jobs, nodes=nodes, compress=compress,
-                                 seed=seed)
+                                 seed=seed, fmt=fmt, node_list=node_list)
         cluster = _parse_gpus(gpus) if gpus else None
     except (SpecError, TraceError, WorkloadError, ValueError, OSError) as exc:
         fail(str(exc))

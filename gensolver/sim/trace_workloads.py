@@ -42,7 +42,8 @@ from typing import Sequence
 from ..model.tasks import GpuSpec, Task
 from .workload import Workload, WorkloadError
 
-__all__ = ["alibaba_workload", "philly_workload", "DEFAULT_ALIBABA_WINDOW", "DEFAULT_PHILLY_WINDOW"]
+__all__ = ["alibaba_workload", "philly_workload", "detect_trace_format", "DEFAULT_ALIBABA_WINDOW",
+           "DEFAULT_PHILLY_WINDOW", "TRACE_FORMATS"]
 
 #: a busy stretch of the Alibaba trace (seconds of ``creation_time``)
 DEFAULT_ALIBABA_WINDOW = (11_400_000.0, 11_800_000.0)
@@ -57,24 +58,33 @@ def _steps(seconds: float, step: float, cap: int | None) -> tuple[int, bool]:
     return n, False
 
 
-def alibaba_workload(directory: str | Path, *, window: tuple[float, float] | None = DEFAULT_ALIBABA_WINDOW,
+def alibaba_workload(directory: str | Path | None = None, *,
+                     window: tuple[float, float] | None = DEFAULT_ALIBABA_WINDOW,
                      max_jobs: int | None = 500, nodes: int | Sequence[str] = 16, step_seconds: float = 300.0,
-                     compress: float = 1.0, max_duration: int | None = 288, seed: int = 0) -> Workload:
+                     compress: float = 1.0, max_duration: int | None = 288, seed: int = 0,
+                     pods: str | Path | None = None, node_list: str | Path | None = None) -> Workload:
     """Replay a window of the Alibaba GPU trace (see the module docstring).
+
+    ``directory`` holds the trace's two files (``openb_pod_list_default.csv`` and
+    ``openb_node_list_gpu_node.csv``); ``pods`` and ``node_list`` name either file instead
+    (e.g. a ``gpuspec`` variant of the pod list).
 
     Raises
     ------
     gensolver.traces.TraceError
         A malformed trace file (names the file and line).
     """
-    from ..traces import read_alibaba, read_alibaba_nodes
+    from ..traces import read_alibaba_nodes, read_alibaba_pods
     from ..traces.readers import ALIBABA_NODE_FILE, ALIBABA_POD_FILE
 
     if not compress > 0:
         raise WorkloadError(f"compress must be positive, got {compress!r}")
-    d = Path(directory)
+    if directory is None and (pods is None or node_list is None):
+        raise WorkloadError("give the trace directory, or both pods= and node_list=")
+    pod_file = Path(pods) if pods is not None else Path(directory) / ALIBABA_POD_FILE  # type: ignore[arg-type]
+    node_file = Path(node_list) if node_list is not None else Path(directory) / ALIBABA_NODE_FILE  # type: ignore[arg-type]
     if isinstance(nodes, int):
-        all_nodes = read_alibaba_nodes(d / ALIBABA_NODE_FILE)
+        all_nodes = read_alibaba_nodes(node_file)
         by_model: dict[str, list] = {}
         for n in all_nodes:
             by_model.setdefault(n.gpu_model, []).append(n)
@@ -87,15 +97,21 @@ def alibaba_workload(directory: str | Path, *, window: tuple[float, float] | Non
         node_ids: Sequence[str] = picked[:max(nodes, 1)]
     else:
         node_ids = list(nodes)
-    trace = read_alibaba(d, seed=seed, window=window, max_jobs=max_jobs, nodes=node_ids)
-    pod_file = d / ALIBABA_POD_FILE
+    node_sel = read_alibaba_nodes(node_file, nodes=list(node_ids))
+    weights: dict[str, float] = {}
+    for n in node_sel:  # pods' modelled GPU models follow the selected nodes (as read_alibaba does)
+        weights[n.gpu_model] = weights.get(n.gpu_model, 0.0) + n.gpus
+    weights = {m: w for m, w in weights.items() if w > 0}
+    if not weights:
+        raise WorkloadError("the node selection has no GPUs")
+    jobs = read_alibaba_pods(pod_file, seed=seed, model_gpus=weights, window=window, max_jobs=max_jobs)
     gpus = tuple(GpuSpec(f"{n.id}/g{k}", float(n.gpu_memory_gib), 1.0, n.id, n.gpu_model)
-                 for n in trace.nodes for k in range(n.gpus))
-    if not trace.jobs:
+                 for n in node_sel for k in range(n.gpus))
+    if not jobs:
         raise WorkloadError("the Alibaba window holds no GPU pods")
-    t0 = trace.jobs[0].arrival_s
+    t0 = jobs[0].arrival_s
     tasks, truncated = [], 0
-    for j in trace.jobs:
+    for j in jobs:
         dur, cut = _steps(j.duration_s, step_seconds, max_duration)
         truncated += cut
         fixed = j.group in ("LS", "Guaranteed")
@@ -106,10 +122,10 @@ def alibaba_workload(directory: str | Path, *, window: tuple[float, float] | Non
                           release=int((j.arrival_s - t0) / (step_seconds * compress)), gpus=int(j.num_gpus),
                           tenant=j.group or "default"))
     pinned = _pinned_models(pod_file, {t.id for t in tasks})
-    info = {"source": "alibaba-2023", "window": window, "jobs": len(tasks), "nodes": len(trace.nodes),
+    info = {"source": "alibaba-2023", "window": window, "jobs": len(tasks), "nodes": len(node_sel),
             "gpus": len(gpus), "compress": compress, "truncated": truncated, "step_seconds": step_seconds,
             "pinned": len(pinned)}
-    return Workload(f"alibaba[{len(tasks)} pods, {len(trace.nodes)} nodes]", tuple(tasks), gpus, step_seconds, info,
+    return Workload(f"alibaba[{len(tasks)} pods, {len(node_sel)} nodes]", tuple(tasks), gpus, step_seconds, info,
                     gpu_models=pinned)
 
 
@@ -156,3 +172,54 @@ def philly_workload(path: str | Path, *, window: tuple[float, float] | None = DE
     info = {"source": "philly", "window": window, "jobs": len(tasks), "nodes": nodes, "gpus": len(gpus),
             "compress": compress, "truncated": truncated, "capped": capped, "step_seconds": step_seconds}
     return Workload(f"philly[{len(tasks)} jobs, {nodes} nodes]", tuple(tasks), gpus, step_seconds, info)
+
+
+#: columns that identify each trace file format (the header's first line)
+ALIBABA_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
+                   "creation_time", "deletion_time", "scheduled_time")
+ALIBABA_SAMPLED_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus")
+TRACE_FORMATS = ("alibaba", "philly", "gentask")
+
+
+def detect_trace_format(path: str | Path) -> str:
+    """``"alibaba"``, ``"philly"`` or ``"gentask"`` from a file's name and first line.
+
+    A ``.yaml``/``.yml`` file is GenTask; anything else must be a CSV whose header names the
+    Alibaba 2023 pod-list columns or Philly's (``timestamp,duration,num_gpus,...``). A CSV is
+    never taken for YAML.
+
+    Raises
+    ------
+    WorkloadError
+        The file cannot be read, or its header matches no format (the message quotes it), or
+        it is one of the Alibaba 2023 *sampled* pod lists (``openb_pod_list_multigpu50.csv``
+        and the other 5-column variants): they hold no arrival, run or deletion times, so a
+        replay has nothing to replay; the message names the missing columns.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise WorkloadError(f"{p}: is a directory; give a trace file (an Alibaba pod list, philly.csv or GenTask YAML)")
+    if p.suffix.lower() in (".yaml", ".yml"):
+        return "gentask"
+    try:
+        with open(p, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline().strip()
+    except OSError as exc:
+        raise WorkloadError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    cols = tuple(c.strip() for c in first.split(","))
+    if set(ALIBABA_COLUMNS) <= set(cols):
+        return "alibaba"
+    if set(PHILLY_COLUMNS) <= set(cols):
+        return "philly"
+    if cols == ALIBABA_SAMPLED_COLUMNS or (set(ALIBABA_SAMPLED_COLUMNS) <= set(cols) and "creation_time" not in cols):
+        missing = [c for c in ALIBABA_COLUMNS if c not in cols]
+        raise WorkloadError(
+            f"{p}: an Alibaba 2023 sampled pod list ({','.join(cols)}) lacks the columns {', '.join(missing)}: "
+            "without arrival and run times there is nothing to replay; use openb_pod_list_default.csv or a "
+            "gpuspec variant (they have every column)")
+    if "," in first or p.suffix.lower() in (".csv", ".tsv", ".txt"):
+        shown = first if len(first) <= 120 else first[:117] + "..."
+        raise WorkloadError(f"{p}: unknown CSV header {shown!r}; expected the Alibaba 2023 pod list "
+                            f"({','.join(ALIBABA_COLUMNS)}) or Philly ({','.join(PHILLY_COLUMNS)},...)")
+    return "gentask"
