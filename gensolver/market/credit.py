@@ -75,7 +75,7 @@ class CreditConfig:
     spend: float = 0.5
     rho_power: float = 1.0
     credit_power: float = 1.0
-    spread: float = 2.0
+    spread: float = 1.75
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -157,14 +157,29 @@ class LieOutcome:
     strategy: Strategy
     truthful_utility: float
     lie_utility: float
+    truthful_value: float = 0.0
+    lie_value: float = 0.0
+
+    @property
+    def value_gain(self) -> float:
+        """``(lie - truthful value achieved) / truthful value achieved``: the gain with the cost
+        of credits left inside the run (spent credits are missing from later bids)."""
+        if self.truthful_value == 0:
+            return 0.0 if self.lie_value == 0 else math.inf
+        return (self.lie_value - self.truthful_value) / abs(self.truthful_value)
 
     @property
     def gain(self) -> float:
-        """``(lie - truthful) / |truthful|`` (0 when both are 0)."""
-        base = abs(self.truthful_utility)
+        """``(lie - truthful utility) / truthful value achieved`` (0 when nothing changed).
+
+        The utility difference is measured against the value at stake (the liar's true value
+        achieved when truthful): dividing by the truthful *utility* is ill-conditioned when a
+        tenant spends about what its work is worth (utility near 0)."""
+        diff = self.lie_utility - self.truthful_utility
+        base = abs(self.truthful_value) or abs(self.truthful_utility)
         if base == 0:
-            return 0.0 if self.lie_utility == 0 else math.copysign(math.inf, self.lie_utility)
-        return (self.lie_utility - self.truthful_utility) / base
+            return 0.0 if diff == 0 else math.copysign(math.inf, diff)
+        return diff / base
 
 
 def lie_gain(run: Callable[[Workload], Any], workload: Workload, tenant: str, strategy: Strategy, *,
@@ -179,4 +194,5 @@ def lie_gain(run: Callable[[Workload], Any], workload: Workload, tenant: str, st
     worth = credit_worth(base)
     lied = run(apply_strategies(workload, {tenant: strategy}))
     return LieOutcome(tenant, strategy, tenant_utility(base, tenant, worth=worth),
-                      tenant_utility(lied, tenant, worth=worth))
+                      tenant_utility(lied, tenant, worth=worth), float(base.metrics.tenant_value.get(tenant, 0.0)),
+                      float(lied.metrics.tenant_value.get(tenant, 0.0)))

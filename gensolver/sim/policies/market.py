@@ -18,8 +18,9 @@ Each round boundary (every ``lease`` steps):
    less memory, at least their minimum, on the GPUs with the most free memory; running tasks
    below their preferred memory grow into freed memory. Starts go through
    :meth:`Cluster.start`, which refuses any placement over capacity.
-5. **Payment.** The round's price per GiB-step is the bid density of the best-scored task left
-   out for lack of capacity (0 when none was). Every task holding GPUs after the round pays
+5. **Payment.** The round's price per GiB-step is the bid per GiB-step of the best-scored
+   task left out for lack of capacity (0 when none was), kept within a factor ``spread`` of
+   the round's mean bid per GiB-step (so one outlier bid cannot set a wild price). Every task holding GPUs after the round pays
    ``price x memory x gpus x lease`` credits for what it holds (at most its tenant's
    balance): the price is set by others, and what a task pays does not depend on its own
    bid, so shading a bid buys no discount.
@@ -76,6 +77,7 @@ class MarketPolicy(Policy):
         if not 0 <= overrun <= 1:
             raise ValueError(f"overrun must be in [0, 1], got {overrun!r}")
         self.overrun = overrun
+        self.mode = options.pop("mode", "density")
         if density not in ("work", "size"):
             raise ValueError(f"density must be 'work' or 'size', got {density!r}")
         self.density = density
@@ -111,7 +113,8 @@ class MarketPolicy(Policy):
 
     # ------------------------------------------------------------ scoring (vectorised)
     def _scores(self, cluster: Cluster, states: list[TaskState]) -> tuple[np.ndarray, np.ndarray]:
-        """``(score, bid)`` arrays for ``states`` from their reports."""
+        """``(score, beta)`` arrays for ``states`` from their reports (``beta``: bid per GiB-step
+        of this round's lease)."""
         n = len(states)
         if n == 0:
             return np.zeros(0), np.zeros(0)
@@ -128,21 +131,35 @@ class MarketPolicy(Policy):
         value = np.fromiter((t.value for t in rep), float, n)
         urg = np.fromiter((t.urgency for t in rep), float, n)
         dl = np.fromiter((math.inf if t.deadline is None else t.deadline for t in rep), float, n)
-        ideal = np.fromiter((t.release + t.duration for t in rep), float, n)
+        ideal = np.fromiter((t.release for t in rep), float, n) + dur  # calibrated, like rho
         d = deferral_cost(value, urg, dur, ideal, now + rem / speed, dl, float(self.lease))
         size = np.fromiter((t.preferred_memory * t.gpus for t in rep), float, n)
         work = size * np.maximum(rem / speed, 1.0) if self.density == "work" else size
-        bids = self.bank.bids([t.tenant for t in rep], d / work)
-        density = bids / work
-        mean = density.mean()
-        rel = density / mean if mean > 0 else np.ones(n)
-        rel = np.clip(rel, 1.0 / cfg.spread, cfg.spread)
+        tenants = [t.tenant for t in rep]
+        bids = self.bank.bids(tenants, d / work)
+        if self.mode == "split":
+            # a tenant's reports only rank its own tasks (within-tenant factor, geometric mean 1);
+            # across tenants only credits per active task count
+            names, inv = np.unique(np.asarray(tenants, dtype=object).astype(str), return_inverse=True)
+            own = np.log(np.maximum(d / work, 1e-300))
+            cnt = np.bincount(inv, minlength=len(names)).astype(float)
+            own_mean = np.bincount(inv, weights=own, minlength=len(names)) / cnt
+            f = np.exp(np.clip(own - own_mean[inv], -math.log(cfg.spread), math.log(cfg.spread)))
+            per_task = np.array([max(0.0, self.bank.balances.get(str(t), 0.0)) for t in names]) / cnt
+            mean_pt = per_task.mean()
+            c = np.clip(per_task / mean_pt, 1.0 / cfg.spread, cfg.spread) if mean_pt > 0 else np.ones(len(names))
+            rel = c[inv] * f
+        else:
+            density = bids / work
+            mean = density.mean()
+            rel = density / mean if mean > 0 else np.ones(n)
+            rel = np.clip(rel, 1.0 / cfg.spread, cfg.spread)
         score = np.power(np.maximum(rho, 1e-9), cfg.rho_power) * np.power(rel, cfg.credit_power)
         # a task that ran past its reported duration proved its report false: it keeps only
         # what nobody else wants (served last; preempted when others wait)
         over = np.fromiter((s.executed > s.task.duration + s.overhead + s.lost + 1e-6 for s in states), bool, n)
         score = np.where(over, score * self.overrun, score)
-        return score, bids
+        return score, bids / (size * self.lease)
 
     @staticmethod
     def _order(states: list[TaskState], score: np.ndarray) -> list[int]:
@@ -167,7 +184,8 @@ class MarketPolicy(Policy):
         if not active:
             return
         self.bank.pay_income([s.task.tenant for s in active])
-        score, bids = self._scores(cluster, active)
+        score, beta = self._scores(cluster, active)
+        lo, hi = (float(beta.mean()) / self.bank.config.spread, float(beta.mean()) * self.bank.config.spread)
         idx = {s.id: k for k, s in enumerate(active)}
         cands = [s for s in active if s.state == "waiting" or s.task.preemptible]
         cap: dict[str, tuple[float, float]] = {}
@@ -192,9 +210,8 @@ class MarketPolicy(Policy):
                 mem = st.task.preferred_memory
                 place = find_placement(cluster, st, mem, capacity=cap)
             if place is None:
-                if price == 0.0:
-                    k = idx[st.id]
-                    price = float(bids[k]) / (st.task.preferred_memory * st.task.gpus * self.lease)
+                if price == 0.0:  # the best-scored loser sets the price (kept within spread of the mean)
+                    price = min(hi, max(lo, float(beta[idx[st.id]])))
                 continue
             plan[st.id] = place
             for g in place:
