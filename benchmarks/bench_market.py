@@ -12,7 +12,9 @@ Printed, one run:
    incentive, envy, preemptions, simulation wall time, and whether the run was byte-identical
    when repeated (``market`` and ``auction``);
 2. the goal checks for ``market`` against ``finish-time-fair`` and the others;
-3. per policy (``market``, ``finish-time-fair``, ``fcfs-packing``) and strategy family
+3. the same for packing, MPS, finish-time-fair and the market with memory-bandwidth
+   interference 0.2 between co-located tasks under every policy;
+4. per policy (``market``, ``finish-time-fair``, ``fcfs-packing``) and strategy family
    (:data:`gensolver.sim.strategy.STRATEGIES`): the best lie's gain in true utility, as a
    percentage of the liar's truthful utility, the maximum over every tenant as the liar and
    over the family's variants.
@@ -54,17 +56,17 @@ def log_bytes(result) -> bytes:
     return json.dumps([e.to_dict() for e in result.events], sort_keys=True).encode()
 
 
-def run_table(ws, policies, *, repeat=("market", "auction")):
+def run_table(ws, policies, *, repeat=("market", "auction"), interference=0.0):
     rows = []
     for w in ws:
         for p in policies:
             if p not in _available():
                 continue
-            r = simulate(w, policy=p)
+            r = simulate(w, policy=p, interference=interference)
             m = r.metrics
             same = ""
             if p in repeat:
-                same = "yes" if log_bytes(simulate(w, policy=p)) == log_bytes(r) else "NO"
+                same = "yes" if log_bytes(simulate(w, policy=p, interference=interference)) == log_bytes(r) else "NO"
             rows.append({"workload": w.name, "gpus": len(w.gpus), "policy": p, "jct": m.avg_jct, "jain": m.jain,
                          "mem": m.memory_utilisation, "welfare": m.welfare, "deadline": m.deadline_hit_rate,
                          "vjct": m.value_weighted_jct, "sharing": m.sharing_incentive, "envy": m.envy,
@@ -160,22 +162,26 @@ def main(argv=None):
     configs = CONFIGS[:1] if a.quick else CONFIGS
     policies = tuple(p for p in POLICIES if not (a.no_auction and p == "auction"))
     t0 = time.perf_counter()
-    all_rows, all_goals, all_lies = [], [], []
+    all_rows, all_goals, all_lies, all_inter = [], [], [], []
     for nodes, compress in configs:
         ws = workloads(nodes, compress)
         rows = run_table(ws, policies)
         all_rows += rows
         all_goals += goals(rows)
+        all_inter += run_table(ws, ("fcfs-packing", "mps", "finish-time-fair", "market"), repeat=(),
+                               interference=0.2)
         if not a.no_lies:
             all_lies += lie_table(ws, tenants_max=1 if a.quick else None)
     show(all_rows, "policies (jct: steps; welfare: true value achieved; wall: seconds)")
     show(all_goals, "market goals")
+    show([{k: v for k, v in r.items() if k != "rerun_same"} for r in all_inter],
+         "with memory-bandwidth interference 0.2 under every policy (co-location slows tasks down)")
     show(all_lies, "best lie's gain in true value achieved / in value - credits spent x worth, % of the liar's "
                    "truthful value (max over liars and variants; the variant shown is the value-best)")
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     if a.json:
-        a.json.write_text(json.dumps({"policies": all_rows, "goals": all_goals, "lies": all_lies}, indent=1,
-                                     default=str))
+        a.json.write_text(json.dumps({"policies": all_rows, "goals": all_goals, "lies": all_lies,
+                                      "interference": all_inter}, indent=1, default=str))
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ class SimResult:
 def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Callable[..., Policy] = "fcfs-packing",
              gpus: Sequence[GpuSpec] | None = None, until: float | None = None, seed: int = 0,
              faults: Iterable[Fault | str] = (), lease: int = 5, checkpoint_steps: float = 1.0,
-             policy_options: Mapping[str, Any] | None = None) -> SimResult:
+             policy_options: Mapping[str, Any] | None = None, interference: float = 0.0) -> SimResult:
     """Run one policy on one workload.
 
     Parameters
@@ -95,6 +95,9 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
         Work added to a preempted task (restore cost).
     policy_options : mapping, keyword-only
         Options for the policy factory (e.g. ``{"mechanism": "vcg", "time_limit": 0.1}``).
+    interference : float, keyword-only
+        Memory-bandwidth interference between co-located tasks, for every policy
+        (:class:`gensolver.sim.engine.Cluster`; 0: none).
 
     Returns
     -------
@@ -129,6 +132,8 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
         raise ValueError(f"until must be a positive finite number or None, got {until!r}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if not (is_real(interference) and math.isfinite(interference) and interference >= 0):
+        raise ValueError(f"interference must be a finite number >= 0, got {interference!r}")
     if not (is_real(checkpoint_steps) and math.isfinite(checkpoint_steps) and checkpoint_steps >= 0):
         raise ValueError(f"checkpoint_steps must be a finite number >= 0, got {checkpoint_steps!r}")
     if isinstance(faults, (str, bytes)):
@@ -140,7 +145,8 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     logger.info("simulate %s: %d tasks on %d GPUs under %s (lease %d steps)", name, len(tasks), len(gpus),
                 getattr(pol, "name", type(pol).__name__), lease)
     t0 = time.perf_counter()
-    cluster = Cluster(gpus, tasks, lease=lease, checkpoint_steps=checkpoint_steps, truths=truths, gpu_models=models)
+    cluster = Cluster(gpus, tasks, lease=lease, checkpoint_steps=checkpoint_steps, truths=truths, gpu_models=models,
+                      interference=float(interference))
     for spec, f in zip(fitems, flist):
         try:
             cluster.fault_targets(f)  # validate targets before running

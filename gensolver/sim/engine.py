@@ -10,7 +10,9 @@ Execution model (documented; :mod:`gensolver.sim.audit` checks it from the event
   ``compute`` on each of its ``gpus`` GPUs, all on one node (gangs).
 - A task with ``m`` GiB runs at speed ``(min(m, preferred) / preferred) ** elasticity``
   (:func:`gensolver.model.tasks.task_steps`'s utility model); co-located tasks do not slow
-  each other down (compute is a hard share). Whole-GPU placement allocates the device's whole
+  each other down (compute is a hard share), unless ``interference`` is set: then a task runs
+  at ``1 / (1 + interference * C)`` of that speed, ``C`` the compute share of the other tasks
+  on its most loaded GPU (memory-bandwidth contention, the same model as the ``mps`` policy). Whole-GPU placement allocates the device's whole
   memory and compute to the task.
 - A task's *work* is ``duration`` (steps at speed 1). Stopping a preemptible task at a round
   boundary keeps its progress but adds ``checkpoint_steps`` of work (restore cost).
@@ -171,6 +173,7 @@ class TaskState:
     lost: float = 0.0
     overhead: float = 0.0
     factor: float = 1.0
+    inter: float = 1.0
 
     def __post_init__(self) -> None:
         if self.truth is None:
@@ -217,11 +220,16 @@ class Cluster:
     gpu_models : mapping, optional
         Task id -> GPU models it may run on (the trace's ``gpu_spec``); absent: any model.
         :meth:`start` refuses any other placement.
+    interference : float
+        Memory-bandwidth interference between co-located tasks under *every* policy: a task
+        runs at ``1 / (1 + interference * C)`` of its speed, ``C`` the compute share of the
+        other tasks on its most loaded GPU (0: none, the default). Speeds change (logged as
+        ``resize`` events) whenever a GPU's tenants change.
     """
 
     def __init__(self, gpus: Sequence[GpuSpec], tasks: Sequence[Task], *, lease: int = 5,
                  checkpoint_steps: float = 1.0, truths: Mapping[str, Task] | None = None,
-                 gpu_models: Mapping[str, Sequence[str]] | None = None) -> None:
+                 gpu_models: Mapping[str, Sequence[str]] | None = None, interference: float = 0.0) -> None:
         self.env = simpy.Environment()
         self.gpus: dict[str, GpuState] = {g.id: GpuState(g) for g in gpus}
         self.nodes: dict[str, list[str]] = {}
@@ -237,6 +245,9 @@ class Cluster:
                                                    if k in self.tasks and v}
         self.lease = int(lease)
         self.checkpoint_steps = float(checkpoint_steps)
+        if not (math.isfinite(interference) and interference >= 0):
+            raise SimError(f"interference must be a finite number >= 0, got {interference!r}")
+        self.interference = float(interference)
         self.log: list[Event] = []
         self.unfinished = len(self.tasks)
         self._pass_pending = False
@@ -351,7 +362,8 @@ class Cluster:
         if not factor > 0 or setup < 0:
             raise SimError(f"task {task_id!r}: speed factor must be positive and setup non-negative")
         st.factor = float(factor)
-        st.speed = speed_of(true, mem_alloc if whole else memory) * st.factor
+        st.inter = self._inter_factor(st)
+        st.speed = speed_of(true, mem_alloc if whole else memory) * st.factor * st.inter
         if setup > 0:
             st.remaining += setup
             st.ckpt_remaining += setup
@@ -363,6 +375,7 @@ class Cluster:
         self.emit("start", task=task_id, gpus=gpus, memory=mem_alloc, compute=comp_alloc, speed=st.speed,
                   tenant=t.tenant, work=float(setup))
         self._arm(st)
+        self._interfere(gpus, skip=task_id)
 
     def resize(self, task_id: str, memory: float) -> None:
         """Change a running task's memory (per GPU) in place; its speed follows."""
@@ -381,7 +394,7 @@ class Cluster:
         for g in st.gpus:
             self.gpus[g].memory_used += delta
         st.memory = memory
-        st.speed = speed_of(st.truth, memory) * st.factor  # type: ignore[arg-type]
+        st.speed = speed_of(st.truth, memory) * st.factor * st.inter  # type: ignore[arg-type]
         self.emit("resize", task=task_id, gpus=st.gpus, memory=memory, compute=st.compute, speed=st.speed,
                   tenant=st.task.tenant)
         self._arm(st)
@@ -397,10 +410,37 @@ class Cluster:
             return
         self._advance(st)
         st.factor = float(factor)
-        st.speed = speed_of(st.truth, st.memory) * st.factor  # type: ignore[arg-type]
+        st.speed = speed_of(st.truth, st.memory) * st.factor * st.inter  # type: ignore[arg-type]
         self.emit("resize", task=task_id, gpus=st.gpus, memory=st.memory, compute=st.compute, speed=st.speed,
                   tenant=st.task.tenant)
         self._arm(st)
+
+    def _inter_factor(self, st: TaskState) -> float:
+        if self.interference == 0.0:
+            return 1.0
+        worst = max((sum(self.tasks[t].compute for t in self.gpus[g].tasks if t != st.id) for g in st.gpus),
+                    default=0.0)
+        return 1.0 / (1.0 + self.interference * worst)
+
+    def _interfere(self, gpus: Iterable[str], skip: str = "") -> None:
+        """Re-rate the running tasks on ``gpus`` after their co-tenants changed."""
+        if self.interference == 0.0:
+            return
+        seen = {skip}
+        for g in sorted(set(gpus)):
+            for tid in sorted(self.gpus[g].tasks):
+                if tid in seen:
+                    continue
+                seen.add(tid)
+                st = self.tasks[tid]
+                new = self._inter_factor(st)
+                if abs(new - st.inter) > 1e-12:
+                    self._advance(st)
+                    st.inter = new
+                    st.speed = speed_of(st.truth, st.memory) * st.factor * st.inter  # type: ignore[arg-type]
+                    self.emit("resize", task=tid, gpus=st.gpus, memory=st.memory, compute=st.compute,
+                              speed=st.speed, tenant=st.task.tenant)
+                    self._arm(st)
 
     def _release(self, st: TaskState) -> None:
         for g in st.gpus:
@@ -411,8 +451,10 @@ class Cluster:
             if not gs.tasks:
                 gs.memory_used = 0.0
                 gs.compute_used = 0.0
-        st.gpus, st.memory, st.compute, st.speed, st.factor = (), 0.0, 0.0, 0.0, 1.0
+        gpus = st.gpus
+        st.gpus, st.memory, st.compute, st.speed, st.factor, st.inter = (), 0.0, 0.0, 0.0, 1.0, 1.0
         st.gen += 1
+        self._interfere(gpus)
 
     def stop(self, task_id: str, *, reason: str = "preempt") -> None:
         """Stop a running task and requeue it.

@@ -87,3 +87,17 @@ def test_sharing_modes_refuse_bad_options():
         Mps(interference=-1)
     with pytest.raises(ValueError, match="reconfig_steps"):
         Mig(reconfig_steps=float("nan"))
+
+
+def test_interference_for_every_policy_by_hand():
+    # packing co-locates a (compute 0.5) and b (compute 0.5): each runs at 1 / (1 + 0.2 * 0.5)
+    # until a finishes at 11; b then runs alone at speed 1 for its remaining 10 steps
+    tasks = [Task("a", 8, 8, 10, 1.0, compute=0.5), Task("b", 8, 8, 20, 1.0, compute=0.5)]
+    for policy in ("fcfs-packing", "market"):
+        r = simulate(tasks, gpus=GPU80, policy=policy, interference=0.2)
+        assert _finish(r) == pytest.approx({"a": 11.0, "b": 21.0})
+        audit_log(r.events, require_complete=True).raise_if_failed()
+    r = simulate(tasks, gpus=GPU80, policy="fcfs-packing")  # default: no interference
+    assert _finish(r) == pytest.approx({"a": 10.0, "b": 20.0})
+    with pytest.raises(ValueError, match="interference"):
+        simulate(tasks, gpus=GPU80, interference=-1.0)
