@@ -416,43 +416,58 @@ class Market:
                       float(b * L), float((b + 1) * L)) for g in gpu_ids for b in range(B)]
         bids: list[Bid] = []
         meta: dict[str, tuple[Candidate, tuple[str, ...], float, int, int, float]] = {}
+        gindex = {g: i for i, g in enumerate(gpu_ids)}
+        capm = np.array([cap[g][:, 0] for g in gpu_ids]).T  # (B, n_gpus)
+        capc = np.array([cap[g][:, 1] for g in gpu_ids]).T
+        models = np.array([model_of[g] for g in gpu_ids], dtype=object)
+        by_k: dict[int, tuple[list[tuple[str, ...]], np.ndarray, np.ndarray]] = {}
         for cand in candidates:
             cand = self._adjusted(cand)
             t = cand.task
             tenant = t.tenant
             w = self.weights.get(tenant, 1.0) * (1.0 + cfg.aging * cand.waited / t.duration)
-            groups = _groups(by_node, t.gpus)
-            if cand.models is not None:
-                allowed = set(cand.models)
-                groups = [grp for grp in groups if all(model_of[g] in allowed for g in grp)]
-            residual = replace(t, duration=max(1, math.ceil(cand.remaining - 1e-9)), release=0, deadline=None)
+            if t.gpus not in by_k:  # the aligned groups of k GPUs, as index arrays (built once per k)
+                groups_k = _groups(by_node, t.gpus)
+                idx_k = np.array([[gindex[g] for g in grp] for grp in groups_k], dtype=int).reshape(-1, t.gpus)
+                lex = np.empty(len(groups_k), dtype=int)  # tie-break: the group ids in lexicographic order
+                lex[sorted(range(len(groups_k)), key=lambda i: groups_k[i])] = np.arange(len(groups_k))
+                by_k[t.gpus] = (groups_k, idx_k, lex)
+            groups, gidx, lex = by_k[t.gpus]
+            allowed = np.ones(len(groups), dtype=bool)
+            if cand.models is not None and len(groups):
+                ok_model = np.isin(models, list(cand.models))
+                allowed = ok_model[gidx].all(axis=1)
+            res_dur = max(1, math.ceil(cand.remaining - 1e-9))
             options: list[tuple[tuple[str, ...], float, int, int, float]] = []
-            pref_len = task_steps(residual, t.preferred_memory)
-            for _level, mem in enumerate(t.memory_levels(cfg.memory_levels)):
+            pref_len = _steps(res_dur, t.preferred_memory, t)
+            defer = (1.0 - cfg.deferral_floor) * task_value(t, now + cfg.horizon + pref_len) \
+                if cfg.bid_model == "deferral" else 0.0
+            mems = np.asarray(t.memory_levels(cfg.memory_levels), dtype=float)
+            if len(groups):  # every (level, block, group) at once: fits, and memory left over
+                gm, gc = capm[:, gidx], capc[:, gidx]  # (B, groups, k)
+                fit_all = ((gm[None] + 1e-9 >= mems[:, None, None, None]).all(axis=-1)
+                           & (gc + 1e-9 >= t.compute).all(axis=-1)[None] & allowed[None, None])
+                left_all = gm.sum(axis=-1)[None] - t.gpus * mems[:, None, None]
+            for li, mem in enumerate(mems):
                 mem = float(mem)
+                stay_len = _steps(res_dur, mem, t)
+                move_len = _steps(max(1, math.ceil(cand.remaining + cfg.checkpoint_steps - 1e-9)), mem, t)
                 for b in range(B):
-                    fits = []
-                    for grp in groups:
-                        if all(cap[g][b, 0] + 1e-9 >= mem and cap[g][b, 1] + 1e-9 >= t.compute for g in grp):
-                            fits.append((sum(cap[g][b, 0] - mem for g in grp), grp))
-                    fits.sort()
-                    chosen = [grp for _, grp in fits[:cfg.max_gpu_options]]
+                    if len(groups):
+                        cand_idx = np.flatnonzero(fit_all[li, b])
+                        order = cand_idx[np.lexsort((lex[cand_idx], left_all[li, b, cand_idx]))]
+                    else:
+                        order = np.zeros(0, dtype=int)
+                    chosen = [groups[i] for i in order[:cfg.max_gpu_options]]
                     if cand.placement is not None and b == 0 and cand.placement not in chosen and \
-                            any(grp == cand.placement for _, grp in fits):
+                            any(groups[i] == cand.placement for i in order):
                         chosen.append(cand.placement)
                     for grp in chosen:
                         stay = cand.placement is not None and grp == cand.placement and b == 0
                         extra = 0 if (cand.placement is None or stay) else cfg.checkpoint_steps
-                        if extra:
-                            res2 = replace(residual, duration=max(1, math.ceil(cand.remaining + extra - 1e-9)))
-                            length = task_steps(res2, mem)
-                        else:
-                            length = task_steps(residual, mem)
+                        length = move_len if extra else stay_len
                         finish = now + b * L + length
-                        value = task_value(t, finish)
-                        if cfg.bid_model == "deferral":
-                            value -= (1.0 - cfg.deferral_floor) * task_value(t, now + cfg.horizon + pref_len)
-                        value *= w
+                        value = (task_value(t, finish) - defer) * w
                         if cand.placement is not None and not stay:
                             value *= 1.0 - cfg.switch_penalty
                         if t.deadline is not None and finish > t.deadline:
@@ -609,6 +624,12 @@ class Market:
         mean = sum(share.values()) / len(share)
         for k, s in share.items():
             self.weights[k] = float(min(cfg.w_max, max(cfg.w_min, self.weights.get(k, 1.0) * math.exp(cfg.eta * (mean - s)))))
+
+
+def _steps(duration: int, memory: float, task: Task) -> int:
+    """:func:`gensolver.model.tasks.task_steps` of ``task`` with ``duration`` steps of work left."""
+    speed = (memory / task.preferred_memory) ** task.elasticity
+    return max(1, math.ceil(duration / speed - 1e-9))
 
 
 def _groups(by_node: Mapping[str, list[str]], k: int) -> list[tuple[str, ...]]:
