@@ -122,7 +122,8 @@ def comparison_rows(results, total: int | None = None) -> list[dict]:
                      "p95_jct": m.p95_jct, "avg_wait": m.avg_wait, "makespan": m.makespan,
                      "mem_util": m.memory_utilisation, "compute_util": m.compute_utilisation,
                      "preemptions": m.preemptions, "lost_work": m.lost_work, "jain": m.jain, "rho_max": m.rho_max,
-                     "credits": m.credits_spent, "rounds": m.rounds, "solver_s_per_round": m.solver_seconds_mean,
+                     "credits": m.credits_spent, "welfare": m.welfare, "deadline_hit_rate": m.deadline_hit_rate,
+                     "rounds": m.rounds, "solver_s_per_round": m.solver_seconds_mean,
                      "sim_seconds": r.wall_seconds})
     return rows
 
@@ -130,7 +131,7 @@ def comparison_rows(results, total: int | None = None) -> list[dict]:
 def _cell(v: Any) -> str:
     if isinstance(v, str):
         return v
-    if isinstance(v, float) and not math.isfinite(v):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "-"
     return f"{v:.3g}"
 
@@ -400,7 +401,7 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
         table = Table(title=f"{workload.name}: {len(workload.tasks)} tasks, {len(cluster or workload.gpus)} GPUs "
                             f"(times in steps of {workload.step_seconds:g} s)")
         cols = ["policy", "done", "rejected", "avg_jct", "p95_jct", "avg_wait", "makespan", "mem_util",
-                "compute_util", "preemptions", "lost_work", "jain", "rho_max", "credits", "solver_s_per_round",
+                "compute_util", "preemptions", "lost_work", "jain", "rho_max", "welfare", "credits", "solver_s_per_round",
                 "sim_seconds"]
         for c in cols:
             table.add_column(c, justify="left" if c == "policy" else "right", no_wrap=True, min_width=len(c))
