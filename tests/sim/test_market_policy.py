@@ -145,3 +145,23 @@ def test_overstating_urgency_is_not_a_free_lunch(busy):
     mine = [t.id for t in busy.tasks if t.tenant == "tenant0"]
     jct = lambda r: np.mean([r.tasks[i].jct for i in mine])  # noqa: E731
     assert jct(lied) >= 0.95 * jct(base)
+
+
+def test_a_tenants_own_bids_never_set_its_price():
+    from gensolver.sim.policies import MarketPolicy
+
+    pol = MarketPolicy()
+    tenants = ["A", "A", "B", "B", "C"]
+    beta = np.array([5.0, 1.0, 2.0, 2.0, 4.0])
+    losers = [0, 2]  # the best-scored losers of distinct tenants: A's task 0, then B's task 2
+    p = pol._prices(tenants, beta, losers)
+    spread = pol.bank.config.spread
+    clip = lambda x, m: min(m * spread, max(m / spread, x))  # noqa: E731
+    assert p["A"] == pytest.approx(clip(2.0, np.mean([2.0, 2.0, 4.0])))  # B's loser, others' mean
+    assert p["B"] == pytest.approx(clip(5.0, np.mean([5.0, 1.0, 4.0])))
+    assert p["C"] == pytest.approx(clip(5.0, np.mean([5.0, 1.0, 2.0, 2.0])))
+    # A changes every one of its own bids: its price does not move
+    beta2 = beta.copy()
+    beta2[[0, 1]] = [50.0, 0.1]
+    assert pol._prices(tenants, beta2, losers)["A"] == pytest.approx(p["A"])
+    assert pol._prices(tenants, beta, [])  == {}

@@ -18,12 +18,12 @@ Each round boundary (every ``lease`` steps):
    less memory, at least their minimum, on the GPUs with the most free memory; running tasks
    below their preferred memory grow into freed memory. Starts go through
    :meth:`Cluster.start`, which refuses any placement over capacity.
-5. **Payment.** The round's price per GiB-step is the bid per GiB-step of the best-scored
-   task left out for lack of capacity (0 when none was), kept within a factor ``spread`` of
-   the round's mean bid per GiB-step (so one outlier bid cannot set a wild price). Every task holding GPUs after the round pays
-   ``price x memory x gpus x lease`` credits for what it holds (at most its tenant's
-   balance): the price is set by others, and what a task pays does not depend on its own
-   bid, so shading a bid buys no discount.
+5. **Payment.** A tenant's price per GiB-step this round is the bid per GiB-step of the
+   best-scored task *of another tenant* left out for lack of capacity (0 when none was), kept
+   within a factor ``spread`` of the mean bid per GiB-step of the other tenants' tasks (so one
+   outlier cannot set a wild price): a tenant's own bids never set its price. Every task
+   holding GPUs after the round pays ``price x memory x gpus x lease`` credits for what it
+   holds (at most its tenant's balance), so shading a bid buys no discount.
 
 A task that has run past its reported duration has proved its report false: its score is
 multiplied by ``overrun`` (default 0.001), so understating a duration to look urgent buys a
@@ -78,6 +78,8 @@ class MarketPolicy(Policy):
             raise ValueError(f"overrun must be in [0, 1], got {overrun!r}")
         self.overrun = overrun
         self.mode = options.pop("mode", "density")
+        self.smoothing = options.pop("smoothing", 0.25)
+        self._price: dict[str, float] = {}
         if density not in ("work", "size"):
             raise ValueError(f"density must be 'work' or 'size', got {density!r}")
         self.density = density
@@ -185,7 +187,7 @@ class MarketPolicy(Policy):
             return
         self.bank.pay_income([s.task.tenant for s in active])
         score, beta = self._scores(cluster, active)
-        lo, hi = (float(beta.mean()) / self.bank.config.spread, float(beta.mean()) * self.bank.config.spread)
+        tenant_of = [s.task.tenant for s in active]
         idx = {s.id: k for k, s in enumerate(active)}
         cands = [s for s in active if s.state == "waiting" or s.task.preemptible]
         cap: dict[str, tuple[float, float]] = {}
@@ -201,7 +203,7 @@ class MarketPolicy(Policy):
             cap[g] = (m, c)
         order = sorted(cands, key=lambda s: (-float(score[idx[s.id]]), s.arrival, s.id))
         plan: dict[str, tuple[str, ...]] = {}
-        price = 0.0
+        losers: list[int] = []  # best-scored losers of distinct tenants, in score order
         for st in order:
             if st.state == "running" and all(cap[g][0] + TOL >= st.memory and cap[g][1] + TOL >= st.compute
                                               for g in st.gpus):
@@ -210,8 +212,9 @@ class MarketPolicy(Policy):
                 mem = st.task.preferred_memory
                 place = find_placement(cluster, st, mem, capacity=cap)
             if place is None:
-                if price == 0.0:  # the best-scored loser sets the price (kept within spread of the mean)
-                    price = min(hi, max(lo, float(beta[idx[st.id]])))
+                k = idx[st.id]
+                if len(losers) < 2 and all(tenant_of[j] != tenant_of[k] for j in losers):
+                    losers.append(k)
                 continue
             plan[st.id] = place
             for g in place:
@@ -226,14 +229,41 @@ class MarketPolicy(Policy):
                     cluster.start(st.id, place, st.task.preferred_memory)
         self._backfill(cluster, [s for s in order if s.state == "waiting"])
         self._grow(cluster)
+        raw = self._prices(tenant_of, beta, losers)
+        a = self.smoothing
+        prices = {t: (1 - a) * self._price.get(t, 0.0) + a * raw.get(t, 0.0) for t in set(tenant_of) | set(self._price)}
+        self._price = prices
         charged = 0
         for s in active:
+            price = prices.get(s.task.tenant, 0.0)
             if s.state == "running" and price > 0:
                 amt = price * s.memory * len(s.gpus) * self.lease
                 charged += self.bank.charge(s.task.tenant, s.id, amt) > 0
+        price = max(prices.values(), default=0.0)
         self.rounds.append({"time": now, "boundary": True, "waiting": len(waiting), "candidates": len(cands),
                             "bids": len(active), "price": price, "winners": len(plan), "charged": charged})
         self._flush(cluster)
+
+    def _prices(self, tenant_of: list[str], beta: np.ndarray, losers: list[int]) -> dict[str, float]:
+        """Each tenant's price per GiB-step, set by *others* only: the bid per GiB-step of the
+        best-scored loser of another tenant, clipped within ``spread`` of the mean bid per
+        GiB-step of the other tenants' tasks (0 when no other tenant lost)."""
+        if not losers:
+            return {}
+        spread = self.bank.config.spread
+        names = sorted(set(tenant_of))
+        owner = np.array([names.index(t) for t in tenant_of])
+        tot, cnt = float(beta.sum()), len(beta)
+        own_sum = np.bincount(owner, weights=beta, minlength=len(names))
+        own_cnt = np.bincount(owner, minlength=len(names))
+        out: dict[str, float] = {}
+        for i, name in enumerate(names):
+            k = next((j for j in losers if tenant_of[j] != name), None)
+            if k is None or cnt - own_cnt[i] <= 0:
+                continue
+            mean = (tot - own_sum[i]) / (cnt - own_cnt[i])
+            out[name] = min(mean * spread, max(mean / spread, float(beta[k])))
+        return out
 
     def _backfill(self, cluster: Cluster, order: list[TaskState]) -> None:
         if self.backfill == "none":
