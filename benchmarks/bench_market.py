@@ -126,8 +126,8 @@ def lie_table(ws, *, tenants_max: int | None = None):
                             best = o
                         if bestv is None or o.value_gain > bestv.value_gain:
                             bestv = o
-                row[fam] = (f"{100 * bestv.value_gain:+.1f}%/{100 * best.gain:+.1f}% "
-                            f"({bestv.tenant}: {bestv.strategy.label()})")
+                row[fam] = (f"{100 * bestv.value_gain:+.1f}% ({bestv.tenant}: {bestv.strategy.label()}) | "
+                            f"{100 * best.gain:+.1f}% ({best.tenant}: {best.strategy.label()})")
             rows.append(row)
     return rows
 
@@ -176,8 +176,8 @@ def main(argv=None):
     show(all_goals, "market goals")
     show([{k: v for k, v in r.items() if k != "rerun_same"} for r in all_inter],
          "with memory-bandwidth interference 0.2 under every policy (co-location slows tasks down)")
-    show(all_lies, "best lie's gain in true value achieved / in value - credits spent x worth, % of the liar's "
-                   "truthful value (max over liars and variants; the variant shown is the value-best)")
+    show(all_lies, "best lie's gain, % of the liar's truthful value achieved (max over liars and variants): "
+                   "in true value achieved | in true value - credits spent x worth")
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     if a.json:
         a.json.write_text(json.dumps({"policies": all_rows, "goals": all_goals, "lies": all_lies,
