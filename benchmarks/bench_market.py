@@ -30,12 +30,13 @@ import json
 import time
 from pathlib import Path
 
+from gensolver.instances.gpu import default_trace_dir
 from gensolver.sim import simulate, synthetic_workload
 from gensolver.sim.strategy import STRATEGIES, lie_gain
 from gensolver.sim.trace_workloads import alibaba_workload
 from gensolver.sim.workload import with_deadlines
 
-TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "alibaba-gpu-2023"
+TRACE = default_trace_dir() / "alibaba-gpu-2023"  # `gensolver traces fetch alibaba` puts it there
 CONFIGS = ((4, 4.0), (4, 16.0), (2, 16.0))  # (Alibaba nodes, compress)
 POLICIES = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "time-slicing", "mps", "mig", "finish-time-fair",
             "auction", "market")
