@@ -19,7 +19,7 @@ Utility in true terms
 ---------------------
 A tenant's utility is the true value of its tasks' work done (the true value at the finish,
 0 after a deadline or unfinished; :attr:`gensolver.sim.metrics.TaskRecord.achieved`) minus
-the credits it spent times their *worth*: the value a credit buys in the truthful run (total
+the credits it spent, net of the credits it received, times their *worth*: the value a credit buys in the truthful run (total
 welfare over all credits issued in it, fixed before any lie so a lie cannot move it).
 Whatever a tenant spends now is also missing from its later bids, so a run long enough to
 contain those later rounds already counts that cost once; the ``credit_worth`` term prices
@@ -144,9 +144,19 @@ def credit_worth(result: Any) -> float:
 
 
 def tenant_utility(result: Any, tenant: str, *, worth: float = 0.0) -> float:
-    """True utility of ``tenant`` in ``result``: value achieved minus ``worth`` x credits spent."""
+    """True utility of ``tenant`` in ``result``: value achieved minus ``worth`` x net credits spent.
+
+    Net credits spent are the payments minus the credits received (income, budgets, refills)
+    by the tenant and its false names (``tenant~k``): the credits it has *less* at the end for
+    the rounds after the run. A lie that pays less but also earns less (a capped balance
+    discards income) saves nothing.
+    """
     m = result.metrics
-    return float(m.tenant_value.get(tenant, 0.0) - worth * m.tenant_spent.get(tenant, 0.0))
+    net = 0.0
+    for e in result.events:
+        if e.kind == "credit" and (e.tenant == tenant or e.tenant.startswith(tenant + "~")):
+            net -= e.amount
+    return float(m.tenant_value.get(tenant, 0.0) - worth * net)
 
 
 @dataclass(frozen=True)

@@ -95,5 +95,12 @@ def test_utility_subtracts_credits_at_their_worth(work):
     issued = sum(e.amount for e in r.events if e.kind == "credit" and e.amount > 0)
     assert worth == pytest.approx(r.metrics.welfare / issued)
     for tenant in r.metrics.tenant_value:
-        spent = -sum(e.amount for e in r.events if e.kind == "credit" and e.note == "payment" and e.tenant == tenant)
-        assert tenant_utility(r, tenant, worth=worth) == pytest.approx(r.metrics.tenant_value[tenant] - worth * spent)
+        # net credits spent = what the tenant ends with less: here its final balance, negated
+        assert tenant_utility(r, tenant, worth=worth) == pytest.approx(r.metrics.tenant_value[tenant]
+                                                                       + worth * r.balances.get(tenant, 0.0))
+    # false names: the pseudonyms' credits count for their true owner
+    lied = simulate(apply_strategies(work, {"tenant1": Strategy(names=2)}), policy="market")
+    held = sum(v for k, v in lied.balances.items() if k.startswith("tenant1~"))
+    assert held > 0 and "tenant1" not in lied.balances
+    assert tenant_utility(lied, "tenant1", worth=worth) == pytest.approx(lied.metrics.tenant_value["tenant1"]
+                                                                         + worth * held)
