@@ -162,8 +162,8 @@ def _check_options(trace: str, policy: List[str], solver: str, mechanism: str, t
     if not 0 <= seed < SEED_LIMIT:
         fail(f"--seed: must be an integer in [0, 2**32), got {seed}")
     trace_only = {"--max-jobs": max_jobs, "--nodes": nodes, "--compress": compress}
-    p = Path(trace)
-    is_trace_file = (not _is_synthetic(trace) and p.suffix.lower() not in (".yaml", ".yml") and p.is_file())
+    path = Path(trace)
+    is_trace_file = (not _is_synthetic(trace) and path.suffix.lower() not in (".yaml", ".yml") and path.is_file())
     if trace not in TRACES and not is_trace_file:
         given = [name for name, v in trace_only.items() if v is not None]
         if given:

@@ -70,7 +70,7 @@ import numpy as np
 
 from ..errors import InputError, check_time_limit
 from ..model.instance import Bid, Bidder, Instance, Slot
-from ..model.tasks import GpuSpec, Task, task_steps, task_value
+from ..model.tasks import GpuSpec, Task, task_value
 from ..model.validate import mark_validated
 from ..solvers import solve
 

@@ -202,7 +202,7 @@ def compute_metrics(events: Sequence[Event], records: Mapping[str, TaskRecord], 
             t_rho.setdefault(r.tenant, []).append(r.rho)
     mean_rho = {k: float(np.mean(v)) for k, v in sorted(t_rho.items())}
     n_ten = len(mean_rho)
-    with_deadline = [r.deadline_met for r in records.values() if r.deadline is not None]
+    with_deadline = [bool(r.deadline_met) for r in records.values() if r.deadline is not None]
     vals = np.array([r.value for r in done], dtype=float)
     rhos = np.array(list(mean_rho.values()), dtype=float)
     return Metrics(

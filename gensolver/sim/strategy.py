@@ -123,10 +123,10 @@ def apply_strategies(workload: Workload, strategies: Mapping[str, Strategy]) -> 
     seen: dict[str, int] = {}
     reports, truths = [], {}
     for t in sorted(true, key=lambda t: (t.release, t.id)):
-        s = strategies.get(t.tenant)
+        how = strategies.get(t.tenant)
         k = seen.get(t.tenant, 0)
         seen[t.tenant] = k + 1
-        r = s.report(t, index=k, max_memory=max_mem) if s is not None else t
+        r = how.report(t, index=k, max_memory=max_mem) if how is not None else t
         reports.append(r)
         if r != t:
             truths[t.id] = t

@@ -21,7 +21,7 @@ GPUs: ``gpus`` as a list of memories (GiB), ``per_node`` to a node (:func:`unifo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 

@@ -203,6 +203,7 @@ class MarketPolicy(Policy):
             cap[g] = (m, c)
         order = sorted(cands, key=lambda s: (-float(score[idx[s.id]]), s.arrival, s.id))
         plan: dict[str, tuple[str, ...]] = {}
+        place: tuple[str, ...] | None
         losers: list[int] = []  # best-scored losers of distinct tenants, in score order
         for st in order:
             if st.state == "running" and all(cap[g][0] + TOL >= st.memory and cap[g][1] + TOL >= st.compute

@@ -37,6 +37,8 @@ References
 from __future__ import annotations
 
 import math
+
+from ...model.tasks import Task
 from ..engine import TOL, Cluster, TaskState
 from .base import Policy
 
@@ -72,7 +74,8 @@ class TimeSlicing(Policy):
     def schedule(self, cluster: Cluster, boundary: bool) -> None:
         slot = 1.0 / self.replicas
         for st in cluster.waiting():
-            gpus = _node_groups(cluster, st, lambda g: cluster.gpus[g].fits(st.task.preferred_memory, slot))
+            need = st.task.preferred_memory
+            gpus = _node_groups(cluster, st, lambda g, need=need: cluster.gpus[g].fits(need, slot))
             if gpus is not None:
                 cluster.start(st.id, gpus, st.task.preferred_memory, compute=slot)
         self.rebalance(cluster)
@@ -105,7 +108,7 @@ class Mps(Policy):
     def schedule(self, cluster: Cluster, boundary: bool) -> None:
         for st in cluster.waiting():
             t = st.task
-            gpus = _node_groups(cluster, st, lambda g: cluster.gpus[g].fits(t.preferred_memory, t.compute))
+            gpus = _node_groups(cluster, st, lambda g, t=t: cluster.gpus[g].fits(t.preferred_memory, t.compute))
             if gpus is not None:
                 cluster.start(st.id, gpus, t.preferred_memory)
         for st in cluster.running():
@@ -156,7 +159,7 @@ class Mig(Policy):
             t = st.task
             fits: dict[str, tuple[int, float]] = {}
 
-            def ok(g: str) -> bool:
+            def ok(g: str, t: Task = t, fits: dict[str, tuple[int, float]] = fits) -> bool:
                 gs = cluster.gpus[g]
                 prof = self.profile(gs.spec.memory, t.preferred_memory, t.compute)
                 if prof is None or self._used(cluster, g) + prof[0] > 7 or not gs.fits(prof[1], prof[0] / 7.0):
@@ -164,17 +167,17 @@ class Mig(Policy):
                 fits[g] = prof
                 return True
 
-            gpus = _node_groups(cluster, st, ok)
-            if gpus is None or any(fits[g] != fits[gpus[0]] for g in gpus):
+            group = _node_groups(cluster, st, ok)
+            if group is None or any(fits[g] != fits[group[0]] for g in group):
                 continue  # (a gang needs the same profile on each GPU)
-            slices, mem = fits[gpus[0]]
+            slices, mem = fits[group[0]]
             setup = 0.0
-            for g in gpus:
+            for g in group:
                 kept = self.idle.setdefault(g, [])
                 if slices in kept:
                     kept.remove(slices)
                 else:
                     setup = self.reconfig_steps
             speed = min(1.0, (slices / 7.0) / t.compute)
-            cluster.start(st.id, gpus, mem, compute=slices / 7.0, factor=speed, setup=setup)
-            self.placed[st.id] = (gpus, slices)
+            cluster.start(st.id, group, mem, compute=slices / 7.0, factor=speed, setup=setup)
+            self.placed[st.id] = (group, slices)
