@@ -170,10 +170,11 @@ def test_the_auction_policy_is_loaded_lazily() -> None:
         import sys
         from gensolver.sim import get_policy, list_policies
         assert "auction" in list_policies()
-        assert "gensolver.sim.auction" not in sys.modules, "listed"
+        assert "gensolver.sim.policies.auction" not in sys.modules, "listed"
+        assert "gensolver.sim.policies.market" not in sys.modules
         assert "gensolver.market.market" not in sys.modules
         p = get_policy("auction")
-        assert type(p).__name__ == "AuctionPolicy" and "gensolver.sim.auction" in sys.modules
+        assert type(p).__name__ == "AuctionPolicy" and "gensolver.sim.policies.auction" in sys.modules
         print("ok")
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -36,10 +36,10 @@ References
 
 from __future__ import annotations
 
-from .auction import AuctionPolicy
+from typing import Any
+
 from .base import POLICIES, Policy, UnknownPolicyError, find_placement, get_policy, list_policies, register_policy
 from .ftf import FinishTimeFair, finish_time_rho
-from .market import MarketPolicy
 from .queue import Elastic, FcfsPacking, FcfsWholeGpu
 from .sharing import Mig, Mps, TimeSlicing, mig_profiles
 
@@ -47,7 +47,21 @@ __all__ = ["Policy", "POLICIES", "register_policy", "get_policy", "list_policies
            "find_placement", "FcfsWholeGpu", "FcfsPacking", "Elastic", "FinishTimeFair", "finish_time_rho",
            "AuctionPolicy", "MarketPolicy", "TimeSlicing", "Mps", "Mig", "mig_profiles"]
 
+# the auction and the market are named by path: importing the simulator imports no market code
 for _name, _factory in (("fcfs-whole-gpu", FcfsWholeGpu), ("fcfs-packing", FcfsPacking), ("elastic", Elastic),
-                        ("finish-time-fair", FinishTimeFair), ("auction", AuctionPolicy), ("market", MarketPolicy),
-                        ("time-slicing", TimeSlicing), ("mps", Mps), ("mig", Mig)):
+                        ("finish-time-fair", FinishTimeFair), ("auction", "gensolver.sim.policies.auction:AuctionPolicy"),
+                        ("market", "gensolver.sim.policies.market:MarketPolicy"), ("time-slicing", TimeSlicing),
+                        ("mps", Mps), ("mig", Mig)):
     register_policy(_name, _factory)
+
+
+def __getattr__(name: str) -> Any:  # AuctionPolicy and MarketPolicy, imported on first use
+    if name == "AuctionPolicy":
+        from .auction import AuctionPolicy
+
+        return AuctionPolicy
+    if name == "MarketPolicy":
+        from .market import MarketPolicy
+
+        return MarketPolicy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
