@@ -87,16 +87,17 @@ def solve_command(
     table = Table("bid", "bidder", "value", title=f"{len(result.winners)} winning bids")
     index = instance.bid_index
     payments = dict(outcome.payments) if outcome is not None else None
+    inexact = outcome is not None and not outcome.exact
     if payments is not None:
         table.add_column("payment")
-        if not outcome.exact:
+        if inexact:
             table.add_column("exact payment in")
     for w in result.winners[:50]:
         bid = instance.bids[index[w]]
         row = [w, bid.bidder, f"{bid.value:.6g}"]
         if payments is not None:
             row.append(f"{payments.get(bid.bidder, 0.0):.6g}")
-            if not outcome.exact:
+            if inexact and outcome is not None:
                 lo, hi = outcome.payment_bounds.get(bid.bidder, (0.0, 0.0))
                 row.append(f"[{lo:.6g}, {hi:.6g}]")
         table.add_row(*row)

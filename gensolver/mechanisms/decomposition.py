@@ -242,9 +242,9 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
             break
     # exact coverage: lift lam by the (round-off sized) worst shortfall, then alpha >= sum(lam)
     M_cov = np.zeros(S.size)
-    for l, rows in enumerate(columns):
-        if lam[l] > 0:
-            M_cov[rows] += lam[l]
+    for k, rows in enumerate(columns):
+        if lam[k] > 0:
+            M_cov[rows] += lam[k]
     short = float(np.max(xs / np.maximum(M_cov, 1e-300)))
     if short > 1.0:
         lam = lam * short
@@ -252,8 +252,8 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
     V = math.fsum(lam)
     a = V if alpha is None else max(float(alpha), V)
     # probabilities lam / a; trim the surplus sum_l pi_l x^l_e - x*_e / a bid by bid
-    allocs: list[tuple[float, set[int]]] = [(float(lam[l]) / a, set(rows.tolist())) for l, rows in enumerate(columns)
-                                            if lam[l] > 0]
+    allocs: list[tuple[float, set[int]]] = [(float(lam[k]) / a, set(rows.tolist())) for k, rows in enumerate(columns)
+                                            if lam[k] > 0]
     holders: dict[int, list[int]] = {}
     for k, (_, rows_set) in enumerate(allocs):
         for e in rows_set:

@@ -243,7 +243,7 @@ def lavi_swamy(
     elif dec.alpha_verified > float(requested):
         notes.append(f"the oracle verified only alpha = {dec.alpha_verified:.6g} > the requested {requested:g}; "
                      "the lottery is scaled by the verified ratio")
-    share = float(P.values @ fv.lp.x)
+    lp_welfare = float(P.values @ fv.lp.x)
     details = {
         "guarantee": GUARANTEE,
         "truthful_in_expectation": bool(truthful),
@@ -254,7 +254,7 @@ def lavi_swamy(
         "alpha_floor": dec.alpha_floor,
         "lp_welfare": fv.lp.value,
         "lp_bound": fv.lp.bound,
-        "expected_welfare": share / alpha if alpha > 0 else 0.0,
+        "expected_welfare": lp_welfare / alpha if alpha > 0 else 0.0,
         "fractional_payments": {bidders[o]: float(fv.payments[o]) for o in range(P.n_owners)},
         "expected_payments": expected,
         "expected_utilities": {bidders[o]: float(ov[o]) / alpha - expected[bidders[o]] for o in range(P.n_owners)},

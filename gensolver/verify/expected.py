@@ -21,8 +21,17 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..model import Instance, coerce_instance
-from .regret import (DEFAULT_FACTORS, FAMILIES, MaxRegretResult, Misreport, RegretResult, _name, _runner,
-                     apply_misreport, true_value)
+from .regret import (
+    DEFAULT_FACTORS,
+    FAMILIES,
+    MaxRegretResult,
+    Misreport,
+    RegretResult,
+    _name,
+    _runner,
+    apply_misreport,
+    true_value,
+)
 from .regret import misreports as _family
 
 __all__ = ["lottery", "expected_utility", "expected_regret", "max_expected_regret"]
@@ -38,7 +47,8 @@ def lottery(outcome: Any) -> list[tuple[float, tuple[str, ...], Mapping[str, flo
     dec = outcome.details.get("decomposition") if outcome.details else None
     if dec is None:
         return [(1.0, tuple(outcome.allocation.winners), dict(outcome.payments))]
-    out = [(float(a["probability"]), tuple(a["winners"]), dict(a.get("payments", {}))) for a in dec]
+    out: list[tuple[float, tuple[str, ...], Mapping[str, float]]] = [
+        (float(a["probability"]), tuple(a["winners"]), dict(a.get("payments", {}))) for a in dec]
     total = math.fsum(p for p, _, _ in out)
     if any(p < -_PROB_TOL for p, _, _ in out) or abs(total - 1.0) > _PROB_TOL:
         raise ValueError(f"the outcome's lottery is not a probability distribution (sum {total!r})")

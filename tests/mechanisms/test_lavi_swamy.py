@@ -14,8 +14,15 @@ from gensolver.mechanisms import run_mechanism
 from gensolver.mechanisms.common import make_outcome
 from gensolver.mechanisms.lavi_swamy import lavi_swamy
 from gensolver.testing import gpu_round_instances, instances
-from gensolver.verify import (TRUTHFUL_FAMILIES, check_allocation, expected_regret, expected_utility, lottery,
-                              max_expected_regret, regret)
+from gensolver.verify import (
+    TRUTHFUL_FAMILIES,
+    check_allocation,
+    expected_regret,
+    expected_utility,
+    lottery,
+    max_expected_regret,
+    regret,
+)
 
 from .helpers import goods_instance
 
@@ -77,7 +84,7 @@ def check_outcome(inst, out) -> None:
     lot = lottery(out)
     assert all(p >= 0 for p, _, _ in lot)
     assert math.fsum(p for p, _, _ in lot) == pytest.approx(1.0, abs=1e-12)
-    for p, winners, pays in lot:
+    for _, winners, pays in lot:
         assert check_allocation(inst, winners).feasible
         for w in winners:  # ex-post IR for reported values, no negative payment
             bid = inst.bids[inst.bid_index[w]]
