@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 __all__ = ["choice", "METHODS", "MECHANISMS", "SIM_MECHANISMS", "POLICIES", "DEFAULT_POLICIES", "BACKENDS"]
 
 #: backends of ``gensolver run``
-BACKENDS: tuple[str, ...] = ("nvml", "sim")
+BACKENDS: tuple[str, ...] = ("nvml", "sim", "slurm")
 #: policies of ``gensolver simulate`` (kept equal to :func:`gensolver.sim.list_policies` by a test)
 POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "time-slicing", "mps", "mig",
                              "finish-time-fair", "auction", "market")

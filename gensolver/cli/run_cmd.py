@@ -101,7 +101,7 @@ def _os_error(exc: OSError) -> str:
 
 def run_command(
     plan_file: Path = typer.Argument(..., help="A gensolver.plan/v1 JSON file."),
-    backend: str = typer.Option("nvml", "--backend", "-b", **choice(BACKENDS), help="nvml (real NVIDIA GPUs) or sim (simulated devices)."),
+    backend: str = typer.Option("nvml", "--backend", "-b", **choice(BACKENDS), help="nvml (real NVIDIA GPUs), sim (simulated devices) or slurm (submit to Slurm)."),
     journal: Optional[Path] = typer.Option(None, "--journal", "-j", help="Append-only journal; reuse it to resume after a crash."),
     sim_devices: List[str] = typer.Option([], "--sim-devices", help="COUNT:MEMORY of simulated devices, e.g. 2:16G (repeatable). Default: the plan's devices."),
     sim_state: Optional[Path] = typer.Option(None, "--sim-state", help="Folder of simulated usage reports (default: JOURNAL.sim, or a temporary folder)."),
@@ -117,6 +117,7 @@ def run_command(
     feedback: Optional[Path] = typer.Option(None, "--feedback", help="Write the gensolver.feedback/v1 usage records here."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Give up after this many wall seconds (processes keep running)."),
     as_json: bool = typer.Option(False, "--json", help="Print the feedback document as one JSON object."),
+    mps: bool = typer.Option(False, "--mps", help="With --backend nvml: start (or check) the CUDA MPS control daemon."),
 ) -> None:
     """Execute PLAN_FILE: launch, watch, preempt and journal each task's processes."""
     from ..executor import (
@@ -137,8 +138,10 @@ def run_command(
     from ..executor.runner import OVER_GRANT_POLICIES
 
     # options first: nothing is read, created or launched before they are all good
-    if backend not in ("nvml", "sim"):
-        fail(f"--backend: unknown backend {backend!r}; choose one of: nvml, sim")
+    if backend not in BACKENDS:
+        fail(f"--backend: unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
+    if mps and backend != "nvml":
+        fail("--mps: only with --backend nvml")
     if over_grant not in OVER_GRANT_POLICIES:
         fail(f"--over-grant must be one of {', '.join(OVER_GRANT_POLICIES)}, got {over_grant!r}")
     if preempt not in ("plan", "checkpoint"):
@@ -161,6 +164,15 @@ def run_command(
     check_output_file(journal, "--journal")
     check_output_file(feedback, "--feedback")
     check_output_dir(log_dir, "--log-dir")
+    if backend == "slurm":  # Slurm runs the jobs (gensolver.cli.slurm_run, gensolver.adapters.slurm)
+        from .slurm_run import run_slurm
+
+        run_slurm(plan_file, device_map=device_map, journal=journal, time_scale=time_scale, grace=grace,
+                  poll=max(poll, 0.5), timeout=timeout, log_dir=log_dir, as_json=as_json,
+                  options={"--feedback": feedback, "--over-grant": over_grant != "warn",
+                           "--over-grant-tolerance": tolerance != 0, "--preempt": preempt != "plan",
+                           "--lost": lost != "restart"})
+        return
     state = sim_state
     state_option = "--sim-state"
     if backend == "sim" and state is None and journal is not None:
@@ -204,7 +216,7 @@ def run_command(
     gpu: NvmlBackend | SimulatedBackend
     if backend == "nvml":
         try:
-            gpu = NvmlBackend()
+            gpu = NvmlBackend(mps=mps)
         except BackendError as exc:
             fail(str(exc), EXIT_BACKEND_UNAVAILABLE)
     else:

@@ -204,7 +204,7 @@ class NvmlBackend:
 
     name = "nvml"
 
-    def __init__(self, *, library: Any = None) -> None:
+    def __init__(self, *, library: Any = None, mps: bool = False) -> None:
         if library is None:
             try:
                 import pynvml as library  # type: ignore[no-redef]

@@ -1,0 +1,482 @@
+"""A ``gensolver.plan/v1`` plan as Slurm batch jobs: scripts, submission, following, cancelling.
+
+Every *run* of a task (a stretch without a stop or a device change, see
+:class:`gensolver.executor.plan.Run`) becomes one batch job:
+
+- ``--nodelist``/``--nodes``: the nodes of the run's plan devices (see
+  :func:`gensolver.adapters.common.node_of`);
+- ``--gres``: ``gpu:N`` for whole devices (``N`` plan devices per node); a run that needs a
+  fraction of one device asks for Slurm's sharing gres instead, ``shard:K`` (``K`` of
+  ``shares_per_gpu`` shards per GPU, rounded up) or ``mps:P`` (``P`` percent of one GPU), with
+  ``sharing="gpu"`` it takes the whole GPU. A fraction is ``max(compute, memory / device
+  memory)``. A run over several devices always takes whole GPUs: Slurm cannot place one shard
+  per GPU of a gang.
+- ``--begin``: the round's start ``t0`` plus ``start * time_scale`` seconds (rounded up to a
+  second; Slurm's resolution), given at submission since only then is ``t0`` known; the
+  task's next run depends (``afterany``) on the previous one;
+- ``--time``: the run's length plus the grace period, in minutes rounded up (Slurm counts
+  minutes); the script itself stops the command at the run's end (``timeout``, SIGTERM, then
+  SIGKILL after the grace period), so a late start never runs past the plan's end;
+- the executor's environment: ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``,
+  ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``, ``GENSOLVER_MEMORY_LIMIT``, ``GENSOLVER_TASK``,
+  ``GENSOLVER_RUN``, ``GENSOLVER_RESUME`` and ``GENSOLVER_RUN_END`` (``CUDA_VISIBLE_DEVICES``
+  is Slurm's to set from the gres it grants).
+
+A task without a command holds its grant for its window (``sleep``): the plan's placement is
+still exercised, and the script says so.
+
+:func:`submit_plan` submits with ``sbatch --parsable``, journals each job id as soon as it is
+known (:class:`SlurmJournal`; a rerun adopts what the journal, or the controller under the job's
+unique name, already has and never submits a run twice), :func:`follow` polls ``sacct
+--parsable2`` until every job has ended, and :func:`cancel` calls ``scancel``. Nothing parses
+Slurm's human-formatted output.
+
+References
+----------
+.. [sbatch] Slurm ``sbatch(1)``: ``--parsable``, ``--begin``, ``--gres``, ``--dependency``,
+   https://slurm.schedmd.com/sbatch.html
+.. [gres] Slurm Generic Resource (GRES) scheduling, sharding and MPS,
+   https://slurm.schedmd.com/gres.html
+.. [sacct] Slurm ``sacct(1)``: ``--parsable2``, ``--format``, job states,
+   https://slurm.schedmd.com/sacct.html
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
+
+from ..executor.plan import ExecutionPlan
+from .common import AdapterError, RunGrant, run_grants, shares, write_tree
+
+__all__ = ["SHARING", "SlurmOptions", "SlurmJob", "SlurmState", "SlurmError", "SlurmUnavailableError",
+           "SlurmJournal", "slurm_jobs", "write_slurm", "submit_plan", "follow", "cancel", "sacct",
+           "TERMINAL_STATES", "SACCT_FIELDS"]
+
+#: how a fractional grant is asked of Slurm: ``shard`` (shard:K), ``mps`` (mps:P), ``gpu`` (whole GPU)
+SHARING = ("shard", "mps", "gpu")
+#: ``sacct`` states after which a job does not run again [sacct]_
+TERMINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+                             "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED"})
+#: the ``sacct --format`` fields read, in order
+SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "NodeList", "Submit", "Eligible", "Start", "End",
+                "AllocTRES")
+
+
+class SlurmError(RuntimeError):
+    """A Slurm command failed; the message has its stderr."""
+
+
+class SlurmUnavailableError(SlurmError):
+    """``sbatch``/``sacct``/``scancel`` are not installed here."""
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """How a plan becomes Slurm jobs (see the module docstring).
+
+    Attributes
+    ----------
+    nodes : mapping of str to str
+        Plan device to Slurm node.
+    default_node : str or None
+        Node of every device the map and the ``NODE/DEVICE`` form leave out.
+    partition : str or None
+        ``--partition`` (default: the cluster's default partition).
+    sharing : {"shard", "mps", "gpu"}
+        The gres of a fractional grant.
+    shares_per_gpu : int
+        Shards per GPU as the site's ``gres.conf`` configures them (``sharing="shard"``).
+    time_scale : float
+        Wall seconds per plan second (0.01 runs 100 times faster).
+    grace : float
+        Seconds between SIGTERM and SIGKILL at a run's end.
+    log_dir : str or None
+        Where each job writes its output (``<log_dir>/<job name>.<job id>.log``); ``None``:
+        ``/dev/null``.
+    """
+
+    nodes: Mapping[str, str] = field(default_factory=dict)
+    default_node: str | None = None
+    partition: str | None = None
+    sharing: str = "shard"
+    shares_per_gpu: int = 100
+    time_scale: float = 1.0
+    grace: float = 10.0
+    log_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nodes", MappingProxyType(dict(self.nodes)))
+        if self.sharing not in SHARING:
+            raise AdapterError("--sharing", f"must be one of {', '.join(SHARING)}, got {self.sharing!r}")
+        if isinstance(self.shares_per_gpu, bool) or not isinstance(self.shares_per_gpu, int) \
+                or self.shares_per_gpu < 1:
+            raise AdapterError("--shards-per-gpu", f"must be a positive integer, got {self.shares_per_gpu!r}")
+        for name, value, positive in (("--time-scale", self.time_scale, True), ("--grace", self.grace, False)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value < 0 or (positive and value == 0):
+                raise AdapterError(name, f"must be a {'positive' if positive else 'non-negative'} number, "
+                                         f"got {value!r}")
+
+
+@dataclass(frozen=True)
+class SlurmJob:
+    """One batch job: a run of a task, its placement, gres, timing and script.
+
+    Attributes
+    ----------
+    key : str
+        ``task.run``.
+    name : str
+        Slurm job name, unique to the plan: ``gs-<plan digest>-<key>``.
+    nodes : tuple of str
+    gres : str
+        ``gpu:N``, ``shard:K`` or ``mps:P`` (per node).
+    begin : float
+        Wall seconds after ``t0`` before which the job may not start.
+    end : float
+        Wall seconds after ``t0`` at which the script stops the command.
+    time_limit : int
+        ``--time`` in minutes.
+    after : str or None
+        Key of the job this one waits for (the task's previous run).
+    script : str
+        The batch script (everything but ``--begin`` and ``--dependency``).
+    """
+
+    key: str
+    task: str
+    run: int
+    name: str
+    nodes: tuple[str, ...]
+    gres: str
+    begin: float
+    end: float
+    time_limit: int
+    after: str | None
+    script: str
+
+    @property
+    def file(self) -> str:
+        """The script's file name."""
+        return f"{self.key}.sbatch"
+
+
+@dataclass(frozen=True)
+class SlurmState:
+    """One job as ``sacct`` reports it; ``start``/``end`` are ``None`` until known."""
+
+    job_id: str
+    name: str
+    state: str
+    exit_code: str
+    nodes: str
+    submit: str | None
+    eligible: str | None
+    start: str | None
+    end: str | None
+    tres: Mapping[str, str]
+
+    @property
+    def done(self) -> bool:
+        """Whether the job has ended (any terminal state)."""
+        return self.state in TERMINAL_STATES
+
+
+def _gres(grant: RunGrant, options: SlurmOptions) -> str:
+    if grant.whole or len(grant.run.devices) > 1 or options.sharing == "gpu":
+        return f"gpu:{grant.devices_per_node}"
+    if options.sharing == "shard":
+        return f"shard:{shares(grant.fraction, options.shares_per_gpu)}"
+    return f"mps:{shares(grant.fraction, 100)}"
+
+
+def _script(plan: ExecutionPlan, grant: RunGrant, job: dict[str, Any], options: SlurmOptions) -> str:
+    run = grant.run
+    lines = ["#!/bin/bash",
+             f"#SBATCH --job-name={job['name']}",
+             f"#SBATCH --nodes={len(grant.nodes)}",
+             f"#SBATCH --nodelist={','.join(grant.nodes)}",
+             "#SBATCH --ntasks-per-node=1",
+             f"#SBATCH --gres={job['gres']}",
+             f"#SBATCH --time={job['time_limit']}",
+             f"#SBATCH --comment=gensolver-plan-{plan.digest}-run-{grant.key}"]
+    if options.partition:
+        lines.append(f"#SBATCH --partition={options.partition}")
+    log = f"{options.log_dir}/%x.%j.log" if options.log_dir else "/dev/null"
+    lines.append(f"#SBATCH --output={log}")
+    devices = ", ".join(run.devices)
+    lines += ["",
+              f"# gensolver plan {plan.name!r} (digest {plan.digest}): task {run.task!r} run {run.index} on {devices}",
+              f"# plan time [{run.start:g}, {run.end:g}) s; wall time [{job['begin']:g}, {job['end']:g}) s after t0",
+              "# t0 (GENSOLVER_T0, epoch seconds) and --begin are given at submission.",
+              ': "${GENSOLVER_T0:?submit with --export=ALL,GENSOLVER_T0=<epoch seconds>}"',
+              f"end=$(awk -v t0=\"$GENSOLVER_T0\" 'BEGIN {{ printf \"%.3f\", t0 + {job['end']!r} }}')",
+              "left=$(awk -v e=\"$end\" -v now=\"$(date +%s.%N)\" 'BEGIN { d = e - now; if (d < 0) d = 0; printf \"%.3f\", d }')",
+              f"export GENSOLVER_TASK={shlex.quote(run.task)}",
+              f"export GENSOLVER_RUN={run.index}",
+              f"export GENSOLVER_RESUME={1 if run.index else 0}",
+              'export GENSOLVER_RUN_END="$end"',
+              f"export GENSOLVER_MEMORY_LIMIT={grant.memory}",
+              f"export GENSOLVER_COMPUTE_SHARE={grant.compute!r}",
+              f"export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={max(1, min(100, math.ceil(grant.compute * 100 - 1e-9)))}",
+              "export CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=" + ",".join(f"{k}={run.grants[d][0] >> 20}M"
+                                                                     for k, d in enumerate(run.devices))]
+    if run.command:
+        lines.append(f"exec timeout --signal=TERM --kill-after={options.grace:g} \"$left\" {shlex.join(run.command)}")
+    else:
+        lines += ["# the plan gives no command: the job holds its grant for its window",
+                  'exec sleep "$left"']
+    return "\n".join(lines) + "\n"
+
+
+def slurm_jobs(plan: ExecutionPlan, options: SlurmOptions) -> tuple[SlurmJob, ...]:
+    """The plan's batch jobs, in submission order (begin time, task, run).
+
+    Raises
+    ------
+    AdapterError
+        A device without a node, a ``--device-map`` entry naming no plan device.
+    """
+    out = []
+    for grant in run_grants(plan, options.nodes, options.default_node):
+        run = grant.run
+        begin = math.ceil(run.start * options.time_scale - 1e-9)
+        end = run.end * options.time_scale
+        job = {"name": f"gs-{plan.digest}-{grant.key}", "gres": _gres(grant, options), "begin": float(begin),
+               "end": end, "time_limit": max(1, math.ceil((end - begin + options.grace) / 60.0))}
+        after = f"{run.task}.{run.index - 1}" if run.index else None
+        out.append(SlurmJob(grant.key, run.task, run.index, job["name"], grant.nodes, job["gres"], job["begin"],
+                            end, job["time_limit"], after, _script(plan, grant, job, options)))
+    return tuple(out)
+
+
+def _submit_sh(jobs: Sequence[SlurmJob]) -> str:
+    lines = ["#!/bin/bash", "# Submit the plan's jobs: t0 is now (or $1, epoch seconds); each job's --begin is",
+             "# t0 plus its offset, and a task's next run waits for the previous one (afterany).",
+             "set -euo pipefail", 'cd "$(dirname "$0")"', 't0="${1:-$(date +%s)}"', "declare -A id"]
+    for j in jobs:
+        dep = f' --dependency="afterany:${{id[{j.after}]}}"' if j.after else ""
+        lines.append(f'id[{j.key}]=$(sbatch --parsable --export="ALL,GENSOLVER_T0=$t0" '
+                     f'--begin="$(date -d "@$((t0 + {int(j.begin)}))" +%Y-%m-%dT%H:%M:%S)"{dep} {shlex.quote(j.file)})')
+        lines.append(f'echo "{j.key} ${{id[{j.key}]}}"')
+    return "\n".join(lines) + "\n"
+
+
+def write_slurm(plan: ExecutionPlan, out: str | os.PathLike[str], options: SlurmOptions) -> tuple[SlurmJob, ...]:
+    """Write one ``<task>.<run>.sbatch`` script per run, ``submit.sh`` and ``jobs.json`` to the
+    folder ``out``, all at once (see :func:`gensolver.adapters.common.write_tree`)."""
+    jobs = slurm_jobs(plan, options)
+    index = {"plan": plan.name, "digest": plan.digest, "time_scale": options.time_scale,
+             "jobs": [{"key": j.key, "task": j.task, "run": j.run, "name": j.name, "nodes": list(j.nodes),
+                       "gres": j.gres, "begin": j.begin, "end": j.end, "time_limit": j.time_limit,
+                       "after": j.after, "script": j.file} for j in jobs]}
+    files = {j.file: j.script for j in jobs}
+    files["submit.sh"] = _submit_sh(jobs)
+    files["jobs.json"] = json.dumps(index, indent=2) + "\n"
+    write_tree(out, files, executable=("submit.sh",) + tuple(j.file for j in jobs))
+    return jobs
+
+
+# ---------------------------------------------------------------------- running
+def _command(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise SlurmUnavailableError(f"{name} is not installed here (Slurm's client commands are needed for "
+                                    f"--backend slurm)")
+    return path
+
+
+def _call(argv: list[str], *, timeout: float = 30.0) -> str:
+    try:
+        out = subprocess.run([_command(argv[0])] + argv[1:], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SlurmError(f"{argv[0]} did not answer within {timeout:g} s") from None
+    if out.returncode != 0:
+        raise SlurmError(f"{' '.join(argv[:2])} failed (exit {out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
+    return out.stdout
+
+
+class SlurmJournal:
+    """Append-only JSON-lines journal of one plan's Slurm jobs.
+
+    The first record is ``{"event": "plan", "digest", "t0", "time_scale"}``; each submission
+    appends ``{"event": "submitted", "key", "job", "name"}`` (flushed and fsynced before the next
+    ``sbatch``), each ``scancel`` ``{"event": "cancelled", "jobs"}``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = None if path is None else Path(path)
+        self.records: list[dict[str, Any]] = []
+        if self.path is not None and self.path.exists():
+            for k, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    raise AdapterError("--journal", f"{self.path} line {k} is not JSON: not a Slurm journal") from None
+                if not isinstance(rec, dict) or "event" not in rec:
+                    raise AdapterError("--journal", f"{self.path} line {k} is not a journal record")
+                self.records.append(rec)
+            if self.records and (self.records[0].get("event") != "plan" or self.records[0].get("backend") != "slurm"):
+                raise AdapterError("--journal", f"{self.path} is not a Slurm journal (written by another backend?)")
+
+    @property
+    def head(self) -> dict[str, Any] | None:
+        """The ``plan`` record, if any."""
+        return self.records[0] if self.records else None
+
+    @property
+    def jobs(self) -> dict[str, str]:
+        """Run key to Slurm job id, as journaled."""
+        return {r["key"]: str(r["job"]) for r in self.records if r.get("event") == "submitted"}
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Add ``record`` (durably, when the journal has a file)."""
+        self.records.append(record)
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, sort_keys=True) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _stamp(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(math.ceil(epoch - 1e-6)))
+
+
+def _by_name(names: Sequence[str], since: float) -> dict[str, str]:
+    """Job name to the newest job id the accounting database knows by it, submitted at ``since`` or after."""
+    if not names:
+        return {}
+    found: dict[str, str] = {}
+    for state in sacct(names=names):
+        try:
+            submitted = time.mktime(time.strptime(state.submit or "", "%Y-%m-%dT%H:%M:%S"))
+        except ValueError:
+            continue
+        if state.name in names and submitted >= math.floor(since) - 1:
+            found[state.name] = state.job_id
+    return found
+
+
+def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJournal, script_dir: str | os.PathLike[str],
+                t0: float | None = None, log: Callable[[str], None] = lambda _m: None) -> tuple[float, dict[str, str]]:
+    """Submit every run of ``plan`` not yet submitted; return ``(t0, key -> job id)``.
+
+    A run whose id is journaled is adopted; one the journal lacks but the controller knows by
+    the job's unique name (a submission cut off before it was journaled) is adopted and
+    journaled; only the rest are submitted, in begin order, each journaled at once.
+
+    Raises
+    ------
+    AdapterError
+        The journal was written for another plan, or the plan cannot be placed.
+    SlurmUnavailableError, SlurmError
+    """
+    jobs = slurm_jobs(plan, options)
+    head = journal.head
+    if head is None:
+        t0 = time.time() if t0 is None else t0
+        journal.append({"event": "plan", "backend": "slurm", "digest": plan.digest, "t0": t0,
+                        "time_scale": options.time_scale})
+    else:
+        if head.get("digest") != plan.digest:
+            raise AdapterError("--journal", f"{journal.path} was written for another plan (digest "
+                                            f"{head.get('digest')!r}, this plan {plan.digest!r})")
+        t0 = float(head["t0"])
+    known = journal.jobs
+    missing = [j for j in jobs if j.key not in known] if head is not None else []
+    for name, job_id in _by_name([j.name for j in missing], t0).items():
+        key = next(j.key for j in missing if j.name == name)
+        journal.append({"event": "submitted", "key": key, "job": job_id, "name": name, "adopted": True})
+        log(f"adopted {key} as job {job_id} (found by name)")
+    known = journal.jobs
+    folder = Path(script_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    for j in jobs:
+        if j.key in known:
+            continue
+        path = folder / j.file
+        path.write_text(j.script, encoding="utf-8")
+        argv = ["sbatch", "--parsable", f"--export=ALL,GENSOLVER_T0={t0!r}", f"--begin={_stamp(t0 + j.begin)}"]
+        if j.after is not None:
+            argv.append(f"--dependency=afterany:{known[j.after]}")
+        job_id = _call(argv + [str(path)]).strip().split(";")[0]
+        if not job_id.isdigit():
+            raise SlurmError(f"sbatch --parsable printed {job_id!r}, not a job id")
+        journal.append({"event": "submitted", "key": j.key, "job": job_id, "name": j.name})
+        known[j.key] = job_id
+        log(f"submitted {j.key} as job {job_id} on {','.join(j.nodes)} with {j.gres}")
+    return t0, {j.key: known[j.key] for j in jobs}
+
+
+def _tres(text: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in text.split(",") if "=" in part)
+
+
+def sacct(*, job_ids: Sequence[str] = (), names: Sequence[str] = ()) -> tuple[SlurmState, ...]:
+    """``sacct -X --parsable2 --noheader --format=...`` for the given jobs or job names (allocations only)."""
+    argv = ["sacct", "-X", "--parsable2", "--noheader", f"--format={','.join(SACCT_FIELDS)}"]
+    if job_ids:
+        argv.append(f"--jobs={','.join(job_ids)}")
+    if names:
+        argv += [f"--name={','.join(names)}", "--starttime=now-7days"]
+    out = []
+    for line in _call(argv).splitlines():
+        cells = line.split("|")
+        if len(cells) != len(SACCT_FIELDS):
+            continue
+        row = dict(zip(SACCT_FIELDS, cells))
+        known = lambda v: None if v in ("", "Unknown", "None") else v  # noqa: E731
+        out.append(SlurmState(row["JobID"], row["JobName"], row["State"].split(" ")[0], row["ExitCode"],
+                              row["NodeList"], known(row["Submit"]), known(row["Eligible"]), known(row["Start"]),
+                              known(row["End"]), MappingProxyType(_tres(row["AllocTRES"]))))
+    return tuple(out)
+
+
+def follow(job_ids: Mapping[str, str], *, poll: float = 1.0, timeout: float | None = None,
+           log: Callable[[str], None] = lambda _m: None) -> dict[str, SlurmState]:
+    """Poll ``sacct`` until every job of ``job_ids`` (key -> id) has ended; key -> its last state.
+
+    Raises
+    ------
+    TimeoutError
+        ``timeout`` seconds passed first (the jobs keep going).
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    seen: dict[str, str] = {}
+    while True:
+        states = {s.job_id: s for s in sacct(job_ids=list(job_ids.values()))}
+        now = {key: states[jid] for key, jid in job_ids.items() if jid in states}
+        for key, s in now.items():
+            if seen.get(key) != s.state:
+                seen[key] = s.state
+                log(f"{key} (job {s.job_id}): {s.state}")
+        if len(now) == len(job_ids) and all(s.done for s in now.values()):
+            return now
+        if deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError(f"{sum(not s.done for s in now.values()) + len(job_ids) - len(now)} job(s) "
+                               f"still running after {timeout:g} s")
+        time.sleep(poll)
+
+
+def cancel(job_ids: Sequence[str], *, journal: SlurmJournal | None = None) -> None:
+    """``scancel`` the jobs (ended ones are ignored by Slurm) and journal it."""
+    if not job_ids:
+        return
+    _call(["scancel"] + list(job_ids))
+    if journal is not None:
+        journal.append({"event": "cancelled", "jobs": list(job_ids)})

@@ -1,0 +1,129 @@
+"""``gensolver run PLAN --backend slurm``: submit a plan to Slurm, follow it, cancel on interrupt.
+
+Called from :mod:`gensolver.cli.run_cmd` once the shared options are checked; the Slurm logic
+itself lives in :mod:`gensolver.adapters.slurm`. Exit status: 0 when every job ``COMPLETED``;
+1 when one ended otherwise, or the run was interrupted (its jobs are cancelled with
+``scancel``), or ``--timeout`` passed (the jobs keep going; rerun with the same ``--journal`` to
+follow them again - nothing is submitted twice); 2 for bad input; 3 when Slurm's commands are
+not installed.
+"""
+
+from __future__ import annotations
+
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from .common import console, err_console, fail, print_json
+
+__all__ = ["run_slurm"]
+
+EXIT_TASK_FAILED = 1
+EXIT_BACKEND_UNAVAILABLE = 3
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _parse_map(items: list[str]) -> tuple[dict[str, str], str | None]:
+    """``--device-map DEVICE=NODE`` items; ``*=NODE`` is the node of every other device."""
+    nodes: dict[str, str] = {}
+    default = None
+    for item in items:
+        name, sep, node = item.partition("=")
+        if not sep or not name or not node:
+            fail(f"--device-map expects PLAN_DEVICE=NODE (or *=NODE) with --backend slurm, got {item!r}")
+        if name == "*":
+            default = node
+        elif name in nodes:
+            fail(f"--device-map: device {name!r} is mapped twice")
+        else:
+            nodes[name] = node
+    return nodes, default
+
+
+def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, time_scale: float, grace: float,
+              poll: float, timeout: float | None, log_dir: Path | None, as_json: bool, options: dict[str, Any]) -> None:
+    """Submit, follow and report (see the module docstring); ``options`` are the run options
+    that only the executor understands, refused here when set."""
+    from ..adapters.common import AdapterError
+    from ..adapters.slurm import (SlurmError, SlurmJournal, SlurmOptions, SlurmUnavailableError, cancel, follow,
+                                  submit_plan)
+    from ..executor import PlanError, read_plan
+
+    for option, value in options.items():
+        if value:
+            fail(f"{option}: not available with --backend slurm (Slurm runs the jobs, not gensolver's executor)")
+    nodes, default = _parse_map(device_map)
+    try:
+        plan = read_plan(plan_file)
+    except PlanError as exc:
+        fail(str(exc))
+    try:
+        book = SlurmJournal(journal)
+        kept = (book.head or {}).get("time_scale")
+        if isinstance(kept, (int, float)) and kept != time_scale:
+            err_console.print(f"[yellow]warning:[/] --time-scale {time_scale:g} is ignored: the journal keeps its "
+                              f"time scale {kept:g}", highlight=False, soft_wrap=True)
+            time_scale = float(kept)
+        opts = SlurmOptions(nodes=nodes, default_node=default, time_scale=time_scale, grace=grace,
+                            log_dir=None if log_dir is None else str(log_dir.resolve()))
+        if log_dir is not None:
+            log_dir.mkdir(parents=True, exist_ok=True)
+    except AdapterError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"--log-dir: cannot create {log_dir}: {exc.strerror or exc}")
+    say = (lambda m: None) if as_json else (lambda m: console.print(escape(m), highlight=False))
+
+    def interrupt(signum: int, _frame: Any) -> None:
+        raise _Interrupted(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    ids: dict[str, str] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="gensolver-slurm-") as tmp:
+            scripts = journal.with_name(journal.name + ".slurm") if journal is not None else Path(tmp)
+            _, ids = submit_plan(plan, opts, journal=book, script_dir=scripts, log=say)
+            states = follow(ids, poll=poll, timeout=timeout, log=say)
+    except _Interrupted as exc:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        live = sorted(set(ids.values()) or set(book.jobs.values()))
+        try:
+            cancel(live, journal=book)
+        except SlurmError as err:
+            fail(f"interrupted ({exc}); scancel failed: {err}", EXIT_TASK_FAILED)
+        fail(f"interrupted ({exc}): cancelled job(s) {', '.join(live) or 'none'} with scancel", EXIT_TASK_FAILED)
+    except AdapterError as exc:
+        fail(str(exc))
+    except SlurmUnavailableError as exc:
+        fail(str(exc), EXIT_BACKEND_UNAVAILABLE)
+    except SlurmError as exc:
+        fail(str(exc), EXIT_TASK_FAILED)
+    except TimeoutError as exc:
+        fail(f"--timeout: {exc} (the jobs keep going; rerun with the same --journal to follow them)",
+             EXIT_TASK_FAILED)
+    except OSError as exc:
+        fail(f"cannot write {exc.filename or ''}: {exc.strerror or exc}")
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    ok = all(s.state == "COMPLETED" for s in states.values())
+    if as_json:
+        print_json({"backend": "slurm", "plan": plan.name, "digest": plan.digest, "ok": ok,
+                    "jobs": [{"key": k, "job": s.job_id, "state": s.state, "exit_code": s.exit_code,
+                              "nodes": s.nodes, "start": s.start, "end": s.end, "tres": dict(s.tres)}
+                             for k, s in sorted(states.items())]})
+    else:
+        console.print(f"[bold]{escape(plan.name or plan_file.name)}[/]: {len(states)} Slurm job(s)")
+        for k, s in sorted(states.items()):
+            console.print(f"  {escape(k)}: job {s.job_id} {s.state} (exit {s.exit_code}) on {escape(s.nodes)}, "
+                          f"{s.start} .. {s.end}", highlight=False)
+    if not ok:
+        raise typer.Exit(EXIT_TASK_FAILED)
