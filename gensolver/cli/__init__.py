@@ -38,6 +38,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gensolver.cli.verify_cmd",
     "gensolver.cli.traces_cmd",
     "gensolver.cli.demo_cmd",
+    "gensolver.cli.emit_cmd",
 )
 
 def _version(value: bool) -> None:

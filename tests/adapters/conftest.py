@@ -228,3 +228,32 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
         yield SlurmCluster(root, node, env)
     finally:
         _stop([root / f for f in ("slurmd.pid", "slurmctld.pid", "slurmdbd.pid", "mariadb.pid", "munged.pid")])
+
+
+# ---------------------------------------------------------------------- bundled plans
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _placed(path: Path) -> bool:
+    from gensolver.model import read_instance
+
+    return all(s.gpu is not None and s.start is not None and s.end is not None for s in read_instance(path).slots)
+
+
+@pytest.fixture(scope="session")
+def bundled_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``gensolver plan`` on every instance of the committed suites whose slots are placed on GPUs
+    and times (the others have no devices to run on): name -> plan file."""
+    from gensolver.cli import main
+
+    out = tmp_path_factory.mktemp("plans")
+    plans = {}
+    for suite in ("smoke", "small"):
+        for inst in sorted((ROOT / "instances" / suite).glob("*.json.gz")):
+            if not _placed(inst):
+                continue
+            name = inst.name.removesuffix(".json.gz")
+            assert main(["plan", str(inst), "--output", str(out / f"{name}.json")]) == 0
+            plans[name] = out / f"{name}.json"
+    assert len(plans) >= 7, sorted(plans)
+    return plans

@@ -1,0 +1,200 @@
+"""GPU-sharing conventions on Kubernetes, one table entry (:class:`Flavor`) per convention.
+
+A flavor says how one run's grant (a whole device, or a fraction ``f`` of one, see
+:class:`gensolver.adapters.common.RunGrant`) is written into a Job: container resource limits,
+pod annotations and labels, the scheduler, whether the Job starts suspended, and any cluster
+object the convention needs beside the Jobs. Whole devices are ``nvidia.com/gpu: N`` in every
+flavor.
+
+=========  =======================================================================================
+flavor     a fraction ``f`` of one device
+=========  =======================================================================================
+nvidia     NVIDIA device plugin with shared replicas: ``nvidia.com/gpu: ceil(f * R)`` of ``R``
+           replicas per GPU under time-slicing, or one of ``R = floor(1 / max f)`` equal MPS
+           replicas (per device of a gang); the plugin's sharing config is emitted as a
+           ConfigMap [DP]_. The plugin, not the plan, picks which GPU's replicas a pod gets.
+hami       HAMi: ``nvidia.com/gpu: 1``, ``nvidia.com/gpumem`` (MiB), ``nvidia.com/gpucores``
+           (percent of the device's cores) [HAMI]_.
+kai        KAI scheduler: the ``gpu-fraction`` pod annotation (``gpu-fraction-num-devices``
+           for a gang), ``schedulerName: kai-scheduler`` and the ``kai.scheduler/queue``
+           label [KAI]_.
+kueue      Kueue: the ``kueue.x-k8s.io/queue-name`` label on a suspended Job (Kueue admits and
+           unsuspends it); devices as in ``nvidia`` [KUEUE]_.
+=========  =======================================================================================
+
+References
+----------
+.. [DP] NVIDIA k8s-device-plugin, "Shared Access to GPUs" (time-slicing and MPS),
+   https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus
+.. [HAMI] HAMi, "Use NVIDIA devices" (``nvidia.com/gpumem``, ``nvidia.com/gpucores``),
+   https://github.com/Project-HAMi/HAMi
+.. [KAI] NVIDIA KAI Scheduler, "GPU sharing" (``gpu-fraction`` annotation),
+   https://github.com/NVIDIA/KAI-Scheduler
+.. [KUEUE] Kueue, "Run a Kubernetes Job" (``kueue.x-k8s.io/queue-name``),
+   https://kueue.sigs.k8s.io/docs/tasks/run/jobs/
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
+
+import yaml
+
+from .common import AdapterError, RunGrant, shares
+
+__all__ = ["Flavor", "FLAVORS", "FlavorOptions", "get_flavor", "NVIDIA_SHARING"]
+
+#: how the NVIDIA device plugin shares a GPU
+NVIDIA_SHARING = ("timeSlicing", "mps")
+
+
+@dataclass(frozen=True)
+class FlavorOptions:
+    """Settings the flavors read.
+
+    Attributes
+    ----------
+    queue : str
+        Kueue ``LocalQueue`` / KAI queue name.
+    replicas : int
+        NVIDIA device plugin: replicas per GPU under time-slicing.
+    nvidia_sharing : {"timeSlicing", "mps"}
+    device_plugin_namespace : str
+        Namespace of the NVIDIA device plugin's ConfigMap.
+    """
+
+    queue: str = "gensolver"
+    replicas: int = 10
+    nvidia_sharing: str = "timeSlicing"
+    device_plugin_namespace: str = "kube-system"
+
+    def __post_init__(self) -> None:
+        if self.nvidia_sharing not in NVIDIA_SHARING:
+            raise AdapterError("--nvidia-sharing", f"must be one of {', '.join(NVIDIA_SHARING)}, got {self.nvidia_sharing!r}")
+        if isinstance(self.replicas, bool) or not isinstance(self.replicas, int) or self.replicas < 1:
+            raise AdapterError("--replicas", f"must be a positive integer, got {self.replicas!r}")
+
+
+@dataclass(frozen=True)
+class Pod:
+    """What a flavor adds to one run's Job."""
+
+    limits: Mapping[str, int | str]
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    pod_labels: Mapping[str, str] = field(default_factory=dict)
+    job_labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """One GPU-sharing convention (see the module docstring).
+
+    Attributes
+    ----------
+    name : str
+    scheduler : str or None
+        ``schedulerName`` of the pods (``None``: the default scheduler).
+    suspend : bool
+        Whether Jobs are created suspended (a queueing controller unsuspends them).
+    pod : callable
+        ``pod(grant, runs_of_plan, options) -> Pod``.
+    objects : callable
+        ``objects(grants, options, meta) -> list of dict``: cluster objects beside the Jobs.
+    enforces : str
+        What the convention makes the cluster enforce (for the docs and ``--help``).
+    """
+
+    name: str
+    scheduler: str | None
+    suspend: bool
+    pod: Callable[[RunGrant, Sequence[RunGrant], FlavorOptions], Pod]
+    objects: Callable[[Sequence[RunGrant], FlavorOptions, Mapping[str, str]], list[dict[str, Any]]]
+    enforces: str
+
+
+def _whole(grant: RunGrant) -> bool:
+    return grant.whole
+
+
+def _mps_replicas(grants: Sequence[RunGrant]) -> int:
+    fractions = [g.fraction for g in grants if not _whole(g)]
+    return max(1, math.floor(1.0 / max(fractions) + 1e-9)) if fractions else 1
+
+
+def _nvidia_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOptions) -> Pod:
+    if _whole(grant):
+        if options.nvidia_sharing == "timeSlicing" and any(not _whole(g) for g in grants):
+            return Pod({"nvidia.com/gpu": grant.devices_per_node * options.replicas})
+        if options.nvidia_sharing == "mps" and any(not _whole(g) for g in grants):
+            return Pod({"nvidia.com/gpu": grant.devices_per_node * _mps_replicas(grants)})
+        return Pod({"nvidia.com/gpu": grant.devices_per_node})
+    if options.nvidia_sharing == "mps":
+        return Pod({"nvidia.com/gpu": grant.devices_per_node})
+    return Pod({"nvidia.com/gpu": grant.devices_per_node * shares(grant.fraction, options.replicas)})
+
+
+def _nvidia_objects(grants: Sequence[RunGrant], options: FlavorOptions, meta: Mapping[str, str]) -> list[dict[str, Any]]:
+    if all(_whole(g) for g in grants):
+        return []  # no sharing: the device plugin's default (one pod per GPU) is what the plan asks
+    if options.nvidia_sharing == "mps":
+        sharing = {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": _mps_replicas(grants)}]}}
+    else:
+        sharing = {"timeSlicing": {"failRequestsGreaterThanOne": False,
+                                   "resources": [{"name": "nvidia.com/gpu", "replicas": options.replicas}]}}
+    config = {"version": "v1", "flags": {"migStrategy": "none"}, "sharing": sharing}
+    return [{"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": f"{meta['prefix']}-device-plugin", "namespace": options.device_plugin_namespace,
+                          "labels": dict(meta["labels"])},
+             "data": {"gensolver": yaml.safe_dump(config, sort_keys=False)}}]
+
+
+def _hami_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOptions) -> Pod:
+    limits: dict[str, int | str] = {"nvidia.com/gpu": grant.devices_per_node}
+    if not _whole(grant) or grant.memory:
+        limits["nvidia.com/gpumem"] = max(1, grant.memory >> 20)
+    limits["nvidia.com/gpucores"] = max(1, min(100, math.ceil(grant.compute * 100 - 1e-9)))
+    return Pod(limits)
+
+
+def _kai_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOptions) -> Pod:
+    labels = {"kai.scheduler/queue": options.queue}
+    if _whole(grant):
+        return Pod({"nvidia.com/gpu": grant.devices_per_node}, pod_labels=labels)
+    fraction = min(1.0, math.ceil(grant.fraction * 100 - 1e-9) / 100)
+    annotations = {"gpu-fraction": f"{fraction:g}"}
+    if grant.devices_per_node > 1:
+        annotations["gpu-fraction-num-devices"] = str(grant.devices_per_node)
+    return Pod({}, annotations=annotations, pod_labels=labels)
+
+
+def _kueue_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOptions) -> Pod:
+    pod = _nvidia_pod(grant, grants, options)
+    return Pod(pod.limits, job_labels={"kueue.x-k8s.io/queue-name": options.queue})
+
+
+def _none(grants: Sequence[RunGrant], options: FlavorOptions, meta: Mapping[str, str]) -> list[dict[str, Any]]:
+    return []
+
+
+FLAVORS: Mapping[str, Flavor] = MappingProxyType({f.name: f for f in (
+    Flavor("nvidia", None, False, _nvidia_pod, _nvidia_objects,
+           "the device plugin hands out whole GPUs or replicas of shared ones; time-slicing isolates neither "
+           "memory nor compute, MPS splits both equally among the replicas"),
+    Flavor("hami", None, False, _hami_pod, _none,
+           "HAMi's in-container library caps device memory (gpumem) and throttles compute (gpucores)"),
+    Flavor("kai", "kai-scheduler", False, _kai_pod, _none,
+           "KAI packs fractions onto GPUs by the annotation; it does not cap a pod's memory or compute"),
+    Flavor("kueue", None, True, _kueue_pod, _nvidia_objects,
+           "Kueue admits a Job when its queue's quota has room, then the device plugin as in nvidia"),
+)})
+
+
+def get_flavor(name: str) -> Flavor:
+    """The flavor called ``name``; :class:`AdapterError` (field ``--flavor``) for another name."""
+    try:
+        return FLAVORS[name]
+    except KeyError:
+        raise AdapterError("--flavor", f"unknown flavor {name!r}; choose one of {', '.join(FLAVORS)}") from None

@@ -1,0 +1,183 @@
+"""A ``gensolver.plan/v1`` plan as Kubernetes objects, built as plain data.
+
+Every run of a task (see :class:`gensolver.executor.plan.Run`) becomes one ``batch/v1`` Job:
+
+- placement: ``nodeSelector: {kubernetes.io/hostname: NODE}`` (a gang across nodes: a required
+  node affinity over its nodes); the node of a plan device as in
+  :func:`gensolver.adapters.common.node_of`;
+- the grant, in the chosen flavor's convention (:mod:`gensolver.adapters.flavors`), and the
+  executor's environment (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``,
+  ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``, ``GENSOLVER_MEMORY_LIMIT``, ``GENSOLVER_TASK``,
+  ``GENSOLVER_RUN``, ``GENSOLVER_RESUME``);
+- the start order: annotations ``gensolver.io/start`` and ``gensolver.io/end`` (wall seconds
+  after ``t0``) and ``gensolver.io/after`` (the task's previous run). With ``start_at`` (``t0``
+  as epoch seconds) each pod first runs an init container that waits until ``t0 + start``, and
+  the container gets ``GENSOLVER_RUN_END`` (epoch seconds); without it nothing delays a Job
+  and ``activeDeadlineSeconds`` (run length plus grace) bounds it from its start.
+
+``backoffLimit: 0`` and ``restartPolicy: Never``: a run that fails is not retried behind the
+plan's back. Objects are plain dicts, sorted by start; :func:`dump_yaml` writes them with
+``yaml.safe_dump_all``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import yaml
+
+from ..executor.plan import ExecutionPlan
+from .common import AdapterError, RunGrant, run_grants
+from .flavors import FlavorOptions, get_flavor
+
+__all__ = ["K8sOptions", "k8s_objects", "dump_yaml", "dns_name", "label_value", "DEFAULT_IMAGE", "WAIT_IMAGE"]
+
+#: container image when the caller gives none (the plan does not name images)
+DEFAULT_IMAGE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+#: image of the init container that waits for a run's start time
+WAIT_IMAGE = "busybox:1.36"
+_DNS = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class K8sOptions:
+    """How a plan becomes Kubernetes objects.
+
+    Attributes
+    ----------
+    nodes : mapping of str to str
+        Plan device to node name (``kubernetes.io/hostname``).
+    default_node : str or None
+    namespace : str
+    image : str
+        Container image of every run (the plan names none).
+    start_at : float or None
+        ``t0`` in epoch seconds; ``None``: no waiting (see the module docstring).
+    time_scale : float
+        Wall seconds per plan second.
+    grace : float
+        ``terminationGracePeriodSeconds`` and the slack of ``activeDeadlineSeconds``.
+    flavor : FlavorOptions
+    """
+
+    nodes: Mapping[str, str] = field(default_factory=dict)
+    default_node: str | None = None
+    namespace: str = "default"
+    image: str = DEFAULT_IMAGE
+    start_at: float | None = None
+    time_scale: float = 1.0
+    grace: float = 10.0
+    flavor: FlavorOptions = field(default_factory=FlavorOptions)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nodes", MappingProxyType(dict(self.nodes)))
+        if not _DNS.match(self.namespace) or len(self.namespace) > 63:
+            raise AdapterError("--namespace", f"{self.namespace!r} is not a DNS-1123 label (lower-case letters, "
+                                              f"digits and '-', at most 63 characters)")
+        if not self.image.strip():
+            raise AdapterError("--image", "must not be empty")
+        for name, value, positive in (("--time-scale", self.time_scale, True), ("--grace", self.grace, False),
+                                      ("--start-at", self.start_at, False)):
+            if value is None and name == "--start-at":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value < 0 or (positive and value == 0):
+                raise AdapterError(name, f"must be a {'positive' if positive else 'non-negative'} number, got {value!r}")
+
+
+def dns_name(*parts: str, limit: int = 63) -> str:
+    """A DNS-1123 label made of ``parts``: lower case, ``[a-z0-9-]``, at most ``limit``
+    characters; a short hash of the original parts keeps distinct inputs distinct."""
+    raw = "-".join(parts)
+    digest = hashlib.sha256(raw.encode()).hexdigest()[:6]
+    body = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")
+    body = re.sub(r"-{2,}", "-", body)[: limit - len(digest) - 1].strip("-")
+    return f"{body}-{digest}" if body else f"gs-{digest}"
+
+
+def label_value(text: str) -> str:
+    """``text`` as a label value: ``[A-Za-z0-9._-]``, at most 63, alphanumeric at both ends."""
+    value = re.sub(r"[^A-Za-z0-9._-]+", "-", text)[:63]
+    return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", value)
+
+
+def _affinity(nodes: tuple[str, ...]) -> dict[str, Any]:
+    if len(nodes) == 1:
+        return {"nodeSelector": {"kubernetes.io/hostname": nodes[0]}}
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}}
+
+
+def _env(grant: RunGrant, end_epoch: float | None) -> list[dict[str, str]]:
+    run = grant.run
+    env = {"GENSOLVER_TASK": run.task, "GENSOLVER_RUN": str(run.index), "GENSOLVER_RESUME": "1" if run.index else "0",
+           "GENSOLVER_MEMORY_LIMIT": str(grant.memory), "GENSOLVER_COMPUTE_SHARE": repr(grant.compute),
+           "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(max(1, min(100, math.ceil(grant.compute * 100 - 1e-9)))),
+           "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": ",".join(f"{k}={run.grants[d][0] >> 20}M" for k, d in enumerate(run.devices))}
+    if end_epoch is not None:
+        env["GENSOLVER_RUN_END"] = repr(end_epoch)
+    return [{"name": k, "value": v} for k, v in env.items()]
+
+
+def k8s_objects(plan: ExecutionPlan, flavor: str, options: K8sOptions) -> list[dict[str, Any]]:
+    """The plan's Jobs (sorted by start) after the flavor's cluster objects.
+
+    Raises
+    ------
+    AdapterError
+        An unknown flavor, a device without a node.
+    """
+    fl = get_flavor(flavor)
+    grants = run_grants(plan, options.nodes, options.default_node)
+    prefix = dns_name(plan.name or "plan", limit=30)
+    common = {"app.kubernetes.io/managed-by": "gensolver", "gensolver.io/plan": plan.digest}
+    out = fl.objects(grants, options.flavor, {"prefix": prefix, "labels": common})
+    names = {g.key: dns_name(prefix, g.run.task, str(g.run.index)) for g in grants}
+    for g in grants:
+        run = g.run
+        pod = fl.pod(g, grants, options.flavor)
+        begin = run.start * options.time_scale
+        end = run.end * options.time_scale
+        labels = dict(common, **{"gensolver.io/task": label_value(run.task) or "task", "gensolver.io/run": str(run.index)})
+        annotations = {"gensolver.io/task": run.task, "gensolver.io/devices": ",".join(run.devices),
+                       "gensolver.io/start": f"{begin:g}", "gensolver.io/end": f"{end:g}"}
+        if run.index:
+            annotations["gensolver.io/after"] = names[f"{run.task}.{run.index - 1}"]
+        container: dict[str, Any] = {"name": "task", "image": options.image,
+                                     "env": _env(g, None if options.start_at is None else options.start_at + end)}
+        if run.command:
+            container["command"] = list(run.command)
+        if pod.limits:
+            container["resources"] = {"limits": dict(pod.limits)}
+        spec: dict[str, Any] = {"restartPolicy": "Never", "terminationGracePeriodSeconds": math.ceil(options.grace),
+                                **_affinity(g.nodes), "containers": [container]}
+        if fl.scheduler:
+            spec["schedulerName"] = fl.scheduler
+        if options.start_at is not None:
+            at = math.ceil(options.start_at + begin)
+            spec["initContainers"] = [{"name": "wait-for-start", "image": WAIT_IMAGE,
+                                       "command": ["sh", "-c", f"while [ \"$(date +%s)\" -lt {at} ]; do sleep 1; done"]}]
+        job_spec: dict[str, Any] = {"backoffLimit": 0,
+                                    "template": {"metadata": {"labels": dict(labels, **pod.pod_labels)}, "spec": spec}}
+        if pod.annotations:
+            job_spec["template"]["metadata"]["annotations"] = dict(pod.annotations)
+        if options.start_at is None:
+            job_spec["activeDeadlineSeconds"] = max(1, math.ceil(end - begin + options.grace))
+        if fl.suspend:
+            job_spec["suspend"] = True
+        out.append({"apiVersion": "batch/v1", "kind": "Job",
+                    "metadata": {"name": names[g.key], "namespace": options.namespace,
+                                 "labels": dict(labels, **pod.job_labels), "annotations": annotations},
+                    "spec": job_spec})
+    return out
+
+
+def dump_yaml(objects: list[dict[str, Any]], *, header: str = "") -> str:
+    """The objects as one multi-document YAML text (``yaml.safe_dump_all``), ``header`` as comments."""
+    lines = "".join(f"# {line}\n" for line in header.splitlines())
+    return lines + yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False)

@@ -1,0 +1,171 @@
+"""``gensolver emit``: a plan as Slurm batch scripts or Kubernetes objects, and the GenTask CRD.
+
+Nothing is written unless every input is good: ``emit slurm`` writes its folder all at once
+(a temporary folder renamed into place), ``emit k8s``/``emit crd`` their file atomically or
+print to stdout. Bad input exits with status 2 and names the option or plan field.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.markup import escape
+
+from .common import check_output_file, console, fail
+
+__all__ = ["register"]
+
+emit_app = typer.Typer(help="Turn a plan into what Slurm or Kubernetes runs; print the GenTask CRD.",
+                       no_args_is_help=True)
+
+
+def _read(plan_file: Path):
+    from ..executor import PlanError, check_plan, read_plan
+
+    try:
+        plan = read_plan(plan_file)
+    except PlanError as exc:
+        fail(str(exc))
+    check = check_plan(plan)
+    if not check.ok:
+        fail(f"{plan_file}: the plan breaks device capacities: {check.violations[0]}")
+    return plan
+
+
+def _nodes(device_map: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in device_map:
+        name, sep, node = item.partition("=")
+        if not sep or not name or not node:
+            fail(f"--device-map expects PLAN_DEVICE=NODE, got {item!r}")
+        if name in out:
+            fail(f"--device-map: device {name!r} is mapped twice")
+        out[name] = node
+    return out
+
+
+def _start_at(text: Optional[str]) -> Optional[float]:
+    """``--start-at``: epoch seconds, ISO 8601 (``2026-12-01T12:00:00Z``) or ``now+SECONDS``."""
+    if text is None:
+        return None
+    value = text.strip()
+    try:
+        if value.startswith("now+"):
+            return math.ceil(time.time() + float(value[4:]))
+        if value.replace(".", "", 1).isdigit():
+            return float(value)
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        fail(f"--start-at: expected epoch seconds, an ISO 8601 time or now+SECONDS, got {text!r}")
+
+
+def _write(text: str, out: Optional[Path], option: str) -> None:
+    from ..model.io import atomic_write
+
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        with atomic_write(out) as fh:
+            fh.write(text)
+    except OSError as exc:
+        fail(f"{option}: cannot write {out}: {exc.strerror or exc}")
+
+
+@emit_app.command("slurm")
+def emit_slurm(
+    plan_file: Path = typer.Argument(..., help="A gensolver.plan/v1 JSON file."),
+    out: Path = typer.Option(..., "--out", "-o", help="New folder for the batch scripts, submit.sh and jobs.json."),
+    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=NODE (repeatable)."),
+    node: Optional[str] = typer.Option(None, "--node", help="Node of every device --device-map and NODE/DEVICE ids leave out."),
+    partition: Optional[str] = typer.Option(None, "--partition", help="Slurm partition (default: the cluster's default)."),
+    sharing: str = typer.Option("shard", "--sharing", help="Gres of a fractional grant: shard, mps or gpu (whole GPU)."),
+    shards_per_gpu: int = typer.Option(100, "--shards-per-gpu", help="Shards per GPU in the site's gres.conf."),
+    time_scale: float = typer.Option(1.0, "--time-scale", help="Wall seconds per plan second."),
+    grace: float = typer.Option(10.0, "--grace", help="Seconds between SIGTERM and SIGKILL at a run's end."),
+    log_dir: Optional[str] = typer.Option(None, "--log-dir", help="Folder (on the nodes) for the jobs' output; default /dev/null."),
+) -> None:
+    """Write one Slurm batch script per run of PLAN_FILE, and submit.sh to submit them in order."""
+    from ..adapters.common import AdapterError
+    from ..adapters.slurm import SlurmOptions, write_slurm
+
+    try:
+        options = SlurmOptions(nodes=_nodes(device_map), default_node=node, partition=partition, sharing=sharing,
+                               shares_per_gpu=shards_per_gpu, time_scale=time_scale, grace=grace, log_dir=log_dir)
+    except AdapterError as exc:
+        fail(str(exc))
+    plan = _read(plan_file)
+    try:
+        jobs = write_slurm(plan, out, options)
+    except AdapterError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"--out: cannot write {out}: {exc.strerror or exc}")
+    console.print(f"wrote {escape(str(out))}: {len(jobs)} batch script(s); submit with {escape(str(out / 'submit.sh'))}",
+                  highlight=False)
+
+
+@emit_app.command("k8s")
+def emit_k8s(
+    plan_file: Path = typer.Argument(..., help="A gensolver.plan/v1 JSON file."),
+    flavor: str = typer.Option(..., "--flavor", "-f", help="nvidia, hami, kai or kueue."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="YAML file to write (default: stdout)."),
+    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=NODE (repeatable)."),
+    node: Optional[str] = typer.Option(None, "--node", help="Node of every device --device-map and NODE/DEVICE ids leave out."),
+    namespace: str = typer.Option("default", "--namespace", "-n", help="Namespace of the Jobs."),
+    image: Optional[str] = typer.Option(None, "--image", help="Container image of every run (default: a CUDA base image)."),
+    queue: str = typer.Option("gensolver", "--queue", help="Kueue LocalQueue / KAI queue name."),
+    replicas: int = typer.Option(10, "--replicas", help="nvidia: shared replicas per GPU under time-slicing."),
+    nvidia_sharing: str = typer.Option("timeSlicing", "--nvidia-sharing", help="nvidia: timeSlicing or mps."),
+    start_at: Optional[str] = typer.Option(None, "--start-at", help="t0: epoch seconds, ISO 8601 or now+SECONDS; each pod waits for its start."),
+    time_scale: float = typer.Option(1.0, "--time-scale", help="Wall seconds per plan second."),
+    grace: float = typer.Option(10.0, "--grace", help="terminationGracePeriodSeconds."),
+) -> None:
+    """Print (or write) PLAN_FILE as Kubernetes Jobs in a GPU-sharing flavor."""
+    from ..adapters.common import AdapterError
+    from ..adapters.flavors import FlavorOptions
+    from ..adapters.k8s import DEFAULT_IMAGE, K8sOptions, dump_yaml, k8s_objects
+
+    check_output_file(out, "--out")
+    try:
+        from ..adapters.flavors import get_flavor
+
+        get_flavor(flavor)
+        options = K8sOptions(nodes=_nodes(device_map), default_node=node, namespace=namespace,
+                             image=DEFAULT_IMAGE if image is None else image, start_at=_start_at(start_at),
+                             time_scale=time_scale, grace=grace,
+                             flavor=FlavorOptions(queue=queue, replicas=replicas, nvidia_sharing=nvidia_sharing))
+    except AdapterError as exc:
+        fail(str(exc))
+    plan = _read(plan_file)
+    try:
+        objects = k8s_objects(plan, flavor, options)
+    except AdapterError as exc:
+        fail(str(exc))
+    header = (f"gensolver emit k8s --flavor {flavor}: plan {plan.name!r} (digest {plan.digest}), "
+              f"{sum(o['kind'] == 'Job' for o in objects)} Job(s)")
+    if options.start_at is not None:
+        header += f"\nt0 = {options.start_at:g} (epoch seconds); each pod waits for t0 + its start"
+    _write(dump_yaml(objects, header=header), out, "--out")
+
+
+@emit_app.command("crd")
+def emit_crd(
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="YAML file to write (default: stdout)."),
+) -> None:
+    """Print (or write) the GenTask CustomResourceDefinition."""
+    from ..adapters.crd import gentask_crd
+    from ..adapters.k8s import dump_yaml
+
+    check_output_file(out, "--out")
+    _write(dump_yaml([gentask_crd()], header="GenTask (scheduling.gen.io/v1alpha1): gensolver emit crd"), out, "--out")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``emit`` (slurm, k8s, crd) to ``app``."""
+    app.add_typer(emit_app, name="emit")

@@ -1,0 +1,179 @@
+"""Kubernetes objects for every bundled plan and every flavor, validated against the Kubernetes
+schemas with kubernetes-validate (no cluster: it ships the API's OpenAPI schemas)."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from gensolver.adapters.flavors import FLAVORS, FlavorOptions
+from gensolver.adapters.k8s import K8sOptions, dns_name, k8s_objects
+from gensolver.executor import read_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = "import sys; from gensolver.cli import main; sys.exit(main(sys.argv[1:]))"
+VERSION = kubernetes_validate.latest_version()
+LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def k8s_problems(obj: dict) -> list[str]:
+    """Why the API server would refuse ``obj``: its schema (kubernetes-validate, strict: no unknown
+    fields) and the name and label rules the schema leaves to the server."""
+    problems = []
+    try:
+        kubernetes_validate.validate(obj, VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        problems.append(f"schema: {exc.message}")
+    name = obj["metadata"].get("name", "")
+    if not LABEL.match(name) or len(name) > 63:
+        problems.append(f"name {name!r} is not a DNS-1123 label")
+    labels = dict(obj["metadata"].get("labels", {}))
+    labels.update(obj.get("spec", {}).get("template", {}).get("metadata", {}).get("labels", {}))
+    for key, value in labels.items():
+        if not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE.match(value):
+            problems.append(f"label {key}={value!r} is not a label value")
+    return problems
+
+
+def _node(device: str) -> str:
+    return device.rpartition("/")[0] or "node-a"
+
+
+@pytest.mark.parametrize("flavor", sorted(FLAVORS))
+def test_every_bundled_plan_gives_valid_objects_where_the_plan_put_them(bundled_plans, flavor: str) -> None:
+    for name, path in bundled_plans.items():
+        plan = read_plan(path)
+        objects = k8s_objects(plan, flavor, K8sOptions(default_node="node-a", time_scale=0.5,
+                                                       start_at=1.8e9 if flavor == "hami" else None))
+        for obj in objects:
+            assert k8s_problems(obj) == [], (name, obj["metadata"]["name"])
+        jobs = [o for o in objects if o["kind"] == "Job"]
+        runs = {(r.task, r.index): r for t in plan.tasks for r in plan.runs(t.id)}
+        assert len(jobs) == len(runs) and len({j["metadata"]["name"] for j in jobs}) == len(jobs)
+        for job in jobs:
+            meta, spec = job["metadata"], job["spec"]["template"]["spec"]
+            run = runs[(meta["annotations"]["gensolver.io/task"], int(meta["labels"]["gensolver.io/run"]))]
+            # the node the plan put the run on (here every run is on one node)
+            assert spec["nodeSelector"] == {"kubernetes.io/hostname": _node(run.devices[0])}
+            assert float(meta["annotations"]["gensolver.io/start"]) == pytest.approx(run.start * 0.5)
+            assert float(meta["annotations"]["gensolver.io/end"]) == pytest.approx(run.end * 0.5)
+            env = {e["name"]: e["value"] for e in spec["containers"][0]["env"]}
+            assert int(env["GENSOLVER_MEMORY_LIMIT"]) == run.memory
+            limits = spec["containers"][0].get("resources", {}).get("limits", {})
+            if flavor == "hami":
+                assert limits["nvidia.com/gpumem"] == run.memory >> 20
+                assert limits["nvidia.com/gpucores"] == math.ceil(run.compute * 100 - 1e-9)
+                assert spec["initContainers"][0]["name"] == "wait-for-start"
+            if flavor == "kai" and "nvidia.com/gpu" not in limits:
+                fraction = float(job["spec"]["template"]["metadata"]["annotations"]["gpu-fraction"])
+                cap = plan.device(run.devices[0]).memory
+                assert fraction >= max(run.compute, run.memory / cap) - 1e-9 and fraction < 1
+            if flavor == "kueue":
+                assert meta["labels"]["kueue.x-k8s.io/queue-name"] == "gensolver" and job["spec"]["suspend"] is True
+
+
+@pytest.mark.parametrize("flavor", ["nvidia", "kueue"])
+def test_time_slicing_replicas_fit_each_device_at_every_instant(bundled_plans, flavor: str) -> None:
+    """Rounding each share up to whole replicas never asks a device for more than its replicas,
+    as long as the plan's own shares leave room (checked by summing the requests per device)."""
+    for name, path in bundled_plans.items():
+        plan = read_plan(path)
+        opts = FlavorOptions(replicas=100)
+        objects = k8s_objects(plan, flavor, K8sOptions(default_node="node-a", flavor=opts))
+        jobs = [o for o in objects if o["kind"] == "Job"]
+        by_device: dict[str, list[tuple[float, float, int]]] = {}
+        for job in jobs:
+            ann = job["metadata"]["annotations"]
+            want = job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+            devices = ann["gensolver.io/devices"].split(",")
+            for dev in devices:  # a gang's request is per node: its devices share it equally
+                by_device.setdefault(dev, []).append((float(ann["gensolver.io/start"]), float(ann["gensolver.io/end"]),
+                                                      want / len(devices)))
+        for dev, spans in by_device.items():
+            for t, _, _ in spans:
+                used = sum(w for s, e, w in spans if s <= t < e)
+                # a share rounded up costs at most one replica more than the plan's share
+                plan_share = sum(max(e.compute, e.memory / plan.device(dev).memory)
+                                 for e in plan.device(dev).entries if e.start <= t < e.end)
+                running = sum(1 for s, e, _ in spans if s <= t < e)
+                assert used <= math.ceil(plan_share * 100 - 1e-9) + running, (name, dev, t)
+
+
+def test_the_checker_refuses_what_a_cluster_refuses() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "ok-name"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}}
+    assert k8s_problems(job) == []
+    assert any("schema" in p for p in k8s_problems({**job, "spec": {"template": {"spec": {"containers": [
+        {"name": "c", "imagex": "x"}]}}}}))
+    assert any("schema" in p for p in k8s_problems({**job, "spec": {**job["spec"], "backoffLimit": "zero"}}))
+    assert any("DNS-1123" in p for p in k8s_problems({**job, "metadata": {"name": "Bad_Name"}}))
+    assert any("label" in p for p in k8s_problems({**job, "metadata": {"name": "a", "labels": {"x": "-bad-"}}}))
+
+
+def test_names_are_dns_labels_and_stay_distinct() -> None:
+    long = "T" * 100
+    a, b = dns_name("plan", long + "a", "0"), dns_name("plan", long + "b", "0")
+    assert a != b and all(LABEL.match(n) and len(n) <= 63 for n in (a, b))
+    assert LABEL.match(dns_name("___")) and dns_name("x", "y") != dns_name("x-y", "")
+
+
+def test_a_gang_across_nodes_gets_a_node_affinity_over_its_nodes() -> None:
+    from tests.executor.helpers import plan_of
+
+    plan = plan_of({"n1/g0": 1, "n2/g0": 1},
+                   {"gang": {"at": [("n1/g0", 0, 2), ("n2/g0", 0, 2)], "memory": 1.0, "command": ["true"]}})
+    (job,) = k8s_objects(plan, "nvidia", K8sOptions())
+    assert k8s_problems(job) == []
+    spec = job["spec"]["template"]["spec"]
+    term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert term["matchExpressions"][0]["values"] == ["n1", "n2"]
+    assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert spec["containers"][0]["command"] == ["true"]
+
+
+def _emit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", RUN, "emit", *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd)
+
+
+def test_cli_emit_k8s_writes_valid_yaml_and_refuses_bad_input(bundled_plans, tmp_path: Path) -> None:
+    plan = bundled_plans["smoke-gpu-0"]
+    out = tmp_path / "jobs.yaml"
+    done = _emit("k8s", str(plan), "--flavor", "kai", "--node", "gpu-node-1", "--out", str(out), "--start-at",
+                 "2026-12-01T12:00:00Z", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    docs = list(yaml.safe_load_all(out.read_text()))
+    assert docs and all(k8s_problems(d) == [] for d in docs)
+    assert {d["spec"]["template"]["spec"]["schedulerName"] for d in docs} == {"kai-scheduler"}
+    t0 = int(datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc).timestamp())
+    waits = sorted(d["spec"]["template"]["spec"]["initContainers"][0]["command"][2] for d in docs)
+    starts = sorted(int(d["metadata"]["annotations"]["gensolver.io/start"]) for d in docs)  # smoke-gpu-0: 0, 60, 60
+    assert waits == sorted(f'while [ "$(date +%s)" -lt {t0 + s} ]; do sleep 1; done' for s in starts)
+    for args, field in ((["--flavor", "volcano", "--node", "n"], "--flavor"), (["--flavor", "nvidia"], "--device-map"),
+                        (["--flavor", "nvidia", "--node", "n", "--namespace", "Bad_NS"], "--namespace"),
+                        (["--flavor", "nvidia", "--node", "n", "--start-at", "tomorrow"], "--start-at"),
+                        (["--flavor", "nvidia", "--node", "n", "--device-map", "gpu9=x"], "--device-map"),
+                        (["--flavor", "nvidia", "--node", "n", "--nvidia-sharing", "mig"], "--nvidia-sharing")):
+        bad = tmp_path / "bad.yaml"
+        res = _emit("k8s", str(plan), *args, "--out", str(bad), cwd=tmp_path)
+        assert res.returncode == 2 and field in res.stderr and "Traceback" not in res.stderr, (args, res.stderr)
+        assert not bad.exists()
+    res = _emit("k8s", str(tmp_path / "missing.json"), "--flavor", "nvidia", cwd=tmp_path)
+    assert res.returncode == 2 and "no such file" in res.stderr
+
+
+def test_cli_emit_crd_prints_a_valid_crd(tmp_path: Path) -> None:
+    done = _emit("crd", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (crd,) = list(yaml.safe_load_all(done.stdout))
+    assert k8s_problems(crd) == []
+    assert crd["spec"]["names"]["kind"] == "GenTask"
