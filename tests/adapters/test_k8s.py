@@ -34,8 +34,11 @@ def k8s_problems(obj: dict) -> list[str]:
     except kubernetes_validate.ValidationError as exc:
         problems.append(f"schema: {exc.message}")
     name = obj["metadata"].get("name", "")
-    if not LABEL.match(name) or len(name) > 63:
-        problems.append(f"name {name!r} is not a DNS-1123 label")
+    if obj["kind"] == "Job":  # its name becomes a pod label: a DNS-1123 label
+        if not LABEL.match(name) or len(name) > 63:
+            problems.append(f"name {name!r} is not a DNS-1123 label")
+    elif not all(LABEL.match(part) for part in name.split(".")) or len(name) > 253:
+        problems.append(f"name {name!r} is not a DNS-1123 subdomain")
     labels = dict(obj["metadata"].get("labels", {}))
     labels.update(obj.get("spec", {}).get("template", {}).get("metadata", {}).get("labels", {}))
     for key, value in labels.items():
