@@ -159,8 +159,8 @@ READER_ONLY: tuple[tuple[str, dict[str, Any]], ...] = (
      {"spec.genResources.gpuMemory.minRequred": "18Gi"}),
     ("a unit-less memory string below 1 MiB (a magnitude a pattern cannot compare)",
      {"spec.genResources.gpuMemory.preferred": "1000"}),
-    ("a share written as a string above one with an exponent",
-     {"spec.genResources.gpuCompute": "2e0"}),
+    ("a zero duration written as a string (a pattern cannot tell '0m' from '10m' cheaply)",
+     {"spec.genResources.computeTime.duration": "0m"}),
     ("a null GPU count (the cluster drops the null)",
      {"spec.containers[0].resources.limits": {"nvidia.com/gpu": None}}),
 )
