@@ -16,9 +16,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/gensolver demo --out demo-out
 
-# lint first (ruff, then mypy: about 10 s on 2 cores), then every test
+# lint first (ruff, then mypy: about 10 s on 2 cores), then every test (--dist loadgroup: the
+# tests marked xdist_group("slurm") share one worker, and so one local Slurm)
 test: lint
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gensolver tests benchmarks scripts

@@ -5,8 +5,8 @@ stops every one of them at the end. It needs root and the Debian packages ``slur
 ``slurmdbd``, ``munge`` and ``mariadb-server`` (``.ci/run`` installs them); it skips, saying
 why, only when they are missing or do not start.
 
-The node is the machine's real short host name, with 8 GPUs and 100 shards per GPU as generic
-resources. There is no GPU: ``gres.conf`` has ``AutoDetect=off`` and points each GPU at an empty
+The node is the machine's real short host name, with 64 GPUs (room for the bundled plans at
+once) and 100 shards per GPU as generic resources. There is no GPU: ``gres.conf`` has ``AutoDetect=off`` and points each GPU at an empty
 placeholder file. (Slurm 22.05 accepts a count-only ``Name=gpu Count=8``, but refuses shards
 without ``File=`` - "SHARING configuration lacks File specification" - so the GPUs get files.)
 ``sacct`` needs the accounting database, hence MariaDB and slurmdbd, on 127.0.0.1 only.
@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-GPUS = 8
+#: enough placeholder GPUs for every bundled plan at once (8 devices each)
+GPUS = 64
 SHARDS_PER_GPU = 100
 DAEMONS = ("munged", "mariadb-install-db", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sbatch", "sacct", "scancel",
            "sinfo")
@@ -151,7 +152,7 @@ SlurmdParameters=config_overrides
 MinJobAge=600
 InactiveLimit=0
 KillWait=2
-NodeName={node} NodeAddr=127.0.0.1 CPUs=64 RealMemory=1000 Gres=gpu:{GPUS},shard:{GPUS * SHARDS_PER_GPU} State=UNKNOWN
+NodeName={node} NodeAddr=127.0.0.1 CPUs=256 RealMemory=1000 Gres=gpu:{GPUS},shard:{GPUS * SHARDS_PER_GPU} State=UNKNOWN
 PartitionName=gensolver Nodes={node} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 """)
     (root / "gres.conf").write_text(f"""\

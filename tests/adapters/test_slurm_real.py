@@ -1,9 +1,10 @@
 """``gensolver run --backend slurm`` against a real Slurm (slurmctld, slurmd, slurmdbd on localhost).
 
-Time is scaled so that jobs are short: a plan second is ``SCALE`` wall seconds (the 180-s
-bundled ``smoke-gpu-0`` plan takes 9 s). Each check reads ``sacct`` (the accounting database),
+Time is scaled so that jobs are short: a plan second is ``min(0.05, 8 / last end)`` wall
+seconds (the 360-s ``small-gpu-1`` plan takes 18 s, the 3600-s ``small-alibaba`` 8 s), and the
+bundled plans run at once on 64 placeholder GPUs. Each check reads ``sacct`` (the accounting database),
 never gensolver's own report: the node each job ran on, its gres (``AllocTRES``), its start
-time against the plan's start (``Start >= t0 + start * SCALE`` and within a few seconds of it),
+time against the plan's start (``Start >= t0 + start * scale`` and within a few seconds of it),
 and the plan's order.
 """
 
@@ -23,10 +24,11 @@ import pytest
 from gensolver.adapters.slurm import SACCT_FIELDS
 from gensolver.executor import read_plan
 
+#: one worker runs these tests, so that one cluster serves them (make test: pytest -n 2 --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("slurm")
+
 ROOT = Path(__file__).resolve().parents[2]
 RUN = "import sys; from gensolver.cli import main; sys.exit(main(sys.argv[1:]))"
-#: wall seconds per plan second in these tests
-SCALE = 0.05
 #: seconds a job may start after its begin time (scheduler passes every second, plus sacct's second resolution)
 LATE = 4.0
 
@@ -61,7 +63,7 @@ def _journal(path: Path) -> list[dict]:
 
 
 def check_against_plan(plan_path: Path, journal: list[dict], rows: dict[str, dict[str, str]], node: str,
-                       shards_per_gpu: int) -> list[str]:
+                       shards_per_gpu: int, scale: float) -> list[str]:
     """Every way the accounting records differ from the plan (an empty list: they agree)."""
     plan = read_plan(plan_path)
     head = journal[0]
@@ -95,45 +97,83 @@ def check_against_plan(plan_path: Path, journal: list[dict], rows: dict[str, dic
             problems.append(f"{key}: never started")
             continue
         start = _epoch(row["Start"])
-        due = t0 + run.start * SCALE
+        due = t0 + run.start * scale
         if start < math.floor(due) - 1e-6 or start > due + LATE:
-            problems.append(f"{key}: started {start - t0:.1f} s after t0, the plan says {run.start * SCALE:.1f} s")
+            problems.append(f"{key}: started {start - t0:.1f} s after t0, the plan says {run.start * scale:.1f} s")
         starts[key] = (run.start, start)
     for a, (pa, sa) in starts.items():
         for b, (pb, sb) in starts.items():
-            if pa < pb and sa > sb:
+            if pa < pb and sa > sb:  # (sacct's Start has whole seconds; begin times are rounded up)
                 problems.append(f"{a} (plan {pa:g}) started after {b} (plan {pb:g})")
     return problems
 
 
-def test_run_backend_slurm_puts_every_job_where_the_plan_put_it(slurm, tmp_path: Path) -> None:
-    plan = _plan(tmp_path, "smoke-gpu-0.json.gz")
-    journal = tmp_path / "slurm.journal"
-    done = _cli(slurm, "run", str(plan), "--backend", "slurm", "--device-map", f"*={slurm.node}",
-                "--journal", str(journal), "--time-scale", str(SCALE), "--grace", "1", "--json")
-    assert done.returncode == 0, done.stdout + done.stderr
+def _scale(plan_path: Path) -> float:
+    """Wall seconds per plan second: a plan's last end lands 8 to 18 s after t0."""
+    plan = read_plan(plan_path)
+    last = max(e.end for e in plan.entries)
+    return min(0.05, 8.0 / last)
+
+
+def _device_map(plan_path: Path, node: str) -> list[str]:
+    return [arg for d in read_plan(plan_path).devices for arg in ("--device-map", f"{d.id}={node}")]
+
+
+def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bundled_plans, tmp_path: Path) -> None:
+    """Goal of the adapter: every plan `gensolver plan` makes of the committed suites, all at once
+    on the local Slurm (run --backend slurm), plus smoke-gpu-0 once more through `emit slurm` and
+    its submit.sh; then a rerun of one plan adopts its jobs and submits nothing."""
+    procs = {}
+    for name, plan in bundled_plans.items():
+        journal = tmp_path / f"{name}.journal"
+        procs[name] = subprocess.Popen(
+            [sys.executable, "-c", RUN, "run", str(plan), "--backend", "slurm", *_device_map(plan, slurm.node),
+             "--journal", str(journal), "--time-scale", repr(_scale(plan)), "--grace", "1", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=slurm.env, cwd=ROOT)
+    emitted = tmp_path / "emitted"
+    gpu0 = bundled_plans["smoke-gpu-0"]
+    done = _cli(slurm, "emit", "slurm", str(gpu0), "--out", str(emitted), "--node", slurm.node, "--time-scale",
+                repr(_scale(gpu0)), "--grace", "1")
+    assert done.returncode == 0, done.stderr
+    t0 = int(time.time()) + 2
+    submitted = subprocess.run(["bash", str(emitted / "submit.sh"), str(t0)], capture_output=True, text=True,
+                               env=slurm.env, timeout=60)
+    assert submitted.returncode == 0, submitted.stderr
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, (name, out, err)
+    for name, plan in bundled_plans.items():
+        records = _journal(tmp_path / f"{name}.journal")
+        rows = _sacct(slurm, [r["job"] for r in records if r["event"] == "submitted"])
+        assert check_against_plan(plan, records, rows, slurm.node, slurm.shards_per_gpu, _scale(plan)) == [], name
+    # the emitted scripts, submitted by submit.sh: the same checks on what it printed ("key id" lines)
+    ids = dict(line.split() for line in submitted.stdout.splitlines())
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        rows = _sacct(slurm, list(ids.values()))
+        if len(rows) == len(ids) and all(r["State"] in ("COMPLETED", "FAILED", "CANCELLED") for r in rows.values()):
+            break
+        time.sleep(1)
+    records = [{"event": "plan", "t0": t0}] + [{"event": "submitted", "key": k, "job": v} for k, v in ids.items()]
+    assert check_against_plan(gpu0, records, rows, slurm.node, slurm.shards_per_gpu, _scale(gpu0)) == []
+
+    # the checker fails on wrong records: the same jobs against another node, or with starts swapped
+    journal = tmp_path / "smoke-gpu-0.journal"
     records = _journal(journal)
     ids = [r["job"] for r in records if r["event"] == "submitted"]
     rows = _sacct(slurm, ids)
-    assert check_against_plan(plan, records, rows, slurm.node, slurm.shards_per_gpu) == []
-    # the checker fails on a wrong record: the same jobs checked against another node
     assert any("the plan put it on 'elsewhere'" in p
-               for p in check_against_plan(plan, records, rows, "elsewhere", slurm.shards_per_gpu))
-    # ... and on a start order swapped (the first and last job's records exchanged)
+               for p in check_against_plan(gpu0, records, rows, "elsewhere", slurm.shards_per_gpu, _scale(gpu0)))
     first, last = ids[0], ids[-1]
     swapped = dict(rows)
     swapped[first], swapped[last] = dict(rows[last], JobID=first), dict(rows[first], JobID=last)
-    assert check_against_plan(plan, records, swapped, slurm.node, slurm.shards_per_gpu) != []
+    assert check_against_plan(gpu0, records, swapped, slurm.node, slurm.shards_per_gpu, _scale(gpu0)) != []
     # a rerun with the same journal adopts every job and submits none
-    again = _cli(slurm, "run", str(plan), "--backend", "slurm", "--device-map", f"*={slurm.node}",
-                 "--journal", str(journal), "--time-scale", str(SCALE), "--json")
+    again = _cli(slurm, "run", str(gpu0), "--backend", "slurm", *_device_map(gpu0, slurm.node),
+                 "--journal", str(journal), "--time-scale", repr(_scale(gpu0)), "--json")
     assert again.returncode == 0, again.stdout + again.stderr
     assert _journal(journal) == records
-    report = json.loads(again.stdout)
-    assert sorted(j["job"] for j in report["jobs"]) == sorted(ids)
-    names = slurm.run("sacct", "-X", "--parsable2", "--noheader", "--format=JobID,JobName", "--starttime=now-1hour",
-                      f"--name={','.join(r['name'] for r in records if r['event'] == 'submitted')}")
-    assert len(names.stdout.split()) == len(ids), names.stdout  # each run submitted exactly once
+    assert sorted(j["job"] for j in json.loads(again.stdout)["jobs"]) == sorted(ids)
 
 
 def test_rerun_after_timeout_adopts_and_interrupt_cancels(slurm, tmp_path: Path) -> None:
