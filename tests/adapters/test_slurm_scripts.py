@@ -1,0 +1,173 @@
+"""``gensolver emit slurm`` without a cluster: the scripts' directives against the plan (read back
+by parsing the ``#SBATCH`` lines), a script run by bash with its command stopped at the run's
+end, and bad input (exit 2, nothing written)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from gensolver.adapters.common import AdapterError
+from gensolver.adapters.slurm import SlurmJournal, SlurmOptions, slurm_jobs, write_slurm
+from gensolver.cli import main
+from gensolver.executor import read_plan, write_plan
+
+from tests.executor.helpers import plan_of
+
+
+def directives(script: str) -> dict[str, str]:
+    """``#SBATCH --key=value`` lines of a batch script."""
+    out = {}
+    for line in script.splitlines():
+        if line.startswith("#SBATCH --"):
+            key, _, value = line[len("#SBATCH --"):].partition("=")
+            out[key] = value
+    return out
+
+
+def expected_gres(plan, run, shards: int) -> str:
+    caps = {d.id: d.memory for d in plan.devices}
+    fraction = max(max(c, m / caps[d]) for d, (m, c) in run.grants.items())
+    if len(run.devices) > 1 or fraction >= 1 - 1e-9:
+        return f"gpu:{len(run.devices)}"
+    return f"shard:{max(1, math.ceil(fraction * shards - 1e-9))}"
+
+
+def test_every_bundled_plan_gives_one_script_per_run_with_the_plans_placement(bundled_plans, tmp_path: Path) -> None:
+    for name, path in bundled_plans.items():
+        plan = read_plan(path)
+        out = tmp_path / name
+        assert main(["emit", "slurm", str(path), "--out", str(out), "--node", "cn01", "--time-scale", "0.5",
+                     "--shards-per-gpu", "8"]) == 0
+        index = json.loads((out / "jobs.json").read_text())
+        runs = {f"{r.task}.{r.index}": r for t in plan.tasks for r in plan.runs(t.id)}
+        assert sorted(j["key"] for j in index["jobs"]) == sorted(runs)
+        assert sorted(p.name for p in out.iterdir()) == sorted([f"{k}.sbatch" for k in runs] + ["jobs.json", "submit.sh"])
+        for key, run in runs.items():
+            script = (out / f"{key}.sbatch").read_text()
+            d = directives(script)
+            want_nodes = sorted({dev.rpartition("/")[0] or "cn01" for dev in run.devices})
+            assert d["nodelist"] == ",".join(want_nodes) and d["nodes"] == str(len(want_nodes))
+            assert d["gres"] == expected_gres(plan, run, 8), key
+            assert int(d["time"]) * 60 >= (run.end - run.start) * 0.5
+            assert f"GENSOLVER_MEMORY_LIMIT={run.memory}" in script
+            assert subprocess.run(["bash", "-n", str(out / f"{key}.sbatch")]).returncode == 0
+        submit = (out / "submit.sh").read_text()
+        assert subprocess.run(["bash", "-n", str(out / "submit.sh")]).returncode == 0
+        # submitted in begin order: each run's sbatch line comes after those that begin earlier
+        order = [line.split("]")[0].split("[")[1] for line in submit.splitlines() if line.startswith("id[")]
+        assert [runs[k].start for k in order] == sorted(runs[k].start for k in order)
+
+
+def test_a_script_exports_the_grant_and_stops_its_command_at_the_runs_end(tmp_path: Path) -> None:
+    marker = tmp_path / "env.json"
+    child = ("import json, os, sys, time; "
+             f"json.dump({{k: v for k, v in os.environ.items() if k.startswith(('CUDA_', 'GENSOLVER_'))}}, "
+             f"open({str(marker)!r}, 'w')); time.sleep(30)")
+    import sys
+
+    plan = plan_of({"gpu0": 40}, {"a": {"at": [("gpu0", 0, 4)], "memory": 10, "compute": 0.25,
+                                        "command": [sys.executable, "-c", child]}})
+    (job,) = slurm_jobs(plan, SlurmOptions(default_node="cn01", time_scale=0.5, grace=1))
+    assert job.gres == "shard:25" and job.end == 2.0
+    script = tmp_path / job.file
+    script.write_text(job.script)
+    t0 = time.time()
+    done = subprocess.run(["bash", str(script)], env=dict(os.environ, GENSOLVER_T0=repr(t0)), timeout=30)
+    took = time.time() - t0
+    assert done.returncode == 124  # timeout(1): the command was stopped at the run's end
+    assert 1.5 <= took <= 6, took
+    env = json.loads(marker.read_text())
+    assert env["GENSOLVER_MEMORY_LIMIT"] == str(10 << 30)
+    assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "25"
+    assert env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=10240M"
+    assert float(env["GENSOLVER_RUN_END"]) == pytest.approx(t0 + 2.0, abs=1e-3)
+    # without a t0 the script refuses to run (it cannot know when its window ends)
+    bare = subprocess.run(["bash", str(script)], env={"PATH": os.environ["PATH"]}, capture_output=True, text=True,
+                          timeout=30)
+    assert bare.returncode != 0 and "GENSOLVER_T0" in bare.stderr
+
+
+def test_a_preempted_task_becomes_runs_chained_by_dependencies(tmp_path: Path) -> None:
+    plan = plan_of({"gpu0": 40, "gpu1": 40},
+                   {"a": {"at": [("gpu0", 0, 2), ("gpu1", 3, 5)], "memory": 10, "compute": 1.0, "command": ["x"]}})
+    jobs = slurm_jobs(plan, SlurmOptions(nodes={"gpu0": "n0", "gpu1": "n1"}, sharing="mps"))
+    assert [(j.key, j.nodes, j.after, j.begin) for j in jobs] == [("a.0", ("n0",), None, 0.0),
+                                                                  ("a.1", ("n1",), "a.0", 3.0)]
+    assert "GENSOLVER_RESUME=1" in jobs[1].script
+    half = plan_of({"gpu0": 40}, {"b": {"at": [("gpu0", 0, 1)], "memory": 4, "compute": 0.5}})
+    assert slurm_jobs(half, SlurmOptions(default_node="n", sharing="mps"))[0].gres == "mps:50"
+    assert slurm_jobs(half, SlurmOptions(default_node="n", sharing="gpu"))[0].gres == "gpu:1"
+    assert "exec sleep" in slurm_jobs(half, SlurmOptions(default_node="n"))[0].script  # no command: hold the grant
+
+
+def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, capsys, monkeypatch) -> None:
+    plan = plan_of({"gpu0": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 10}})
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    cases = [(["--out", str(tmp_path / "o1")], "--device-map"),  # gpu0 has no node
+             (["--out", str(tmp_path / "o2"), "--node", "n", "--device-map", "gpu7=n"], "--device-map"),
+             (["--out", str(tmp_path / "o3"), "--node", "n", "--sharing", "mig"], "--sharing"),
+             (["--out", str(tmp_path / "o4"), "--node", "n", "--shards-per-gpu", "0"], "--shards-per-gpu"),
+             (["--out", str(tmp_path / "o5"), "--node", "n", "--time-scale", "0"], "--time-scale"),
+             (["--out", str(tmp_path / "o6"), "--node", "n", "--device-map", "gpu0"], "--device-map")]
+    for args, field in cases:
+        assert main(["emit", "slurm", str(path), *args]) == 2, args
+        assert field in capsys.readouterr().err, args
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]  # no folder, no temporary left
+    # an existing folder with files is not overwritten
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "mine.txt").write_text("mine")
+    assert main(["emit", "slurm", str(path), "--out", str(keep), "--node", "n"]) == 2
+    assert "--out" in capsys.readouterr().err and [p.name for p in keep.iterdir()] == ["mine.txt"]
+    # an empty folder is filled
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["emit", "slurm", str(path), "--out", str(empty), "--node", "n"]) == 0
+    assert (empty / "a.0.sbatch").exists()
+    # a write that fails at the last step (the rename) leaves nothing behind
+    import gensolver.adapters.common as common
+
+    def broken(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(common.os, "replace", broken)
+    with pytest.raises(OSError):
+        write_slurm(plan, tmp_path / "x", SlurmOptions(default_node="n"))
+    assert not (tmp_path / "x").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".x.")]
+    assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "y"), "--node", "n"]) == 2
+    assert "No space left" in capsys.readouterr().err and not (tmp_path / "y").exists()
+
+
+def test_the_journal_refuses_other_files_and_keeps_records(tmp_path: Path) -> None:
+    other = tmp_path / "exec.journal"
+    other.write_text(json.dumps({"event": "plan", "digest": "x"}) + "\n")
+    with pytest.raises(AdapterError, match="not a Slurm journal"):
+        SlurmJournal(other)
+    garbage = tmp_path / "garbage"
+    garbage.write_text("not json\n")
+    with pytest.raises(AdapterError, match="line 1 is not JSON"):
+        SlurmJournal(garbage)
+    path = tmp_path / "slurm.journal"
+    book = SlurmJournal(path)
+    book.append({"event": "plan", "backend": "slurm", "digest": "d", "t0": 1.0})
+    book.append({"event": "submitted", "key": "a.0", "job": "17", "name": "gs-d-a.0"})
+    assert SlurmJournal(path).jobs == {"a.0": "17"}
+
+
+def test_run_backend_slurm_refuses_executor_only_options(tmp_path: Path, capsys) -> None:
+    plan = plan_of({"gpu0": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 10}})
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    for args, field in ((["--feedback", str(tmp_path / "f.json")], "--feedback"), (["--over-grant", "terminate"],
+                        "--over-grant"), (["--device-map", "gpu0"], "--device-map"), (["--mps"], "--mps"),
+                        (["--sim-devices", "1:4G"], "--sim-devices")):
+        assert main(["run", str(path), "--backend", "slurm", *args]) == 2, args
+        assert field in capsys.readouterr().err, args
