@@ -16,6 +16,11 @@ References
    ``nvmlDeviceGetUtilizationRates``) and "Error reporting" (``nvmlReturn_t``),
    https://docs.nvidia.com/deploy/nvml-api/
 .. [MPS] NVIDIA Multi-Process Service documentation, https://docs.nvidia.com/deploy/mps/
+   (``nvidia-cuda-mps-control -d``, ``get_server_list``, ``quit``)
+.. [MIG] NVIDIA Multi-Instance GPU user guide and NVML "Multi Instance GPU Management"
+   (``nvmlDeviceGetMigMode``, ``nvmlDeviceGetMaxMigDeviceCount``,
+   ``nvmlDeviceGetMigDeviceHandleByIndex``, ``nvmlDeviceGetAttributes``),
+   https://docs.nvidia.com/datacenter/tesla/mig-user-guide/
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +53,9 @@ __all__ = [
     "NvmlGpuLostError",
     "NVML_ERRORS",
     "NvmlBackend",
+    "MpsUnavailableError",
+    "MpsStatus",
+    "MPS_CONTROL",
     "SimDevice",
     "SimulatedBackend",
     "parse_memory",
@@ -54,17 +64,26 @@ __all__ = [
 
 #: environment variable naming the file a simulated process reports its usage to
 USAGE_FILE_ENV = "GENSOLVER_SIM_USAGE_FILE"
+#: the CUDA MPS control program [MPS]_
+MPS_CONTROL = "nvidia-cuda-mps-control"
 
 
 # ---------------------------------------------------------------------- records
 @dataclass(frozen=True)
 class DeviceInfo:
-    """A device: position ``index``, NVML ``uuid``, marketing ``name``, ``memory`` in bytes."""
+    """A device: position ``index``, NVML ``uuid``, marketing ``name``, ``memory`` in bytes.
+
+    A MIG instance [MIG]_ is a device of its own (``uuid`` ``MIG-...``); ``parent`` is then the
+    UUID of its GPU and ``profile`` its GPU-instance profile (``"1g.10gb"``); both are ``None``
+    for a whole GPU.
+    """
 
     index: int
     uuid: str
     name: str
     memory: int
+    parent: str | None = None
+    profile: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +167,20 @@ class NvmlNotSupportedError(NvmlError):
     """The device or driver does not support the query."""
 
 
+class MpsUnavailableError(BackendError):
+    """``--mps`` was asked for but the CUDA MPS control daemon is absent or does not start."""
+
+
+@dataclass(frozen=True)
+class MpsStatus:
+    """The MPS control daemon the backend found or started: the program's path, whether this
+    backend started it (and so stops it on :meth:`NvmlBackend.close`), the MPS pipe folder."""
+
+    control: str
+    started: bool
+    pipe_directory: str
+
+
 class NvmlGpuLostError(NvmlError):
     """The GPU fell off the bus or stopped responding."""
 
@@ -187,12 +220,19 @@ class NvmlBackend:
     ----------
     library : module, optional
         The ``pynvml`` module to use (default: import it). Only for embedding.
+    mps : bool, keyword-only
+        Make sure the CUDA MPS control daemon runs [MPS]_: check it with ``get_server_list``,
+        start it with ``nvidia-cuda-mps-control -d`` when it does not answer (and stop it on
+        :meth:`close` if this backend started it). :attr:`mps` then describes it.
 
     Raises
     ------
     NvmlUnavailableError
         nvidia-ml-py is not installed, or no NVIDIA driver was found (``nvmlInit`` returned
         ``NVML_ERROR_LIBRARY_NOT_FOUND`` or ``NVML_ERROR_DRIVER_NOT_LOADED``).
+    MpsUnavailableError
+        ``mps=True`` but ``nvidia-cuda-mps-control`` is not on ``PATH`` or the daemon does not
+        start.
 
     Notes
     -----
@@ -217,6 +257,13 @@ class NvmlBackend:
         self._open = True
         self._handles: dict[str, Any] = {}
         self._devices: tuple[DeviceInfo, ...] | None = None
+        self.mps: MpsStatus | None = None
+        if mps:
+            try:
+                self.mps = _ensure_mps()
+            except BaseException:
+                self.close()
+                raise
 
     def _call(self, fn: str, *args: Any) -> Any:
         try:
@@ -229,17 +276,55 @@ class NvmlBackend:
         return value.decode() if isinstance(value, bytes) else str(value)
 
     def devices(self) -> tuple[DeviceInfo, ...]:
-        """Every device in NVML index order (UUID, name, total memory)."""
+        """Every device in NVML index order (UUID, name, total memory); a GPU in MIG mode is
+        listed as its MIG instances instead (see :class:`DeviceInfo`)."""
         if self._devices is None:
-            out = []
+            out: list[DeviceInfo] = []
             for i in range(int(self._call("nvmlDeviceGetCount"))):
                 h = self._call("nvmlDeviceGetHandleByIndex", i)
                 uuid = self._text(self._call("nvmlDeviceGetUUID", h))
                 self._handles[uuid] = h
+                migs = self._mig_devices(h, uuid, len(out))
+                if migs:
+                    out.extend(migs)
+                    continue
                 mem = self._call("nvmlDeviceGetMemoryInfo", h)
-                out.append(DeviceInfo(i, uuid, self._text(self._call("nvmlDeviceGetName", h)), int(mem.total)))
+                out.append(DeviceInfo(len(out), uuid, self._text(self._call("nvmlDeviceGetName", h)), int(mem.total)))
             self._devices = tuple(out)
         return self._devices
+
+    def _mig_devices(self, gpu: Any, parent: str, first: int) -> list[DeviceInfo]:
+        """The MIG instances of ``gpu`` (empty when MIG is off or not supported) [MIG]_."""
+        try:
+            current, _pending = self._call("nvmlDeviceGetMigMode", gpu)
+        except (NvmlNotSupportedError, AttributeError):  # no MIG on this GPU, or an old nvidia-ml-py
+            return []
+        if int(current) != int(getattr(self._nv, "NVML_DEVICE_MIG_ENABLE", 1)):
+            return []
+        out = []
+        for k in range(int(self._call("nvmlDeviceGetMaxMigDeviceCount", gpu))):
+            try:
+                h = self._call("nvmlDeviceGetMigDeviceHandleByIndex", gpu, k)
+            except NvmlError:  # an empty slot (NVML_ERROR_NOT_FOUND)
+                continue
+            uuid = self._text(self._call("nvmlDeviceGetUUID", h))
+            self._handles[uuid] = h
+            name = self._text(self._call("nvmlDeviceGetName", h))
+            memory = int(self._call("nvmlDeviceGetMemoryInfo", h).total)
+            out.append(DeviceInfo(first + len(out), uuid, name, memory, parent, self._mig_profile(h, name)))
+        return out
+
+    def _mig_profile(self, handle: Any, name: str) -> str | None:
+        """``"3g.40gb"``: from the device name (``"NVIDIA A100-SXM4-80GB MIG 3g.40gb"``), else
+        from ``nvmlDeviceGetAttributes`` (slices and memory)."""
+        m = re.search(r"MIG\s+(\d+g\.\d+gb)", name)
+        if m:
+            return m.group(1)
+        try:
+            attrs = self._call("nvmlDeviceGetAttributes", handle)
+        except (NvmlError, AttributeError):
+            return None
+        return f"{int(attrs.gpuInstanceSliceCount)}g.{round(int(attrs.memorySizeMB) / 1024)}gb"
 
     def _handle(self, uuid: str) -> Any:
         if uuid not in self._handles:
@@ -273,7 +358,10 @@ class NvmlBackend:
         return MappingProxyType({})
 
     def close(self) -> None:
-        """``nvmlShutdown`` (idempotent)."""
+        """``nvmlShutdown``, and stop the MPS control daemon if this backend started it (idempotent)."""
+        mps, self.mps = getattr(self, "mps", None), None
+        if mps is not None and mps.started:
+            _mps_command(mps.control, "quit")
         if getattr(self, "_open", False):
             self._open = False
             try:
@@ -286,6 +374,33 @@ class NvmlBackend:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _mps_command(control: str, command: str) -> subprocess.CompletedProcess:
+    """Send one command to the MPS control daemon (``echo COMMAND | nvidia-cuda-mps-control``)."""
+    return subprocess.run([control], input=command + "\n", capture_output=True, text=True, timeout=30)
+
+
+def _ensure_mps() -> MpsStatus:
+    """Check that the MPS control daemon answers; start it (``-d``) when it does not [MPS]_."""
+    control = shutil.which(MPS_CONTROL)
+    pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps")
+    if control is None:
+        raise MpsUnavailableError(f"--mps: {MPS_CONTROL} is not on PATH: the CUDA MPS control daemon is not "
+                                  f"installed here (it comes with the NVIDIA driver utilities); run without --mps, "
+                                  f"or install it")
+    try:
+        if _mps_command(control, "get_server_list").returncode == 0:
+            return MpsStatus(control, False, pipe)
+        started = subprocess.run([control, "-d"], capture_output=True, text=True, timeout=30)
+        if started.returncode != 0:
+            raise MpsUnavailableError(f"--mps: {MPS_CONTROL} -d failed (exit {started.returncode}): "
+                                      f"{(started.stderr or started.stdout).strip() or 'no message'}")
+        if _mps_command(control, "get_server_list").returncode != 0:
+            raise MpsUnavailableError(f"--mps: started {MPS_CONTROL} -d, but it does not answer on {pipe}")
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise MpsUnavailableError(f"--mps: cannot run {control}: {exc}") from exc
+    return MpsStatus(control, True, pipe)
 
 
 # ---------------------------------------------------------------------- simulated
