@@ -10,9 +10,16 @@ few seconds: with PyTorch when it is importable (after ``apply_memory_limit()``,
 matrix products to show utilisation), else with ``cudaMalloc`` from ``libcudart`` through
 ctypes. It runs in well under 60 seconds.
 
+It first lists NVML's devices as the executor sees them: a GPU in MIG mode appears as its MIG
+instances, each with its profile (``3g.40gb``) and parent GPU, and ``--device`` may name one.
+With ``--mps`` the backend checks the CUDA MPS control daemon, starting it if it is down (and
+stopping it afterwards if it started it), and the two tasks run as MPS clients with their
+``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``; NVML may then report their memory for the MPS server,
+so only their completion is required.
+
 Usage::
 
-    python scripts/gpu_check.py [--device INDEX] [--hold SECONDS]
+    python scripts/gpu_check.py [--device INDEX] [--hold SECONDS] [--mps]
 
 Exit status
 -----------
@@ -20,7 +27,8 @@ Exit status
 1  the check ran but failed (a task did not complete, or NVML did not see its memory — inside a
    container, NVML may report host pids that do not match the executor's);
 3  no NVIDIA driver was found (NVML unavailable): nothing to check on this machine;
-4  no way to allocate device memory here (neither PyTorch nor libcudart is available).
+4  no way to allocate device memory here (neither PyTorch nor libcudart is available);
+5  ``--mps`` was given but the MPS control daemon is absent or does not start.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_NO_DRIVER, EXIT_NO_ALLOCATOR = 0, 1, 3, 4
+EXIT_OK, EXIT_FAILED, EXIT_NO_DRIVER, EXIT_NO_ALLOCATOR, EXIT_NO_MPS = 0, 1, 3, 4, 5
 
 CHILD = r"""
 import os, sys, time
@@ -100,13 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", type=int, default=0, help="NVML index of the device to use (default 0)")
     parser.add_argument("--hold", type=float, default=4.0, help="seconds each child holds its memory (default 4)")
+    parser.add_argument("--mps", action="store_true", help="start or check the CUDA MPS control daemon; run as MPS clients")
     args = parser.parse_args(argv)
 
     from gensolver.executor import (
         DevicePlan,
         ExecutionPlan,
         ExecutorPolicy,
+        MpsUnavailableError,
         NvmlBackend,
+        NvmlNotSupportedError,
         NvmlUnavailableError,
         PlanEntry,
         PlanRunner,
@@ -115,13 +126,23 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     try:
-        nvml = NvmlBackend()
+        nvml = NvmlBackend(mps=args.mps)
     except NvmlUnavailableError as exc:
         print(f"gpu_check: no NVIDIA driver found, nothing to check on this machine ({exc}).")
         print(f"gpu_check: exit status {EXIT_NO_DRIVER} (no NVIDIA driver).")
         return EXIT_NO_DRIVER
+    except MpsUnavailableError as exc:
+        print(f"gpu_check: {exc}")
+        print(f"gpu_check: exit status {EXIT_NO_MPS} (no MPS control daemon).")
+        return EXIT_NO_MPS
     try:
         devices = nvml.devices()
+        for d in devices:
+            mig = f", MIG {d.profile} on {d.parent}" if d.parent else ""
+            print(f"gpu_check: device {d.index}: {d.uuid} {d.name}, {d.memory / 2**30:.1f} GiB{mig}")
+        if nvml.mps is not None:
+            how_mps = "started by this check" if nvml.mps.started else "already running"
+            print(f"gpu_check: MPS control daemon {how_mps} ({nvml.mps.control}, pipes in {nvml.mps.pipe_directory})")
         if not devices or args.device >= len(devices):
             print(f"gpu_check: NVML lists {len(devices)} device(s); no device {args.device}.")
             return EXIT_FAILED
@@ -168,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
             for pid, used in sampler.process_memory(dev.uuid).items():
                 if used is not None:
                     seen[pid] = max(seen.get(pid, 0), used)
-            u = sampler.utilization(dev.uuid)
+            try:
+                u = sampler.utilization(dev.uuid)
+            except NvmlNotSupportedError:  # e.g. a MIG instance
+                continue
             util_max[0] = max(util_max[0], u.gpu)
             util_max[1] = max(util_max[1], u.memory)
         sampler.close()
@@ -190,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
                 if f.exit_code == EXIT_NO_ALLOCATOR:
                     print("gpu_check: the child could not allocate device memory (see its log).")
                     return EXIT_NO_ALLOCATOR
-            if not nv:
+            if not nv and not args.mps:  # under MPS, NVML may count the clients' memory for the server
                 ok = False
         others = sorted(set(seen) - set(pids.values()))
         if others:

@@ -10,6 +10,7 @@ down, ``quit`` stops it). ``scripts/gpu_check.py --mps`` runs the real ones on a
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import stat
 from pathlib import Path
@@ -160,3 +161,56 @@ def test_absent_mps_is_reported_clearly(tmp_path: Path, monkeypatch) -> None:
     with pytest.raises(MpsUnavailableError, match="nvidia-cuda-mps-control is not on PATH"):
         NvmlBackend(library=FakeNvml(), mps=True)
     assert NvmlBackend(library=FakeNvml()).mps is None  # without --mps nothing is asked of it
+
+
+FAKE_PYNVML = '''
+"""Stand-in for nvidia-ml-py on a machine without a GPU (tests/executor/test_mps_mig.py)."""
+from types import SimpleNamespace
+NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_NOT_FOUND, NVML_DEVICE_MIG_ENABLE = 3, 6, 1
+class NVMLError(Exception):
+    def __init__(self, value):
+        super().__init__("fake NVML error %d" % value)
+        self.value = value
+G = 1 << 30
+_gpu = SimpleNamespace(uuid="GPU-aaaa", name="NVIDIA H100 80GB HBM3", total=80 * G)
+_mig = SimpleNamespace(uuid="MIG-1111", name="NVIDIA H100 80GB HBM3 MIG 3g.40gb", total=40 * G)
+def nvmlInit(): pass
+def nvmlShutdown(): pass
+def nvmlDeviceGetCount(): return 1
+def nvmlDeviceGetHandleByIndex(i): return _gpu
+def nvmlDeviceGetUUID(h): return h.uuid
+def nvmlDeviceGetName(h): return h.name
+def nvmlDeviceGetMemoryInfo(h): return SimpleNamespace(total=h.total, used=0, free=h.total)
+def nvmlDeviceGetMigMode(h): return (1, 1)
+def nvmlDeviceGetMaxMigDeviceCount(h): return 2
+def nvmlDeviceGetMigDeviceHandleByIndex(h, k):
+    if k: raise NVMLError(NVML_ERROR_NOT_FOUND)
+    return _mig
+def nvmlDeviceGetComputeRunningProcesses(h): return []
+def nvmlDeviceGetUtilizationRates(h): raise NVMLError(NVML_ERROR_NOT_SUPPORTED)  # as on a MIG instance
+'''
+
+
+def test_gpu_check_lists_mig_instances_and_checks_mps(fake_mps: Path, tmp_path: Path) -> None:
+    """The script's listing and MPS steps against the stand-ins; it then fails where a real GPU is
+    needed (exit 4 without an allocator, 1 when the children cannot allocate on the fake device)."""
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("PyTorch is installed: it would look for a real device")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "pynvml.py").write_text(FAKE_PYNVML)
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(lib), str(root)]))
+    out = subprocess.run([sys.executable, str(root / "scripts" / "gpu_check.py"), "--mps"], capture_output=True,
+                         text=True, env=env, timeout=60)
+    assert "device 0: MIG-1111 NVIDIA H100 80GB HBM3 MIG 3g.40gb, 40.0 GiB, MIG 3g.40gb on GPU-aaaa" in out.stdout
+    assert "MPS control daemon started by this check" in out.stdout
+    assert out.returncode in (1, 4), out.stdout + out.stderr
+    assert not fake_mps.exists()  # stopped again on the way out
+    monkey_path = os.environ["PATH"].split(os.pathsep, 1)[1]
+    out = subprocess.run([sys.executable, str(root / "scripts" / "gpu_check.py"), "--mps"], capture_output=True,
+                         text=True, env=dict(env, PATH=monkey_path), timeout=60)
+    assert out.returncode == 5 and "nvidia-cuda-mps-control is not on PATH" in out.stdout
