@@ -112,7 +112,7 @@ def run_command(
     preempt: str = typer.Option("plan", "--preempt", **choice(("plan", "checkpoint")), help="plan (follow each preemption point's mode) or checkpoint (always SIGTERM and relaunch)."),
     lost: str = typer.Option("restart", "--lost", **choice(("restart", "skip")), help="On restart, a run whose process vanished: restart or skip."),
     poll: float = typer.Option(0.05, "--poll", help="Wall seconds between polls."),
-    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=UUID_OR_INDEX (repeatable)."),
+    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=UUID_OR_INDEX (repeatable); with --backend slurm PLAN_DEVICE=NODE, or *=NODE for every device."),
     log_dir: Optional[Path] = typer.Option(None, "--log-dir", help="Write each process's output to LOG_DIR/<task>.<run>.<attempt>.log."),
     feedback: Optional[Path] = typer.Option(None, "--feedback", help="Write the gensolver.feedback/v1 usage records here."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Give up after this many wall seconds (processes keep running)."),
