@@ -43,6 +43,7 @@ References
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -59,7 +60,7 @@ from ..executor.plan import ExecutionPlan
 from .common import AdapterError, RunGrant, run_grants, shares, write_tree
 
 __all__ = ["SHARING", "SlurmOptions", "SlurmJob", "SlurmState", "SlurmError", "SlurmUnavailableError",
-           "SlurmJournal", "slurm_jobs", "write_slurm", "submit_plan", "follow", "cancel", "sacct",
+           "SlurmJournal", "slurm_jobs", "write_slurm", "known_nodes", "submit_plan", "follow", "cancel", "sacct",
            "TERMINAL_STATES", "SACCT_FIELDS"]
 
 #: how a fractional grant is asked of Slurm: ``shard`` (shard:K), ``mps`` (mps:P), ``gpu`` (whole GPU)
@@ -372,21 +373,35 @@ def _by_name(names: Sequence[str], since: float) -> dict[str, str]:
     return found
 
 
+def known_nodes() -> frozenset[str]:
+    """The cluster's node names (``sinfo --Node --noheader --format=%N``)."""
+    return frozenset(_call(["sinfo", "--Node", "--noheader", "--format=%N"]).split())
+
+
 def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJournal, script_dir: str | os.PathLike[str],
                 t0: float | None = None, log: Callable[[str], None] = lambda _m: None) -> tuple[float, dict[str, str]]:
     """Submit every run of ``plan`` not yet submitted; return ``(t0, key -> job id)``.
 
-    A run whose id is journaled is adopted; one the journal lacks but the controller knows by
-    the job's unique name (a submission cut off before it was journaled) is adopted and
-    journaled; only the rest are submitted, in begin order, each journaled at once.
+    A run whose id is journaled is adopted; one the journal lacks but the accounting database
+    knows by the job's name (a submission cut off before it was journaled) is adopted and
+    journaled; only the rest are submitted, in begin order, each journaled at once. Job names
+    are ``gs-<plan digest>-<task>.<run>-<token>``, the token drawn from the digest and ``t0``,
+    so they are unique to the journal.
 
     Raises
     ------
     AdapterError
-        The journal was written for another plan, or the plan cannot be placed.
+        The journal was written for another plan, or the plan cannot be placed (a device
+        without a node, a node Slurm does not have): nothing is submitted.
     SlurmUnavailableError, SlurmError
     """
     jobs = slurm_jobs(plan, options)
+    nodes = known_nodes()
+    for j in jobs:
+        unknown = [n for n in j.nodes if n not in nodes]
+        if unknown:
+            raise AdapterError("--device-map", f"run {j.key} would go to node(s) {', '.join(unknown)}, which Slurm "
+                                               f"does not have (its nodes: {', '.join(sorted(nodes)) or 'none'})")
     head = journal.head
     if head is None:
         t0 = time.time() if t0 is None else t0
@@ -397,10 +412,14 @@ def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJou
             raise AdapterError("--journal", f"{journal.path} was written for another plan (digest "
                                             f"{head.get('digest')!r}, this plan {plan.digest!r})")
         t0 = float(head["t0"])
+    # this journal's own job names: another submission of the same plan (emit slurm, another
+    # journal) has other names, so a lookup by name finds only what this journal submitted
+    token = hashlib.sha256(f"{plan.digest}:{t0!r}".encode()).hexdigest()[:8]
+    names = {j.key: f"{j.name}-{token}" for j in jobs}
     known = journal.jobs
     missing = [j for j in jobs if j.key not in known] if head is not None else []
-    for name, job_id in _by_name([j.name for j in missing], t0).items():
-        key = next(j.key for j in missing if j.name == name)
+    for name, job_id in _by_name([names[j.key] for j in missing], t0).items():
+        key = next(j.key for j in missing if names[j.key] == name)
         journal.append({"event": "submitted", "key": key, "job": job_id, "name": name, "adopted": True})
         log(f"adopted {key} as job {job_id} (found by name)")
     known = journal.jobs
@@ -411,13 +430,14 @@ def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJou
             continue
         path = folder / j.file
         path.write_text(j.script, encoding="utf-8")
-        argv = ["sbatch", "--parsable", f"--export=ALL,GENSOLVER_T0={t0!r}", f"--begin={_stamp(t0 + j.begin)}"]
+        argv = ["sbatch", "--parsable", f"--job-name={names[j.key]}", f"--export=ALL,GENSOLVER_T0={t0!r}",
+                f"--begin={_stamp(t0 + j.begin)}"]
         if j.after is not None:
             argv.append(f"--dependency=afterany:{known[j.after]}")
         job_id = _call(argv + [str(path)]).strip().split(";")[0]
         if not job_id.isdigit():
             raise SlurmError(f"sbatch --parsable printed {job_id!r}, not a job id")
-        journal.append({"event": "submitted", "key": j.key, "job": job_id, "name": j.name})
+        journal.append({"event": "submitted", "key": j.key, "job": job_id, "name": names[j.key]})
         known[j.key] = job_id
         log(f"submitted {j.key} as job {job_id} on {','.join(j.nodes)} with {j.gres}")
     return t0, {j.key: known[j.key] for j in jobs}

@@ -150,7 +150,7 @@ def emit_k8s(
     header = (f"gensolver emit k8s --flavor {flavor}: plan {plan.name!r} (digest {plan.digest}), "
               f"{sum(o['kind'] == 'Job' for o in objects)} Job(s)")
     if options.start_at is not None:
-        header += f"\nt0 = {options.start_at:g} (epoch seconds); each pod waits for t0 + its start"
+        header += f"\nt0 = {options.start_at:.0f} (epoch seconds); each pod waits for t0 + its start"
     _write(dump_yaml(objects, header=header), out, "--out")
 
 

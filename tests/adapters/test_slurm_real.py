@@ -174,6 +174,22 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
     assert again.returncode == 0, again.stdout + again.stderr
     assert _journal(journal) == records
     assert sorted(j["job"] for j in json.loads(again.stdout)["jobs"]) == sorted(ids)
+    # a submission cut off before it was journaled is found by its job name and adopted
+    lines = journal.read_text().splitlines()
+    lost = json.loads(lines[-1])
+    journal.write_text("\n".join(lines[:-1]) + "\n")
+    third = _cli(slurm, "run", str(gpu0), "--backend", "slurm", *_device_map(gpu0, slurm.node),
+                 "--journal", str(journal), "--time-scale", repr(_scale(gpu0)), "--json")
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert _journal(journal)[-1] == dict(lost, adopted=True)
+    names = slurm.run("sacct", "-X", "--parsable2", "--noheader", "--format=JobID", "--starttime=now-1hour",
+                      f"--name={lost['name']}")
+    assert names.stdout.split() == [lost["job"]]  # submitted once only
+    # a node Slurm does not have is refused before anything is submitted
+    other = tmp_path / "other.journal"
+    bad = _cli(slurm, "run", str(gpu0), "--backend", "slurm", "--device-map", "*=no-such-node", "--journal", str(other))
+    assert bad.returncode == 2 and "no-such-node" in bad.stderr and "--device-map" in bad.stderr
+    assert not other.exists()
 
 
 def test_rerun_after_timeout_adopts_and_interrupt_cancels(slurm, tmp_path: Path) -> None:
