@@ -51,12 +51,15 @@ def _node(device: str) -> str:
     return device.rpartition("/")[0] or "node-a"
 
 
-@pytest.mark.parametrize("flavor", sorted(FLAVORS))
+@pytest.mark.parametrize("flavor", sorted(FLAVORS) + ["nvidia-mps"])
 def test_every_bundled_plan_gives_valid_objects_where_the_plan_put_them(bundled_plans, flavor: str) -> None:
+    sharing = "mps" if flavor.endswith("-mps") else "timeSlicing"
+    flavor = flavor.removesuffix("-mps")
     for name, path in bundled_plans.items():
         plan = read_plan(path)
         objects = k8s_objects(plan, flavor, K8sOptions(default_node="node-a", time_scale=0.5,
-                                                       start_at=1.8e9 if flavor == "hami" else None))
+                                                       start_at=1.8e9 if flavor == "hami" else None,
+                                                       flavor=FlavorOptions(nvidia_sharing=sharing)))
         for obj in objects:
             assert k8s_problems(obj) == [], (name, obj["metadata"]["name"])
         jobs = [o for o in objects if o["kind"] == "Job"]
@@ -80,6 +83,15 @@ def test_every_bundled_plan_gives_valid_objects_where_the_plan_put_them(bundled_
                 fraction = float(job["spec"]["template"]["metadata"]["annotations"]["gpu-fraction"])
                 cap = plan.device(run.devices[0]).memory
                 assert fraction >= max(run.compute, run.memory / cap) - 1e-9 and fraction < 1
+            if flavor == "nvidia" and sharing == "mps" and "nvidia.com/gpu" in limits:
+                (config,) = [o for o in objects if o["kind"] == "ConfigMap"] or [None]
+                if config is not None:  # equal MPS replicas, each at least as large as any shared run
+                    replicas = yaml.safe_load(config["data"]["gensolver"])["sharing"]["mps"]["resources"][0]["replicas"]
+                    cap = plan.device(run.devices[0]).memory
+                    share = max(run.compute, run.memory / cap)
+                    assert limits["nvidia.com/gpu"] in (len(run.devices), len(run.devices) * replicas)
+                    if limits["nvidia.com/gpu"] == len(run.devices) and share < 1:
+                        assert 1 / replicas >= share - 1e-9
             if flavor == "kueue":
                 assert meta["labels"]["kueue.x-k8s.io/queue-name"] == "gensolver" and job["spec"]["suspend"] is True
 
