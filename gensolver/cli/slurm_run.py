@@ -66,6 +66,11 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
         fail(str(exc))
     try:
         book = SlurmJournal(journal)
+    except AdapterError as exc:
+        fail(str(exc))
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"--journal: cannot read {journal}: {getattr(exc, 'strerror', None) or exc}")
+    try:
         kept = (book.head or {}).get("time_scale")
         if isinstance(kept, (int, float)) and kept != time_scale:
             err_console.print(f"[yellow]warning:[/] --time-scale {time_scale:g} is ignored: the journal keeps its "

@@ -171,3 +171,22 @@ def test_run_backend_slurm_refuses_executor_only_options(tmp_path: Path, capsys)
                         (["--sim-devices", "1:4G"], "--sim-devices")):
         assert main(["run", str(path), "--backend", "slurm", *args]) == 2, args
         assert field in capsys.readouterr().err, args
+
+
+def test_run_backend_slurm_without_slurm_exits_3_and_refuses_a_foreign_journal(tmp_path: Path, capsys) -> None:
+    import subprocess
+    import sys
+
+    plan = plan_of({"gpu0": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 10}})
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    run = "import sys; from gensolver.cli import main; sys.exit(main(sys.argv[1:]))"
+    empty = tmp_path / "bin"
+    empty.mkdir()  # a PATH without sinfo, sbatch, sacct
+    out = subprocess.run([sys.executable, "-c", run, "run", str(path), "--backend", "slurm", "--device-map", "*=n1"],
+                         capture_output=True, text=True, env=dict(os.environ, PATH=str(empty)), timeout=120)
+    assert out.returncode == 3 and "sinfo is not installed" in out.stderr, out.stderr
+    foreign = tmp_path / "exec.journal"
+    foreign.write_text(json.dumps({"event": "plan", "digest": "x", "time_scale": 1.0}) + "\n")
+    assert main(["run", str(path), "--backend", "slurm", "--device-map", "*=n1", "--journal", str(foreign)]) == 2
+    assert "--journal" in capsys.readouterr().err
