@@ -221,3 +221,21 @@ def test_rerun_after_timeout_adopts_and_interrupt_cancels(slurm, tmp_path: Path)
             break
         time.sleep(0.5)
     assert states == {"CANCELLED"}
+
+
+def test_a_failing_command_fails_the_run_and_its_exit_code_is_reported(slurm, tmp_path: Path) -> None:
+    from gensolver.executor import write_plan
+    from tests.executor.helpers import plan_of
+
+    plan = plan_of({"gpu0": 40}, {"ok": {"at": [("gpu0", 0, 1)], "memory": 10, "compute": 0.5, "command": ["true"]},
+                                  "bad": {"at": [("gpu0", 0, 1)], "memory": 10, "compute": 0.5,
+                                          "command": ["sh", "-c", "exit 3"]}})
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    done = _cli(slurm, "run", str(path), "--backend", "slurm", "--device-map", f"gpu0={slurm.node}", "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    jobs = {j["key"]: j for j in json.loads(done.stdout)["jobs"]}
+    rows = _sacct(slurm, [j["job"] for j in jobs.values()])
+    assert (rows[jobs["ok.0"]["job"]]["State"], rows[jobs["ok.0"]["job"]]["ExitCode"]) == ("COMPLETED", "0:0")
+    assert (rows[jobs["bad.0"]["job"]]["State"], rows[jobs["bad.0"]["job"]]["ExitCode"]) == ("FAILED", "3:0")
+    assert rows[jobs["bad.0"]["job"]]["AllocTRES"].count("gres/shard=50") == 1
