@@ -16,9 +16,16 @@ from typing import List, Optional
 import typer
 from rich.markup import escape
 
+from .choices import choice
 from .common import check_output_file, console, fail
 
-__all__ = ["register"]
+__all__ = ["register", "FLAVORS", "SHARING", "NVIDIA_SHARING"]
+
+#: the values of ``--flavor``, ``--sharing`` and ``--nvidia-sharing`` (kept equal to the
+#: adapters' tables by a test; listed here so that ``--help`` does not import them)
+FLAVORS = ("nvidia", "hami", "kai", "kueue")
+SHARING = ("shard", "mps", "gpu")
+NVIDIA_SHARING = ("timeSlicing", "mps")
 
 emit_app = typer.Typer(help="Turn a plan into what Slurm or Kubernetes runs; print the GenTask CRD.",
                        no_args_is_help=True)
@@ -84,7 +91,7 @@ def emit_slurm(
     device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=NODE (repeatable)."),
     node: Optional[str] = typer.Option(None, "--node", help="Node of every device --device-map and NODE/DEVICE ids leave out."),
     partition: Optional[str] = typer.Option(None, "--partition", help="Slurm partition (default: the cluster's default)."),
-    sharing: str = typer.Option("shard", "--sharing", help="Gres of a fractional grant: shard, mps or gpu (whole GPU)."),
+    sharing: str = typer.Option("shard", "--sharing", **choice(SHARING), help="Gres of a fractional grant: shard, mps or gpu (whole GPU)."),
     shards_per_gpu: int = typer.Option(100, "--shards-per-gpu", help="Shards per GPU in the site's gres.conf."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Wall seconds per plan second."),
     grace: float = typer.Option(10.0, "--grace", help="Seconds between SIGTERM and SIGKILL at a run's end."),
@@ -113,7 +120,7 @@ def emit_slurm(
 @emit_app.command("k8s")
 def emit_k8s(
     plan_file: Path = typer.Argument(..., help="A gensolver.plan/v1 JSON file."),
-    flavor: str = typer.Option(..., "--flavor", "-f", help="nvidia, hami, kai or kueue."),
+    flavor: str = typer.Option(..., "--flavor", "-f", **choice(FLAVORS), help="nvidia, hami, kai or kueue."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="YAML file to write (default: stdout)."),
     device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=NODE (repeatable)."),
     node: Optional[str] = typer.Option(None, "--node", help="Node of every device --device-map and NODE/DEVICE ids leave out."),
@@ -121,7 +128,7 @@ def emit_k8s(
     image: Optional[str] = typer.Option(None, "--image", help="Container image of every run (default: a CUDA base image)."),
     queue: str = typer.Option("gensolver", "--queue", help="Kueue LocalQueue / KAI queue name."),
     replicas: int = typer.Option(10, "--replicas", help="nvidia: shared replicas per GPU under time-slicing."),
-    nvidia_sharing: str = typer.Option("timeSlicing", "--nvidia-sharing", help="nvidia: timeSlicing or mps."),
+    nvidia_sharing: str = typer.Option("timeSlicing", "--nvidia-sharing", **choice(NVIDIA_SHARING), help="nvidia: timeSlicing or mps."),
     start_at: Optional[str] = typer.Option(None, "--start-at", help="t0: epoch seconds, ISO 8601 or now+SECONDS; each pod waits for its start."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Wall seconds per plan second."),
     grace: float = typer.Option(10.0, "--grace", help="terminationGracePeriodSeconds."),

@@ -232,8 +232,6 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
 
 
 # ---------------------------------------------------------------------- bundled plans
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def _placed(path: Path) -> bool:
     from gensolver.model import read_instance
@@ -245,12 +243,13 @@ def _placed(path: Path) -> bool:
 def bundled_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """``gensolver plan`` on every instance of the committed suites whose slots are placed on GPUs
     and times (the others have no devices to run on): name -> plan file."""
+    from gensolver.bench.suites import bundled_suites_dir
     from gensolver.cli import main
 
     out = tmp_path_factory.mktemp("plans")
     plans = {}
     for suite in ("smoke", "small"):
-        for inst in sorted((ROOT / "instances" / suite).glob("*.json.gz")):
+        for inst in sorted((bundled_suites_dir() / suite).glob("*.json.gz")):
             if not _placed(inst):
                 continue
             name = inst.name.removesuffix(".json.gz")

@@ -134,6 +134,15 @@ def test_the_checker_refuses_what_a_cluster_refuses() -> None:
     assert any("label" in p for p in k8s_problems({**job, "metadata": {"name": "a", "labels": {"x": "-bad-"}}}))
 
 
+def test_the_cli_lists_the_adapters_values() -> None:
+    from gensolver.adapters.flavors import NVIDIA_SHARING
+    from gensolver.adapters.slurm import SHARING
+    from gensolver.cli import emit_cmd
+
+    assert emit_cmd.FLAVORS == tuple(FLAVORS) and emit_cmd.SHARING == SHARING
+    assert emit_cmd.NVIDIA_SHARING == NVIDIA_SHARING
+
+
 def test_names_are_dns_labels_and_stay_distinct() -> None:
     long = "T" * 100
     a, b = dns_name("plan", long + "a", "0"), dns_name("plan", long + "b", "0")

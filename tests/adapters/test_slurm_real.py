@@ -40,7 +40,9 @@ def _cli(cluster, *args: str, timeout: float = 90) -> subprocess.CompletedProces
 
 def _plan(tmp_path: Path, instance: str) -> Path:
     out = tmp_path / "plan.json"
-    done = subprocess.run([sys.executable, "-c", RUN, "plan", str(ROOT / "instances" / "smoke" / instance),
+    from gensolver.bench.suites import bundled_suites_dir
+
+    done = subprocess.run([sys.executable, "-c", RUN, "plan", str(bundled_suites_dir() / "smoke" / instance),
                            "--output", str(out)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return out
