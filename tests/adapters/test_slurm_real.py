@@ -33,11 +33,6 @@ RUN = "import sys; from gensolver.cli import main; sys.exit(main(sys.argv[1:]))"
 LATE = 4.0
 
 
-def _cli(cluster, *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", RUN, *args], capture_output=True, text=True, timeout=timeout,
-                          env=cluster.env, cwd=ROOT)
-
-
 def _plan(tmp_path: Path, instance: str) -> Path:
     out = tmp_path / "plan.json"
     from gensolver.bench.suites import bundled_suites_dir
@@ -121,7 +116,19 @@ def _device_map(plan_path: Path, node: str) -> list[str]:
     return [arg for d in read_plan(plan_path).devices for arg in ("--device-map", f"{d.id}={node}")]
 
 
-def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bundled_plans, tmp_path: Path) -> None:
+def _main(cluster, monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """``gensolver ARGS`` in this process against ``cluster`` (exit status, stdout, stderr)."""
+    from gensolver.cli import main
+
+    monkeypatch.setenv("SLURM_CONF", cluster.env["SLURM_CONF"])
+    capsys.readouterr()
+    rc = main(list(args))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bundled_plans, tmp_path: Path,
+                                                                      monkeypatch, capsys) -> None:
     """Goal of the adapter: every plan `gensolver plan` makes of the committed suites, all at once
     on the local Slurm (run --backend slurm), plus smoke-gpu-0 once more through `emit slurm` and
     its submit.sh; then a rerun of one plan adopts its jobs and submits nothing."""
@@ -134,9 +141,9 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=slurm.env, cwd=ROOT)
     emitted = tmp_path / "emitted"
     gpu0 = bundled_plans["smoke-gpu-0"]
-    done = _cli(slurm, "emit", "slurm", str(gpu0), "--out", str(emitted), "--node", slurm.node, "--time-scale",
-                repr(_scale(gpu0)), "--grace", "1")
-    assert done.returncode == 0, done.stderr
+    rc, out, err = _main(slurm, monkeypatch, capsys, "emit", "slurm", str(gpu0), "--out", str(emitted), "--node",
+                         slurm.node, "--time-scale", repr(_scale(gpu0)), "--grace", "1")
+    assert rc == 0, err
     t0 = int(time.time()) + 2
     submitted = subprocess.run(["bash", str(emitted / "submit.sh"), str(t0)], capture_output=True, text=True,
                                env=slurm.env, timeout=60)
@@ -171,46 +178,51 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
     swapped[first], swapped[last] = dict(rows[last], JobID=first), dict(rows[first], JobID=last)
     assert check_against_plan(gpu0, records, swapped, slurm.node, slurm.shards_per_gpu, _scale(gpu0)) != []
     # a rerun with the same journal adopts every job and submits none
-    again = _cli(slurm, "run", str(gpu0), "--backend", "slurm", *_device_map(gpu0, slurm.node),
-                 "--journal", str(journal), "--time-scale", repr(_scale(gpu0)), "--json")
-    assert again.returncode == 0, again.stdout + again.stderr
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(gpu0), "--backend", "slurm",
+                         *_device_map(gpu0, slurm.node), "--journal", str(journal), "--time-scale",
+                         repr(_scale(gpu0)), "--json")
+    assert rc == 0, out + err
     assert _journal(journal) == records
-    assert sorted(j["job"] for j in json.loads(again.stdout)["jobs"]) == sorted(ids)
+    assert sorted(j["job"] for j in json.loads(out)["jobs"]) == sorted(ids)
     # a submission cut off before it was journaled is found by its job name and adopted
     lines = journal.read_text().splitlines()
     lost = json.loads(lines[-1])
     journal.write_text("\n".join(lines[:-1]) + "\n")
-    third = _cli(slurm, "run", str(gpu0), "--backend", "slurm", *_device_map(gpu0, slurm.node),
-                 "--journal", str(journal), "--time-scale", repr(_scale(gpu0)), "--json")
-    assert third.returncode == 0, third.stdout + third.stderr
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(gpu0), "--backend", "slurm",
+                         *_device_map(gpu0, slurm.node), "--journal", str(journal), "--time-scale",
+                         repr(_scale(gpu0)), "--json")
+    assert rc == 0, out + err
     assert _journal(journal)[-1] == dict(lost, adopted=True)
     names = slurm.run("sacct", "-X", "--parsable2", "--noheader", "--format=JobID", "--starttime=now-1hour",
                       f"--name={lost['name']}")
     assert names.stdout.split() == [lost["job"]]  # submitted once only
     # a node Slurm does not have is refused before anything is submitted
     other = tmp_path / "other.journal"
-    bad = _cli(slurm, "run", str(gpu0), "--backend", "slurm", "--device-map", "*=no-such-node", "--journal", str(other))
-    assert bad.returncode == 2 and "no-such-node" in bad.stderr and "--device-map" in bad.stderr
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(gpu0), "--backend", "slurm", "--device-map",
+                         "*=no-such-node", "--journal", str(other))
+    assert rc == 2 and "no-such-node" in err and "--device-map" in err
     assert not other.exists()
 
 
-def test_rerun_after_timeout_adopts_and_interrupt_cancels(slurm, tmp_path: Path) -> None:
+def test_rerun_after_timeout_adopts_and_interrupt_cancels(slurm, tmp_path: Path, monkeypatch, capsys) -> None:
     plan = _plan(tmp_path, "smoke-gpu-0.json.gz")
     journal = tmp_path / "slurm.journal"
     base = ["run", str(plan), "--backend", "slurm", "--device-map", f"*={slurm.node}", "--journal", str(journal),
             "--time-scale", "1"]
     # a first run gives up after 2 s: jobs are journaled and keep pending/running
-    first = _cli(slurm, *base, "--timeout", "2")
-    assert first.returncode == 1 and "--timeout" in first.stderr
+    rc, out, err = _main(slurm, monkeypatch, capsys, *base, "--timeout", "2")
+    assert rc == 1 and "--timeout" in err
     records = _journal(journal)
     ids = [r["job"] for r in records if r["event"] == "submitted"]
     assert len(ids) == 3
     # the second run adopts them (no new submission), then is interrupted: scancel ends every job
     proc = subprocess.Popen([sys.executable, "-c", RUN, *base], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=slurm.env, cwd=ROOT)
-    time.sleep(3)
+    first_line = proc.stdout.readline()  # the run is following its jobs once it reports their states
+    assert "(job " in first_line, first_line
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
+    out = first_line + out
     assert proc.returncode == 1, out + err
     assert "cancelled job(s)" in err
     after = _journal(journal)
@@ -225,7 +237,8 @@ def test_rerun_after_timeout_adopts_and_interrupt_cancels(slurm, tmp_path: Path)
     assert states == {"CANCELLED"}
 
 
-def test_a_failing_command_fails_the_run_and_its_exit_code_is_reported(slurm, tmp_path: Path) -> None:
+def test_a_failing_command_fails_the_run_and_its_exit_code_is_reported(slurm, tmp_path: Path, monkeypatch,
+                                                                      capsys) -> None:
     from gensolver.executor import write_plan
     from tests.executor.helpers import plan_of
 
@@ -234,9 +247,10 @@ def test_a_failing_command_fails_the_run_and_its_exit_code_is_reported(slurm, tm
                                           "command": ["sh", "-c", "exit 3"]}})
     path = tmp_path / "plan.json"
     write_plan(plan, path)
-    done = _cli(slurm, "run", str(path), "--backend", "slurm", "--device-map", f"gpu0={slurm.node}", "--json")
-    assert done.returncode == 1, done.stdout + done.stderr
-    jobs = {j["key"]: j for j in json.loads(done.stdout)["jobs"]}
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--device-map",
+                         f"gpu0={slurm.node}", "--json")
+    assert rc == 1, out + err
+    jobs = {j["key"]: j for j in json.loads(out)["jobs"]}
     rows = _sacct(slurm, [j["job"] for j in jobs.values()])
     assert (rows[jobs["ok.0"]["job"]]["State"], rows[jobs["ok.0"]["job"]]["ExitCode"]) == ("COMPLETED", "0:0")
     assert (rows[jobs["bad.0"]["job"]]["State"], rows[jobs["bad.0"]["job"]]["ExitCode"]) == ("FAILED", "3:0")
