@@ -102,7 +102,8 @@ class Flavor:
     pod : callable
         ``pod(grant, runs_of_plan, options) -> Pod``.
     objects : callable
-        ``objects(grants, options, meta) -> list of dict``: cluster objects beside the Jobs.
+        ``objects(grants, options, meta) -> list of dict``: cluster objects beside the Jobs
+        (``meta``: ``prefix``, a name prefix, and ``labels``, the plan's common labels).
     enforces : str
         What the convention makes the cluster enforce (for the docs and ``--help``).
     """
@@ -111,7 +112,7 @@ class Flavor:
     scheduler: str | None
     suspend: bool
     pod: Callable[[RunGrant, Sequence[RunGrant], FlavorOptions], Pod]
-    objects: Callable[[Sequence[RunGrant], FlavorOptions, Mapping[str, str]], list[dict[str, Any]]]
+    objects: Callable[[Sequence[RunGrant], FlavorOptions, Mapping[str, Any]], list[dict[str, Any]]]
     enforces: str
 
 
@@ -136,9 +137,10 @@ def _nvidia_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOpti
     return Pod({"nvidia.com/gpu": grant.devices_per_node * shares(grant.fraction, options.replicas)})
 
 
-def _nvidia_objects(grants: Sequence[RunGrant], options: FlavorOptions, meta: Mapping[str, str]) -> list[dict[str, Any]]:
+def _nvidia_objects(grants: Sequence[RunGrant], options: FlavorOptions, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
     if all(_whole(g) for g in grants):
         return []  # no sharing: the device plugin's default (one pod per GPU) is what the plan asks
+    sharing: dict[str, Any]
     if options.nvidia_sharing == "mps":
         sharing = {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": _mps_replicas(grants)}]}}
     else:
@@ -175,7 +177,7 @@ def _kueue_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOptio
     return Pod(pod.limits, job_labels={"kueue.x-k8s.io/queue-name": options.queue})
 
 
-def _none(grants: Sequence[RunGrant], options: FlavorOptions, meta: Mapping[str, str]) -> list[dict[str, Any]]:
+def _none(grants: Sequence[RunGrant], options: FlavorOptions, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
     return []
 
 

@@ -251,13 +251,14 @@ def slurm_jobs(plan: ExecutionPlan, options: SlurmOptions) -> tuple[SlurmJob, ..
     out = []
     for grant in run_grants(plan, options.nodes, options.default_node):
         run = grant.run
-        begin = math.ceil(run.start * options.time_scale - 1e-9)
+        begin = float(math.ceil(run.start * options.time_scale - 1e-9))
         end = run.end * options.time_scale
-        job = {"name": f"gs-{plan.digest}-{grant.key}", "gres": _gres(grant, options), "begin": float(begin),
-               "end": end, "time_limit": max(1, math.ceil((end - begin + options.grace) / 60.0))}
+        name, gres = f"gs-{plan.digest}-{grant.key}", _gres(grant, options)
+        limit = max(1, math.ceil((end - begin + options.grace) / 60.0))
+        job: dict[str, Any] = {"name": name, "gres": gres, "begin": begin, "end": end, "time_limit": limit}
         after = f"{run.task}.{run.index - 1}" if run.index else None
-        out.append(SlurmJob(grant.key, run.task, run.index, job["name"], grant.nodes, job["gres"], job["begin"],
-                            end, job["time_limit"], after, _script(plan, grant, job, options)))
+        out.append(SlurmJob(grant.key, run.task, run.index, name, grant.nodes, gres, begin, end, limit, after,
+                            _script(plan, grant, job, options)))
     return tuple(out)
 
 

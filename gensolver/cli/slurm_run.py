@@ -52,8 +52,15 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
     """Submit, follow and report (see the module docstring); ``options`` are the run options
     that only the executor understands, refused here when set."""
     from ..adapters.common import AdapterError
-    from ..adapters.slurm import (SlurmError, SlurmJournal, SlurmOptions, SlurmUnavailableError, cancel, follow,
-                                  submit_plan)
+    from ..adapters.slurm import (
+        SlurmError,
+        SlurmJournal,
+        SlurmOptions,
+        SlurmUnavailableError,
+        cancel,
+        follow,
+        submit_plan,
+    )
     from ..executor import PlanError, read_plan
 
     for option, value in options.items():
@@ -117,8 +124,8 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
     except OSError as exc:
         fail(f"cannot write {exc.filename or ''}: {exc.strerror or exc}")
     finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
     ok = all(s.state == "COMPLETED" for s in states.values())
     if as_json:
         print_json({"backend": "slurm", "plan": plan.name, "digest": plan.digest, "ok": ok,

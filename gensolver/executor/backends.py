@@ -301,7 +301,7 @@ class NvmlBackend:
             return []
         if int(current) != int(getattr(self._nv, "NVML_DEVICE_MIG_ENABLE", 1)):
             return []
-        out = []
+        out: list[DeviceInfo] = []
         for k in range(int(self._call("nvmlDeviceGetMaxMigDeviceCount", gpu))):
             try:
                 h = self._call("nvmlDeviceGetMigDeviceHandleByIndex", gpu, k)

@@ -4,10 +4,10 @@ schemas with kubernetes-validate (no cluster: it ships the API's OpenAPI schemas
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
 import re
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import kubernetes_validate

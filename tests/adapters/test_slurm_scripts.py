@@ -17,7 +17,6 @@ from gensolver.adapters.common import AdapterError
 from gensolver.adapters.slurm import SlurmJournal, SlurmOptions, slurm_jobs, write_slurm
 from gensolver.cli import main
 from gensolver.executor import read_plan, write_plan
-
 from tests.executor.helpers import plan_of
 
 
