@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from ..errors import InputError
 from ..executor.plan import ExecutionPlan, Run
 
 __all__ = ["AdapterError", "node_of", "RunGrant", "run_grants", "shares", "write_tree", "FULL_DEVICE_TOLERANCE"]
@@ -25,7 +26,7 @@ __all__ = ["AdapterError", "node_of", "RunGrant", "run_grants", "shares", "write
 FULL_DEVICE_TOLERANCE = 1e-9
 
 
-class AdapterError(ValueError):
+class AdapterError(InputError):
     """Input an adapter cannot turn into cluster objects; ``field`` names the option or plan place.
 
     Parameters

@@ -56,6 +56,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
+from ..errors import GensolverError, UnavailableError
 from ..executor.plan import ExecutionPlan
 from .common import AdapterError, RunGrant, run_grants, shares, write_tree
 
@@ -73,11 +74,11 @@ SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "NodeList", "Submit", "
                 "AllocTRES")
 
 
-class SlurmError(RuntimeError):
+class SlurmError(GensolverError, RuntimeError):
     """A Slurm command failed; the message has its stderr."""
 
 
-class SlurmUnavailableError(SlurmError):
+class SlurmUnavailableError(SlurmError, UnavailableError):
     """``sbatch``/``sacct``/``scancel`` are not installed here."""
 
 

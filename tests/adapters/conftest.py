@@ -31,7 +31,7 @@ import pytest
 GPUS = 64
 SHARDS_PER_GPU = 100
 DAEMONS = ("munged", "mariadb-install-db", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sbatch", "sacct", "scancel",
-           "sinfo")
+           "sinfo", "squeue")
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,33 @@ def _stop(pid_files: list[Path]) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def _drain(cluster: SlurmCluster) -> None:
+    """Cancel every job of the cluster and wait (10 s at most) until none is left."""
+    cluster.run("scancel", "--quiet", "--user=root")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        out = cluster.run("squeue", "--noheader", "--format=%i")
+        if out.returncode != 0 or not out.stdout.split():
+            return
+        time.sleep(0.2)
+
+
+def _stop_steps(root: Path) -> None:
+    """Kill the job step daemons (slurmstepd) of this cluster that outlived slurmd: those whose
+    environment names this cluster's slurm.conf (no other process is touched)."""
+    conf = f"SLURM_CONF={root}/slurm.conf".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if not (proc / "cmdline").read_bytes().startswith(b"slurmstepd") \
+                    or conf not in (proc / "environ").read_bytes().split(b"\0"):
+                continue
+            os.kill(int(proc.name), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            continue
 
 
 def _configure(root: Path, node: str) -> dict[str, int]:
@@ -226,9 +253,12 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
         except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
             detail = exc.stderr.decode(errors="replace") if isinstance(exc, subprocess.CalledProcessError) and exc.stderr else ""
             pytest.skip(f"Slurm test cluster did not start: {exc} {detail}".strip())
-        yield SlurmCluster(root, node, env)
+        cluster = SlurmCluster(root, node, env)
+        yield cluster
+        _drain(cluster)
     finally:
         _stop([root / f for f in ("slurmd.pid", "slurmctld.pid", "slurmdbd.pid", "mariadb.pid", "munged.pid")])
+        _stop_steps(root)
 
 
 # ---------------------------------------------------------------------- bundled plans
