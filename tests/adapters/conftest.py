@@ -206,7 +206,7 @@ StorageLoc=slurm_acct_db
     return ports
 
 
-def _start(root: Path, node: str, ports: dict[str, int], env: dict[str, str]) -> None:
+def _start(root: Path, node: str, ports: dict[str, int], env: dict[str, str], procs: list) -> None:
     def run(*argv: str | Path) -> None:
         subprocess.run([str(a) for a in argv], check=True, env=env, capture_output=True, timeout=60)
 
@@ -214,10 +214,11 @@ def _start(root: Path, node: str, ports: dict[str, int], env: dict[str, str]) ->
         f"--log-file={root}/log/munged.log", f"--pid-file={root}/munged.pid", f"--seed-file={root}/munged.seed")
     run("mariadb-install-db", "--no-defaults", f"--datadir={root}/db", "--user=root",
         "--auth-root-authentication-method=normal", "--skip-test-db")
-    subprocess.Popen(["mariadbd", "--no-defaults", f"--datadir={root}/db", "--user=root", "--bind-address=127.0.0.1",
-                      f"--port={ports['db']}", f"--socket={root}/mysql.sock", f"--pid-file={root}/mariadb.pid",
-                      f"--log-error={root}/log/mariadb.log"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True)
+    procs.append(subprocess.Popen(
+        ["mariadbd", "--no-defaults", f"--datadir={root}/db", "--user=root", "--bind-address=127.0.0.1",
+         f"--port={ports['db']}", f"--socket={root}/mysql.sock", f"--pid-file={root}/mariadb.pid",
+         f"--log-error={root}/log/mariadb.log"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True))
     _wait("mariadbd", lambda: _port_open(ports["db"]), 30, root)
     run("slurmdbd")
     _wait("slurmdbd", lambda: _port_open(ports["dbd"]), 30, root)
@@ -247,9 +248,10 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
     node = socket.gethostname().split(".")[0]
     ports = _configure(root, node)
     env = dict(os.environ, SLURM_CONF=str(root / "slurm.conf"))
+    procs: list[subprocess.Popen] = []
     try:
         try:
-            _start(root, node, ports, env)
+            _start(root, node, ports, env, procs)
         except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
             detail = exc.stderr.decode(errors="replace") if isinstance(exc, subprocess.CalledProcessError) and exc.stderr else ""
             pytest.skip(f"Slurm test cluster did not start: {exc} {detail}".strip())
@@ -259,6 +261,12 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
     finally:
         _stop([root / f for f in ("slurmd.pid", "slurmctld.pid", "slurmdbd.pid", "mariadb.pid", "munged.pid")])
         _stop_steps(root)
+        for proc in procs:  # reap mariadbd (started here, not daemonised)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 # ---------------------------------------------------------------------- bundled plans
