@@ -26,7 +26,6 @@ import json
 import math
 import os
 import time
-import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -35,6 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import InputError, check_time_limit
 from ..instances import generate, list_families
 from ..model import Instance, atomic_write, from_dict
+from ..model.inputs import GzipError, InputError, decompress_limited, loads_json, read_limited
 from ..model.validate import InstanceError, is_real
 
 __all__ = [
@@ -379,13 +379,17 @@ def load_suite(suite: str | os.PathLike[str]) -> Suite:
         if not manifest.is_file():
             raise SuiteError(f"unknown suite {text!r}; valid: {', '.join(list_suites()) or '(none found)'}")
     try:
-        raw = manifest.read_bytes()
+        raw = read_limited(manifest)
+    except InputError as exc:
+        raise SuiteError(f"{manifest}: {exc}") from None
     except OSError as exc:
         raise SuiteError(f"{manifest}: cannot read: {exc.strerror or exc}") from None
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = loads_json(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise SuiteError(f"{manifest}: not UTF-8 text (byte {exc.start})") from None
+    except InputError as exc:
+        raise SuiteError(f"{manifest}: invalid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise SuiteError(f"{manifest}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
     except RecursionError:
@@ -419,14 +423,16 @@ def decode_instance(raw: bytes, *, expected_sha256: str = "", name: str = "") ->
     data = raw
     if data[:2] == b"\x1f\x8b":
         try:
-            data = gzip.decompress(data)
-        except (EOFError, OSError, zlib.error) as exc:
+            data = decompress_limited(data)
+        except GzipError as exc:
             raise InstanceError("", f"{name}: truncated or corrupt gzip file: {exc}") from None
+        except InputError as exc:
+            raise InstanceError("", f"{name}: {exc}") from None
     if expected_sha256 and digest(data) != expected_sha256:
         raise InstanceError("", f"{name}: checksum mismatch (sha256 {digest(data)[:12]}..., manifest {expected_sha256[:12]}...)")
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = loads_json(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, InputError) as exc:
         raise InstanceError("", f"{name}: invalid JSON: {exc}") from None
     return from_dict(doc)
 
@@ -435,7 +441,9 @@ def load_entry(suite: Suite, entry: SuiteEntry) -> Instance:
     """Read and check one instance of ``suite`` (its file must exist; see :func:`materialize`)."""
     path = suite.path_of(entry)
     try:
-        raw = path.read_bytes()
+        raw = read_limited(path)
+    except InputError as exc:
+        raise InstanceError("", f"{entry.file}: {exc}") from None
     except OSError as exc:
         raise InstanceError("", f"{entry.file}: cannot read: {exc}") from None
     return decode_instance(raw, expected_sha256=entry.sha256, name=entry.file)

@@ -309,6 +309,7 @@ def plan_command(
     """Solve a round and write its execution plan (checked with check_plan)."""
     from ..executor import PlanError, check_plan, plot_plan, to_plan, write_plan
     from ..model import GpuRound, InstanceError, read_instance
+    from ..model.inputs import loads_json, read_limited
     from ..model.io import atomic_write
     from ..solvers import BackendUnavailableError, UnknownMethodError, get_method, solve
 
@@ -327,8 +328,8 @@ def plan_command(
     _distinct_outputs({"--output": output, "--gantt": gantt}, {})
 
     try:
-        doc = json.loads(file.read_text())
-    except (OSError, ValueError, RecursionError):
+        doc = loads_json(read_limited(file).decode("utf-8"))
+    except (OSError, ValueError):  # InputError, JSONDecodeError, UnicodeDecodeError: read_instance says why
         doc = None
     tasks = None
     try:

@@ -70,6 +70,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import InputError
 from ..model import Instance
+from ..model.inputs import InputError, loads_json, read_limited
 from ..model.io import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -643,7 +644,9 @@ def read_plan(path: str | os.PathLike[str]) -> ExecutionPlan:
     """
     p = Path(path)
     try:
-        text = p.read_bytes().decode("utf-8")
+        text = read_limited(p).decode("utf-8")
+    except InputError as exc:
+        raise PlanError("", str(exc), path=str(p)) from None
     except FileNotFoundError:
         raise PlanError("", "no such file", path=str(p)) from None
     except IsADirectoryError:
@@ -653,11 +656,11 @@ def read_plan(path: str | os.PathLike[str]) -> ExecutionPlan:
     except OSError as exc:
         raise PlanError("", f"cannot read it: {exc.strerror or exc}", path=str(p)) from None
     try:
-        doc = json.loads(text)
+        doc = loads_json(text)
     except json.JSONDecodeError as exc:
         raise PlanError("", f"not JSON ({exc})", path=str(p)) from None
-    except RecursionError:
-        raise PlanError("", "not JSON (nested too deeply)", path=str(p)) from None
+    except InputError as exc:
+        raise PlanError("", f"not JSON ({exc})", path=str(p)) from None
     try:
         return plan_from_dict(doc)
     except PlanError as exc:

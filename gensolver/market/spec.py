@@ -50,6 +50,7 @@ import yaml
 
 from ..errors import InputError
 from ..model.tasks import Task
+from ..model.inputs import InputError, compose_yaml_all, loads_yaml_all, read_limited
 from ..model.validate import InstanceError
 
 __all__ = ["SpecError", "parse_quantity", "parse_duration", "parse_gentask", "load_gentasks", "loads_gentasks",
@@ -390,11 +391,14 @@ def loads_gentasks(text: str, *, source: str = "<string>", step_seconds: float =
     Raises
     ------
     SpecError
-        Bad YAML (with its line), a document that is not a GenTask, bad fields, duplicate names.
+        Bad YAML (with its line), a YAML alias (``*name``) or duplicate key, a document that is
+        not a GenTask, bad fields, duplicate names.
     """
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-        docs = list(yaml.safe_load_all(text))
+        nodes = compose_yaml_all(text)
+        docs = loads_yaml_all(text)
+    except InputError as exc:
+        raise SpecError("", f"invalid YAML: {exc}", source=source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = None if mark is None else mark.line + 1
@@ -424,7 +428,9 @@ def load_gentasks(path: str | Path, *, step_seconds: float = 60.0, default_durat
     """Every GenTask of a YAML file (see :func:`loads_gentasks`)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_limited(p).decode("utf-8")
+    except InputError as exc:
+        raise SpecError("", str(exc), source=p.name) from None
     except OSError as exc:
         raise SpecError("", f"cannot read: {exc.strerror}", source=p.name) from None
     except UnicodeDecodeError as exc:

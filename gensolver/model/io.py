@@ -25,13 +25,13 @@ import math
 import os
 import re
 import tempfile
-import zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Mapping
 
 import numpy as np
 
+from .inputs import GZIP_MAGIC, GzipError, InputError, decompress_limited, loads_json, max_cats_goods, read_limited
 from .instance import Bid, Instance, Slot
 from .validate import InstanceError, from_dict, mark_validated
 
@@ -45,9 +45,6 @@ __all__ = [
     "atomic_write",
     "json_safe",
 ]
-
-_GZIP_MAGIC = b"\x1f\x8b"
-
 
 def json_safe(obj: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
     """``obj`` with every non-finite float (NaN, +-inf) replaced by ``None`` (JSON ``null``) and
@@ -124,22 +121,36 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) -
 
 
 def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, inflated when it is gzip, within the limits of :mod:`.inputs`."""
     try:
-        data = path.read_bytes()
+        data = read_limited(path)
     except FileNotFoundError:
         raise InstanceError("", f"no such file: {path}") from None
     except IsADirectoryError:
         raise InstanceError("", f"is a directory: {path}") from None
-    if data[:2] == _GZIP_MAGIC:
+    except InputError as exc:
+        raise InstanceError("", f"{path.name}: {exc}") from None
+    except OSError as exc:
+        raise InstanceError("", f"cannot read {path}: {exc.strerror or exc}") from None
+    if data[:2] == GZIP_MAGIC:
         try:
-            data = gzip.decompress(data)
-        except (EOFError, OSError, zlib.error) as exc:
+            data = decompress_limited(data)
+        except GzipError as exc:
             raise InstanceError("", f"truncated or corrupt gzip file {path.name}: {exc}") from None
+        except InputError as exc:
+            raise InstanceError("", f"{path.name}: {exc}") from None
+    elif path.suffix == ".gz":
+        raise InstanceError("", f"{path.name}: named .gz but not gzip data (first bytes {data[:4]!r})")
     return data
 
 
 def read_instance(path: str | os.PathLike[str]) -> Instance:
     """Read an instance file, choosing the format from its content.
+
+    Gzip is recognised by its magic bytes (a ``.gz`` name without them is refused); the
+    inflated text is JSON when it starts with ``{`` or ``[``, when the name ends in ``.json``
+    (or ``.json.gz``), or when it is a JSON scalar such as ``null``; anything else is CATS.
+    Sizes are bounded (:mod:`gensolver.model.inputs`).
 
     Parameters
     ----------
@@ -155,7 +166,8 @@ def read_instance(path: str | os.PathLike[str]) -> Instance:
     Raises
     ------
     InstanceError
-        For a missing, truncated, corrupt or invalid file; the message names the place.
+        For a missing, truncated, corrupt, oversized or invalid file; the message names the
+        place.
     """
     p = Path(path)
     data = _read_bytes(p)
@@ -168,15 +180,34 @@ def read_instance(path: str | os.PathLike[str]) -> Instance:
         if any("\ufffd" in ln and not ln.lstrip().startswith("%") for ln in text.splitlines()):
             raise InstanceError("", f"{p.name} is not UTF-8 text: {exc}") from None
     stripped = text.lstrip()
-    if stripped.startswith("{") or stripped.startswith("["):
+    if not stripped.lstrip("\ufeff").strip():
+        raise InstanceError("", f"{p.name} is empty")
+    if _looks_like_json(p, stripped):
         try:
-            doc = json.loads(text)
+            doc = loads_json(text)
+        except InputError as exc:
+            raise InstanceError("", f"{p.name}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise InstanceError("", f"{p.name}: invalid or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        if not isinstance(doc, dict):
+            raise InstanceError("", f"{p.name}: expected a JSON object (an instance), got "
+                                    f"{'null' if doc is None else type(doc).__name__}")
         return from_dict(doc)
-    if not stripped:
-        raise InstanceError("", f"{p.name} is empty")
     return parse_cats(text, name=p.name.split(".")[0])
+
+
+_JSON_SCALAR = re.compile(r'^(null|true|false|-?\d+(\.\d+)?([eE][+-]?\d+)?|"[^"]*")\s*$')
+
+
+def _looks_like_json(path: Path, stripped: str) -> bool:
+    """JSON by content (``{``, ``[``, a BOM, a scalar such as ``null``) or by a ``.json`` name."""
+    if stripped[0] in "{[\ufeff" or _JSON_SCALAR.match(stripped):
+        return True
+    if not path.name.lower().endswith((".json", ".json.gz")):
+        return False
+    # a CATS file named .json is still CATS (the format follows the content)
+    head = stripped[:65536].splitlines()
+    return not any(ln.startswith("%") or _HEADER.match(ln.strip()) for ln in head)
 
 
 def write_instance(instance: Instance, path: str | os.PathLike[str], *, format: str | None = None) -> Path:
@@ -215,6 +246,8 @@ def parse_cats(text: str, *, name: str = "") -> Instance:
         header (e.g. a truncated file).
     """
     header: dict[str, int] = {}
+    header_line: dict[str, int] = {}
+    limit = max_cats_goods()
     rows: list[tuple[int, str, float, list[int]]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
@@ -222,7 +255,14 @@ def parse_cats(text: str, *, name: str = "") -> Instance:
             continue
         m = _HEADER.match(line)
         if m:
-            header[m.group(1).lower()] = int(m.group(2))
+            key = m.group(1).lower()
+            if key in header:
+                raise InstanceError(f"/line/{lineno}", f"{key!r} header repeated (first at line {header_line[key]})")
+            if key != "bids" and (len(m.group(2)) > 18 or int(m.group(2)) > limit):
+                raise InstanceError(f"/{key}", f"{m.group(2)} {key} is over the limit of {limit} "
+                                               "(raise it with GENSOLVER_MAX_CATS_GOODS)")
+            header[key] = int(m.group(2))
+            header_line[key] = lineno
             continue
         where = f"/line/{lineno}"
         if "goods" not in header or "bids" not in header:
@@ -248,6 +288,9 @@ def parse_cats(text: str, *, name: str = "") -> Instance:
     if "bids" not in header:
         raise InstanceError("/bids", "missing 'bids M' header")
     n_goods, n_dummy = header["goods"], header.get("dummy", 0)
+    if n_goods + n_dummy > limit:
+        raise InstanceError("/dummy", f"{n_goods} goods and {n_dummy} dummy goods are over the limit of {limit} "
+                                      "(raise it with GENSOLVER_MAX_CATS_GOODS)")
     if n_goods <= 0:
         raise InstanceError("/goods", "must be positive")
     if len(rows) != header["bids"]:

@@ -58,7 +58,10 @@ def _number(value: Any, where: str, *, allow_none: bool = False) -> float | None
     # any real number (NumPy's integer and float scalars included); bool is not a quantity
     if not is_real(value):
         raise InstanceError(where, f"expected a number, got {type(value).__name__} {value!r}")
-    val = float(value)
+    try:
+        val = float(value)
+    except OverflowError:  # an integer beyond a double's range
+        raise InstanceError(where, f"number too large ({len(str(value))} digits; at most about 1.8e308)") from None
     if math.isnan(val):
         raise InstanceError(where, "NaN is not allowed")
     if math.isinf(val):
