@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import InputError, check_time_limit
 from ..instances import generate, list_families
 from ..model import Instance, atomic_write, from_dict
-from ..model.inputs import GzipError, InputError, decompress_limited, loads_json, read_limited
+from ..model.inputs import GzipError, ReadError, decompress_limited, loads_json, read_limited
 from ..model.validate import InstanceError, is_real
 
 __all__ = [
@@ -380,7 +380,7 @@ def load_suite(suite: str | os.PathLike[str]) -> Suite:
             raise SuiteError(f"unknown suite {text!r}; valid: {', '.join(list_suites()) or '(none found)'}")
     try:
         raw = read_limited(manifest)
-    except InputError as exc:
+    except ReadError as exc:
         raise SuiteError(f"{manifest}: {exc}") from None
     except OSError as exc:
         raise SuiteError(f"{manifest}: cannot read: {exc.strerror or exc}") from None
@@ -388,7 +388,7 @@ def load_suite(suite: str | os.PathLike[str]) -> Suite:
         doc = loads_json(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise SuiteError(f"{manifest}: not UTF-8 text (byte {exc.start})") from None
-    except InputError as exc:
+    except ReadError as exc:
         raise SuiteError(f"{manifest}: invalid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise SuiteError(f"{manifest}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
@@ -426,13 +426,13 @@ def decode_instance(raw: bytes, *, expected_sha256: str = "", name: str = "") ->
             data = decompress_limited(data)
         except GzipError as exc:
             raise InstanceError("", f"{name}: truncated or corrupt gzip file: {exc}") from None
-        except InputError as exc:
+        except ReadError as exc:
             raise InstanceError("", f"{name}: {exc}") from None
     if expected_sha256 and digest(data) != expected_sha256:
         raise InstanceError("", f"{name}: checksum mismatch (sha256 {digest(data)[:12]}..., manifest {expected_sha256[:12]}...)")
     try:
         doc = loads_json(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, InputError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, ReadError) as exc:
         raise InstanceError("", f"{name}: invalid JSON: {exc}") from None
     return from_dict(doc)
 
@@ -442,7 +442,7 @@ def load_entry(suite: Suite, entry: SuiteEntry) -> Instance:
     path = suite.path_of(entry)
     try:
         raw = read_limited(path)
-    except InputError as exc:
+    except ReadError as exc:
         raise InstanceError("", f"{entry.file}: {exc}") from None
     except OSError as exc:
         raise InstanceError("", f"{entry.file}: cannot read: {exc}") from None

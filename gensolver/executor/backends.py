@@ -37,6 +37,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import UnavailableError
+from ..model.quantity import QuantityError, parse_memory_bytes
 from .procs import is_alive
 
 __all__ = [
@@ -404,19 +405,21 @@ def _ensure_mps() -> MpsStatus:
 
 
 # ---------------------------------------------------------------------- simulated
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "KI": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
-          "MIB": 1 << 20, "MI": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30, "GI": 1 << 30,
-          "T": 1 << 40, "TB": 1 << 40, "TIB": 1 << 40, "TI": 1 << 40}
-
-
 def parse_memory(text: str | int) -> int:
-    """Bytes from ``"80G"``, ``"512M"``, ``"1.5GiB"``, Kubernetes' ``"80Gi"`` or a plain integer (binary units)."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(text))
-    if not m or m.group(2).upper() not in _UNITS:
-        raise ValueError(f"not a memory size: {text!r} (examples: 80G, 80Gi, 512M, 1.5GiB, 1073741824)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    """Bytes from a Kubernetes quantity: ``"80G"`` (8e10), ``"80Gi"`` (80 * 2**30), ``"512Mi"``, ``1073741824``.
+
+    The one parser of :func:`gensolver.model.quantity.parse_memory_bytes` (also behind GenTask
+    YAML); ``80GB``, ``80g`` and fractional bytes (``500m``) are refused with a suggestion.
+
+    Raises
+    ------
+    ValueError
+        ``"not a memory size: ..."`` naming the problem.
+    """
+    try:
+        return parse_memory_bytes(text, field="")
+    except QuantityError as exc:
+        raise ValueError(f"not a memory size: {exc.reason}") from None
 
 
 @dataclass(frozen=True)

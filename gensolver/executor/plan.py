@@ -70,7 +70,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import InputError
 from ..model import Instance
-from ..model.inputs import InputError, loads_json, read_limited
+from ..model.inputs import ReadError, loads_json, read_limited
 from ..model.io import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -645,7 +645,7 @@ def read_plan(path: str | os.PathLike[str]) -> ExecutionPlan:
     p = Path(path)
     try:
         text = read_limited(p).decode("utf-8")
-    except InputError as exc:
+    except ReadError as exc:
         raise PlanError("", str(exc), path=str(p)) from None
     except FileNotFoundError:
         raise PlanError("", "no such file", path=str(p)) from None
@@ -659,7 +659,7 @@ def read_plan(path: str | os.PathLike[str]) -> ExecutionPlan:
         doc = loads_json(text)
     except json.JSONDecodeError as exc:
         raise PlanError("", f"not JSON ({exc})", path=str(p)) from None
-    except InputError as exc:
+    except ReadError as exc:
         raise PlanError("", f"not JSON ({exc})", path=str(p)) from None
     try:
         return plan_from_dict(doc)

@@ -23,9 +23,12 @@ YAML field                                                  Task field
 ``spec.containers[0].command`` + ``args``                   ``command`` (lists of strings; a string is split like a shell)
 ==========================================================  ====================================
 
-Quantities follow Kubernetes conventions: binary suffixes ``Ki Mi Gi Ti Pi Ei``, decimal
-suffixes ``k M G T P E``, ``m`` (milli), or a plain number of bytes (``1.5e9`` allowed);
-memory is converted to GiB (2**30 bytes), so ``30Gi`` is 30 GiB and ``1G`` is 0.931 GiB.
+Quantities follow Kubernetes conventions, read by the one parser
+:mod:`gensolver.model.quantity` (also behind ``gensolver run --sim-devices``): binary suffixes
+``Ki Mi Gi Ti Pi Ei``, decimal suffixes ``k M G T P E``, ``m`` (milli), or a plain number of bytes
+(``1.5e9`` allowed); suffixes are case sensitive (``16g``, ``16GB`` are refused). Memory is a
+whole number of bytes, converted to GiB (2**30 bytes), so ``30Gi`` is 30 GiB and ``1G`` is
+0.931 GiB.
 
 Unknown fields under ``spec.genResources`` (and its ``gpuMemory`` and ``computeTime``) that are
 close to a known one are refused as likely typos (others are ignored); a GPU memory number
@@ -49,8 +52,10 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from ..errors import InputError
+from ..model.inputs import ReadError, compose_yaml_all, loads_yaml_all, read_limited
+from ..model.quantity import QuantityError, memory_has_unit, parse_memory_bytes
+from ..model.quantity import parse_quantity as _quantity
 from ..model.tasks import Task
-from ..model.inputs import InputError, compose_yaml_all, loads_yaml_all, read_limited
 from ..model.validate import InstanceError
 
 __all__ = ["SpecError", "parse_quantity", "parse_duration", "parse_gentask", "load_gentasks", "loads_gentasks",
@@ -61,9 +66,6 @@ KIND = "GenTask"
 #: share of one device a GenTask takes when ``spec.genResources.gpuCompute`` is absent
 DEFAULT_COMPUTE = 0.25
 
-_BINARY = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
-_DECIMAL = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 1e-3, "": 1.0}
-_QUANTITY = re.compile(r"^\s*([+]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*$")
 _DURATION = re.compile(r"^\s*(\d+\.?\d*|\.\d+)\s*(ms|s|m|h|d)?\s*$")
 _DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 #: the fields of ``spec.genResources`` and its parts (anything else is refused as a likely typo)
@@ -94,7 +96,9 @@ class SpecError(InputError):
 
 
 def parse_quantity(value: Any, *, field: str = "quantity") -> float:
-    """A Kubernetes quantity as a plain number (bytes for memory): ``"30Gi"`` -> 32212254720.
+    """A Kubernetes quantity as a plain number: ``"30Gi"`` -> 32212254720, ``"500m"`` -> 0.5.
+
+    The one parser of :mod:`gensolver.model.quantity` (also behind ``--sim-devices``).
 
     Parameters
     ----------
@@ -107,38 +111,27 @@ def parse_quantity(value: Any, *, field: str = "quantity") -> float:
     SpecError
         ``"<field>: bad quantity '30Gx'"`` for anything else, including negative values.
     """
-    if isinstance(value, bool):
-        raise SpecError(field, f"bad quantity {value!r}")
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value) or value < 0:
-            raise SpecError(field, f"bad quantity {value!r}")
-        return float(value)
-    if not isinstance(value, str):
-        raise SpecError(field, f"bad quantity {value!r}")
-    m = _QUANTITY.match(value)
-    if not m:
-        raise SpecError(field, f"bad quantity {value!r}")
-    number, suffix = float(m.group(1)), m.group(2)
-    if suffix in _BINARY:
-        return number * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return number * _DECIMAL[suffix]
-    raise SpecError(field, f"bad quantity {value!r} (unknown suffix {suffix!r}; use one of "
-                           f"{', '.join(list(_BINARY) + [s for s in _DECIMAL if s])})")
+    try:
+        return _quantity(value, field="")
+    except QuantityError as exc:
+        raise SpecError(field, exc.reason) from None
 
 
 def parse_memory_gib(value: Any, *, field: str) -> float:
-    """A memory quantity in GiB (``"500Mi"`` -> 0.48828125).
+    """A memory quantity in GiB (``"500Mi"`` -> 0.48828125; ``"16G"`` -> 14.901...).
 
-    A number without a unit is bytes (Kubernetes convention); one below 1 MiB is refused as a
-    forgotten unit (``preferred: 30`` is 30 bytes, not 30 GiB).
+    The bytes are read by :func:`gensolver.model.quantity.parse_memory_bytes` (a whole number of
+    bytes, Kubernetes suffixes). A number without a unit is bytes (Kubernetes convention); one
+    below 1 MiB is refused as a forgotten unit (``preferred: 30`` is 30 bytes, not 30 GiB).
     """
-    number = parse_quantity(value, field=field)
+    try:
+        number = parse_memory_bytes(value, field="")
+    except QuantityError as exc:
+        raise SpecError(field, exc.reason) from None
     gib = number / 2 ** 30
     if gib <= 0:
         raise SpecError(field, f"must be positive, got {value!r}")
-    unitless = not isinstance(value, str) or not _QUANTITY.match(value).group(2)  # type: ignore[union-attr]
-    if unitless and number < 2 ** 20:
+    if not memory_has_unit(value) and number < 2 ** 20:
         raise SpecError(field, f"{value!r} is {number:g} bytes (a number without a unit is bytes); "
                                f"write the unit, e.g. '{value}Gi'")
     return gib
@@ -397,7 +390,7 @@ def loads_gentasks(text: str, *, source: str = "<string>", step_seconds: float =
     try:
         nodes = compose_yaml_all(text)
         docs = loads_yaml_all(text)
-    except InputError as exc:
+    except ReadError as exc:
         raise SpecError("", f"invalid YAML: {exc}", source=source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -429,7 +422,7 @@ def load_gentasks(path: str | Path, *, step_seconds: float = 60.0, default_durat
     p = Path(path)
     try:
         text = read_limited(p).decode("utf-8")
-    except InputError as exc:
+    except ReadError as exc:
         raise SpecError("", str(exc), source=p.name) from None
     except OSError as exc:
         raise SpecError("", f"cannot read: {exc.strerror}", source=p.name) from None

@@ -36,8 +36,10 @@ from typing import Any
 
 import yaml
 
+from ..errors import InputError
+
 __all__ = [
-    "InputError",
+    "ReadError",
     "GzipError",
     "read_limited",
     "decompress_limited",
@@ -57,12 +59,12 @@ MAX_INT_DIGITS = 400
 _BOM = "\ufeff"
 
 
-class InputError(ValueError):
+class ReadError(InputError):
     """An input file that cannot be read safely; the message says why (no file name: callers
-    add it in their own error type)."""
+    add it in their own error type). An :class:`gensolver.errors.InputError`."""
 
 
-class GzipError(InputError):
+class GzipError(ReadError):
     """Truncated or corrupt gzip data."""
 
 
@@ -73,9 +75,9 @@ def _env_limit(name: str, default: int) -> int:
     try:
         value = int(raw.strip())
     except ValueError:
-        raise InputError(f"environment variable {name} must be a positive integer (bytes/count), got {raw!r}") from None
+        raise ReadError(f"environment variable {name} must be a positive integer (bytes/count), got {raw!r}") from None
     if value <= 0:
-        raise InputError(f"environment variable {name} must be a positive integer, got {raw!r}")
+        raise ReadError(f"environment variable {name} must be a positive integer, got {raw!r}")
     return value
 
 
@@ -104,7 +106,7 @@ def read_limited(path: str | os.PathLike[str], *, limit: int | None = None) -> b
     ------
     FileNotFoundError, IsADirectoryError, PermissionError, OSError
         As ``open`` raises them (callers turn them into their own message).
-    InputError
+    ReadError
         The file is larger than the limit (the message names the limit and its variable).
     """
     cap = max_file_bytes() if limit is None else limit
@@ -114,11 +116,11 @@ def read_limited(path: str | os.PathLike[str], *, limit: int | None = None) -> b
         if stat.S_ISDIR(st.st_mode):  # pragma: no cover - open() refuses a directory on Linux
             raise IsADirectoryError(21, "Is a directory", str(p))
         if stat.S_ISREG(st.st_mode) and st.st_size > cap:
-            raise InputError(f"file is {st.st_size} bytes, over the limit of {cap} "
+            raise ReadError(f"file is {st.st_size} bytes, over the limit of {cap} "
                              "(raise it with GENSOLVER_MAX_FILE_BYTES)")
         data = fh.read(cap + 1)
     if len(data) > cap:
-        raise InputError(f"file is over the limit of {cap} bytes (not a regular file, or it grew); "
+        raise ReadError(f"file is over the limit of {cap} bytes (not a regular file, or it grew); "
                          "raise the limit with GENSOLVER_MAX_FILE_BYTES")
     return data
 
@@ -128,7 +130,7 @@ def decompress_limited(data: bytes, *, limit: int | None = None) -> bytes:
 
     Raises
     ------
-    InputError
+    ReadError
         Truncated or corrupt data, or output over the limit (default :func:`max_decompressed_bytes`).
     """
     cap = max_decompressed_bytes() if limit is None else limit
@@ -144,7 +146,7 @@ def decompress_limited(data: bytes, *, limit: int | None = None) -> bytes:
         size += len(chunk)
         out.append(chunk)
         if size > cap or d.unconsumed_tail:
-            raise InputError(f"gzip data inflates to more than the limit of {cap} bytes "
+            raise ReadError(f"gzip data inflates to more than the limit of {cap} bytes "
                              "(raise it with GENSOLVER_MAX_INFLATED_BYTES)")
         if not d.eof:
             raise GzipError("it ends inside a compressed stream")
@@ -160,7 +162,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise InputError(f"duplicate key {key!r} in one JSON object")
+            raise ReadError(f"duplicate key {key!r} in one JSON object")
         out[key] = value
     return out
 
@@ -168,7 +170,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _parse_int(text: str) -> int:
     digits = len(text.lstrip("-"))
     if digits > MAX_INT_DIGITS:
-        raise InputError(f"integer with {digits} digits (at most {MAX_INT_DIGITS}): {text[:20]}...")
+        raise ReadError(f"integer with {digits} digits (at most {MAX_INT_DIGITS}): {text[:20]}...")
     return int(text)
 
 
@@ -178,19 +180,19 @@ def loads_json(text: str) -> Any:
 
     Raises
     ------
-    InputError
+    ReadError
         For those; the message says which.
     json.JSONDecodeError
         Malformed JSON (with line and column). A leading UTF-8 byte-order mark is reported
         as such.
     """
     if text.startswith(_BOM):
-        raise InputError("file starts with a UTF-8 byte-order mark (BOM); JSON must not have one "
+        raise ReadError("file starts with a UTF-8 byte-order mark (BOM); JSON must not have one "
                          "(save it as UTF-8 without BOM)")
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_parse_int)
     except RecursionError:
-        raise InputError("JSON nested too deeply") from None
+        raise ReadError("JSON nested too deeply") from None
 
 
 # ---------------------------------------------------------------------------- YAML
@@ -227,7 +229,7 @@ def compose_yaml_all(text: str) -> list[Any]:
     try:
         return list(yaml.compose_all(text, Loader=_StrictLoader))
     except RecursionError:
-        raise InputError("YAML nested too deeply") from None
+        raise ReadError("YAML nested too deeply") from None
 
 
 def loads_yaml_all(text: str) -> list[Any]:
@@ -237,10 +239,10 @@ def loads_yaml_all(text: str) -> list[Any]:
     ------
     yaml.YAMLError
         Malformed YAML, an alias, a duplicate key (with the mark of the place).
-    InputError
+    ReadError
         Nesting too deep.
     """
     try:
         return list(yaml.load_all(text, Loader=_StrictLoader))
     except RecursionError:
-        raise InputError("YAML nested too deeply") from None
+        raise ReadError("YAML nested too deeply") from None

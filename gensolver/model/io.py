@@ -31,7 +31,7 @@ from typing import IO, Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from .inputs import GZIP_MAGIC, GzipError, InputError, decompress_limited, loads_json, max_cats_goods, read_limited
+from .inputs import GZIP_MAGIC, GzipError, ReadError, decompress_limited, loads_json, max_cats_goods, read_limited
 from .instance import Bid, Instance, Slot
 from .validate import InstanceError, from_dict, mark_validated
 
@@ -128,7 +128,7 @@ def _read_bytes(path: Path) -> bytes:
         raise InstanceError("", f"no such file: {path}") from None
     except IsADirectoryError:
         raise InstanceError("", f"is a directory: {path}") from None
-    except InputError as exc:
+    except ReadError as exc:
         raise InstanceError("", f"{path.name}: {exc}") from None
     except OSError as exc:
         raise InstanceError("", f"cannot read {path}: {exc.strerror or exc}") from None
@@ -137,7 +137,7 @@ def _read_bytes(path: Path) -> bytes:
             data = decompress_limited(data)
         except GzipError as exc:
             raise InstanceError("", f"truncated or corrupt gzip file {path.name}: {exc}") from None
-        except InputError as exc:
+        except ReadError as exc:
             raise InstanceError("", f"{path.name}: {exc}") from None
     elif path.suffix == ".gz":
         raise InstanceError("", f"{path.name}: named .gz but not gzip data (first bytes {data[:4]!r})")
@@ -185,7 +185,7 @@ def read_instance(path: str | os.PathLike[str]) -> Instance:
     if _looks_like_json(p, stripped):
         try:
             doc = loads_json(text)
-        except InputError as exc:
+        except ReadError as exc:
             raise InstanceError("", f"{p.name}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise InstanceError("", f"{p.name}: invalid or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None

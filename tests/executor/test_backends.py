@@ -74,7 +74,7 @@ def test_gpu_check_script_reports_no_driver_with_exit_3() -> None:
 
 
 def test_simulated_backend_reads_the_documented_usage_channel(tmp_path: Path, monkeypatch) -> None:
-    sim = SimulatedBackend([SimDevice("SIM-A", GIB), ("SIM-B", "512M")], state_dir=tmp_path)
+    sim = SimulatedBackend([SimDevice("SIM-A", GIB), ("SIM-B", "512Mi")], state_dir=tmp_path)
     assert isinstance(sim, GpuBackend)
     assert [(d.index, d.uuid, d.memory) for d in sim.devices()] == [(0, "SIM-A", GIB), (1, "SIM-B", 512 * MIB)]
     env = sim.child_env("run:1")
@@ -94,10 +94,10 @@ def test_simulated_backend_reads_the_documented_usage_channel(tmp_path: Path, mo
 
 
 def test_sim_device_specs_and_memory_sizes() -> None:
-    sim = SimulatedBackend.from_specs(["2:16G", "1:512M"])
+    sim = SimulatedBackend.from_specs(["2:16Gi", "1:512M"])  # Kubernetes: Gi binary, M decimal
     assert [(d.uuid, d.memory) for d in sim.devices()] == [("SIM-GPU-0", 16 * GIB), ("SIM-GPU-1", 16 * GIB),
-                                                           ("SIM-GPU-2", 512 * MIB)]
-    assert parse_memory("1.5GiB") == 3 * GIB // 2 and parse_memory("1024") == 1024
+                                                           ("SIM-GPU-2", 512 * 10 ** 6)]
+    assert parse_memory("1.5Gi") == 3 * GIB // 2 and parse_memory("1024") == 1024
     with pytest.raises(ValueError, match="COUNT:MEMORY"):
         SimulatedBackend.from_specs(["16G"])
     with pytest.raises(ValueError, match="not a memory size"):

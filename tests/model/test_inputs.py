@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gensolver.model import InstanceError, read_instance
-from gensolver.model.inputs import InputError, decompress_limited, loads_json, loads_yaml_all, read_limited
+from gensolver.model.inputs import ReadError, decompress_limited, loads_json, loads_yaml_all, read_limited
 
 GOOD = {"schema": "gensolver.instance/v1",
         "slots": [{"id": "s", "capacity": {"memory": 80}}],
@@ -74,7 +74,7 @@ def test_a_gzip_bomb_is_refused_at_the_inflate_limit(tmp_path: Path, monkeypatch
     monkeypatch.setenv("GENSOLVER_MAX_INFLATED_BYTES", str(4 << 20))
     with pytest.raises(InstanceError, match="inflates to more than the limit of 4194304 bytes"):
         read_instance(_write(tmp_path, "bomb.json.gz", bomb))
-    with pytest.raises(InputError, match="more than the limit of 100"):
+    with pytest.raises(ReadError, match="more than the limit of 100"):
         decompress_limited(gzip.compress(b"x" * 101), limit=100)
     assert decompress_limited(gzip.compress(b"x" * 100), limit=100) == b"x" * 100
     # several members, as gzip.decompress reads them
@@ -94,7 +94,7 @@ def test_a_cats_header_with_huge_counts_is_refused(tmp_path: Path, monkeypatch: 
 
 
 def test_read_limited_reads_a_fifo_like_source_up_to_the_limit() -> None:
-    with pytest.raises(InputError, match="over the limit of 4096 bytes"):
+    with pytest.raises(ReadError, match="over the limit of 4096 bytes"):
         read_limited("/dev/zero", limit=4096)
     with pytest.raises(IsADirectoryError):
         read_limited("/")
@@ -124,7 +124,7 @@ def test_yaml_loader_refuses_aliases_and_duplicate_keys() -> None:
 
 def test_loads_json_names_a_bom_and_reads_nan_for_the_validator() -> None:
     assert loads_json('{"a": NaN}')["a"] != 0  # NaN: the validator names its place
-    with pytest.raises(InputError, match="byte-order mark"):
+    with pytest.raises(ReadError, match="byte-order mark"):
         loads_json('\ufeff{"a": 1}')
 
 
