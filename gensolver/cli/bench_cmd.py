@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .choices import MECHANISMS, choice
-from .common import check_output_dir, check_output_file, check_time_limit_option, console, fail
+from .common import SafeConsole, check_output_dir, check_output_file, check_time_limit_option, console, fail
 
 __all__ = ["register", "bench_command"]
 
@@ -100,9 +100,7 @@ def bench_command(
 
 def _wide() -> Console:
     """The CLI console, or a 150-column one when output is not a terminal (no truncation)."""
-    from rich.console import Console
-
-    return console if console.is_terminal else Console(width=max(console.width, 150))
+    return console if console.is_terminal else SafeConsole(width=max(console.width, 150))
 
 
 def print_table(result: object) -> None:

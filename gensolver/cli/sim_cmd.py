@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..model.io import json_safe
 from .choices import DEFAULT_POLICIES, METHODS, POLICIES, SIM_MECHANISMS, choice
-from .common import check_output_dir, check_output_file, check_time_limit_option, console, err_console, fail, print_json
+from .common import SafeConsole, check_output_dir, check_output_file, check_time_limit_option, console, err_console, fail, print_json
 
 __all__ = ["register", "load_workload", "comparison_rows", "json_safe"]
 
@@ -407,9 +407,7 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
             table.add_column(c, justify="left" if c == "policy" else "right", no_wrap=True, min_width=len(c))
         for row in rows:
             table.add_row(*[_cell(row[c]) for c in cols])
-        from rich.console import Console
-
-        Console(width=max(console.width, 240)).print(table)
+        SafeConsole(width=max(console.width, 240)).print(table)
     if out is not None:
         for path, data in files.items():
             try:
