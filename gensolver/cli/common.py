@@ -65,8 +65,10 @@ def check_time_limit_option(value: float | None, option: str = "--time-limit") -
 
 
 def print_json(obj: Any) -> None:
-    """One JSON object on stdout (no colour, no wrapping)."""
-    sys.stdout.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
+    """One JSON object on stdout (no colour, no wrapping); strict JSON: a non-finite float is ``null``."""
+    from ..model.io import json_safe
+
+    sys.stdout.write(json.dumps(json_safe(obj), allow_nan=False, default=str) + "\n")
     sys.stdout.flush()
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from .inputs import GZIP_MAGIC, GzipError, ReadError, decompress_limited, loads_json, max_cats_goods, read_limited
 from .instance import Bid, Instance, Slot
-from .validate import InstanceError, from_dict, mark_validated
+from .validate import InstanceError, check_totals, from_dict, mark_validated
 
 __all__ = [
     "read_instance",
@@ -322,7 +322,9 @@ def parse_cats(text: str, *, name: str = "") -> Instance:
             raise InstanceError(where, "bid names no real good")
         bidder = f"d{dummy - n_goods}" if dummy is not None else f"b{bid_no}"
         bids.append(Bid(f"b{bid_no}", bidder, price, {f"g{g}": {"units": 1.0} for g in real}))
-    return mark_validated(Instance(slots, tuple(bids), (), name, {"format": "cats"}))
+    instance = Instance(slots, tuple(bids), (), name, {"format": "cats"})
+    check_totals(instance)
+    return mark_validated(instance)
 
 
 def read_cats(path: str | os.PathLike[str]) -> Instance:

@@ -18,7 +18,8 @@ import numpy as np
 from ..errors import InputError
 from .instance import SCHEMA, Bid, Bidder, Instance, Slot
 
-__all__ = ["InstanceError", "from_dict", "validate", "coerce_instance", "mark_validated", "is_integer", "is_real"]
+__all__ = ["InstanceError", "from_dict", "validate", "coerce_instance", "mark_validated", "check_totals", "is_integer",
+           "is_real"]
 
 
 class InstanceError(InputError):
@@ -236,7 +237,9 @@ def from_dict(doc: Any, *, require_schema: bool = True) -> Instance:
             names.add(bid_id)
             budget = _number(raw.get("budget"), f"/bidders/{i}/budget", allow_none=True)
             bidders.append(Bidder(bid_id, budget))
-    return mark_validated(Instance(tuple(slots), tuple(bids), tuple(bidders), name, metadata))
+    instance = Instance(tuple(slots), tuple(bids), tuple(bidders), name, metadata)
+    check_totals(instance)
+    return mark_validated(instance)
 
 
 def validate(instance: Instance) -> Instance:
@@ -279,6 +282,32 @@ def coerce_instance(bids: Any, slots: Any = None, bidders: Any = None, *, name: 
     if bidders is not None:
         doc["bidders"] = [b.to_dict() if isinstance(b, Bidder) else b for b in bidders]
     return mark_validated(from_dict(doc))
+
+
+def check_totals(instance: Instance) -> None:
+    """Welfare and per-slot demand totals must be finite doubles.
+
+    Each value is finite, but two values of 1e308 sum to infinity: the welfare of an allocation
+    (at most the sum over bidders of their largest value) and the total demand on a slot's
+    resource must stay representable, or solvers, certificates and output overflow.
+    """
+    best: dict[str, float] = {}
+    for b in instance.bids:
+        if b.value > best.get(b.bidder, 0.0):
+            best[b.bidder] = b.value
+    if not math.isfinite(sum(best.values())):
+        raise InstanceError("/bids", "bid values overflow: the bidders' largest values sum to more than the largest "
+                                     "double (about 1.8e308); scale the values down")
+    totals: dict[tuple[str, str], float] = {}
+    for j, b in enumerate(instance.bids):
+        for s, res in b.demand.items():
+            for r, q in res.items():
+                t = totals.get((s, r), 0.0) + q
+                if not math.isfinite(t):
+                    raise InstanceError(f"/bids/{j}/demand/{_esc(s)}/{_esc(r)}",
+                                        f"the demands on slot {s!r} resource {r!r} sum to more than the largest "
+                                        "double (about 1.8e308); scale the quantities down")
+                totals[s, r] = t
 
 
 def mark_validated(instance: Instance) -> Instance:

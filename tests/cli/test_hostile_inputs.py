@@ -113,3 +113,48 @@ def test_simulate_refuses_a_yaml_alias_bomb_and_duplicate_keys(tmp_path: Path, c
     dup.write_text(GENTASK.replace("metadata: {name: t0}", "metadata: {name: t0}\nmetadata: {name: t1}"))
     rc, _, err = _exit(["simulate", str(dup), "--policy", "fcfs-packing"], capsys)
     assert rc == 2 and "duplicate key 'metadata'" in err
+
+
+# ------------------------------------------------------------------ item 3: sums that overflow
+OVERFLOW = {"schema": "gensolver.instance/v1",
+            "slots": [{"id": "s", "capacity": {"m": 1}}, {"id": "t", "capacity": {"m": 1}}],
+            "bids": [{"id": "a", "bidder": "A", "value": 1e308, "demand": {"s": {"m": 1}}},
+                     {"id": "b", "bidder": "B", "value": 1e308, "demand": {"t": {"m": 1}}}]}
+
+
+@pytest.mark.parametrize("argv", [["solve", "--method", "greedy"], ["solve", "--method", "lp", "--json"],
+                                  ["solve", "--method", "auto", "--json"], ["verify", "--mechanism", "vcg"],
+                                  ["plan", "--method", "greedy", "--output", "{d}/p.json"]])
+def test_values_whose_sum_overflows_are_refused_naming_the_field(tmp_path: Path, capsys, argv) -> None:
+    f = tmp_path / "ovf.json"
+    f.write_text(json.dumps(OVERFLOW))
+    rc, out, err = _exit([argv[0], str(f), *[a.format(d=tmp_path) for a in argv[1:]]], capsys)
+    assert rc == 2 and "/bids: bid values overflow" in " ".join(err.split()), err
+    assert "inf" not in out
+
+
+def test_one_bidders_values_may_be_huge_when_only_one_can_win(tmp_path: Path, capsys) -> None:
+    """XOR bids of one bidder never add up: 1e308 twice for bidder A is a valid instance."""
+    doc = json.loads(json.dumps(OVERFLOW))
+    doc["bids"][1]["bidder"] = "A"
+    f = tmp_path / "xor.json"
+    f.write_text(json.dumps(doc))
+    rc, out, err = _exit(["solve", str(f), "--method", "greedy", "--json"], capsys)
+    assert rc == 0, err
+    assert json.loads(out)["welfare"] == 1e308
+
+
+def test_demands_whose_sum_overflows_are_refused(tmp_path: Path, capsys) -> None:
+    doc = {"schema": "gensolver.instance/v1", "slots": [{"id": "s", "capacity": {"m": 1e308}}],
+           "bids": [{"id": f"b{k}", "bidder": f"B{k}", "value": 1, "demand": {"s": {"m": 1e308}}} for k in range(2)]}
+    f = tmp_path / "dem.json"
+    f.write_text(json.dumps(doc))
+    rc, _, err = _exit(["solve", str(f), "--json"], capsys)
+    assert rc == 2 and "/bids/1/demand/s/m" in err and "sum to more than the largest double" in " ".join(err.split())
+
+
+def test_print_json_never_raises_on_a_non_finite_number(capsys) -> None:
+    from gensolver.cli.common import print_json
+
+    print_json({"welfare": float("inf"), "gap": float("nan"), "ok": 1.5})
+    assert json.loads(capsys.readouterr().out) == {"welfare": None, "gap": None, "ok": 1.5}
