@@ -417,6 +417,12 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
                 fail(f"--out: cannot write {path}: {exc.strerror or exc}")
         if not as_json:
             console.print(f"wrote {len(files) - 1} plots and results.json to {out}")
+    stalled = [r for r in results if r.stalled]
+    if stalled:  # reported (and written) above; the run still did not finish its work
+        fail("; ".join(f"{r.policy} stalled at step {r.end_time:g}: {r.metrics.completed} of "
+                       f"{len(workload.tasks)} tasks done; the waiting ones can never start (a GPU down for good, "
+                       "or no policy decision will place them)"
+                       for r in stalled), code=1)
 
 
 def register(app: typer.Typer) -> None:
