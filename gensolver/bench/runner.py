@@ -12,6 +12,12 @@ is an error), and, when a mechanism is asked, times :func:`gensolver.mechanisms.
 and measures :func:`gensolver.verify.max_regret` over the first ``regret_bidders`` winning
 bidders (a lower bound on the mechanism's regret; columns are reported as unavailable when
 those modules are not importable). A corrupt instance file fails only its own cells.
+
+A worker process that dies (killed, out of memory) breaks a local process pool: the cells it
+took down with it are run again in a fresh pool, and those that break it a second time are run
+one at a time, so only a cell that kills its worker when alone fails (``worker: the worker
+process died ...``). On resume, cells whose journalled error is a worker or an instance-load
+error (``worker:``, ``instance:``) are run again; a solver's error stays (rerun with ``--fresh``).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import platform
 import socket
 import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -408,7 +415,7 @@ def run_suite(
         ``jobs`` workers (spawned, so no state leaks between runs), shut down at the end. For a
         Dask cluster pass ``distributed.Client(address).get_executor()``.
     jobs : int
-        Workers of the default pool.
+        Workers of the default pool, at most :func:`max_jobs` (4 per CPU core).
     out_dir : path-like
         Output folder: ``cells.jsonl`` (journal), ``results.csv``, ``results.json``,
         ``report.md``, ``quality_vs_time.png``, ``time_vs_size.png``.
@@ -442,6 +449,8 @@ def run_suite(
     check_time_limit(time_limit)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if jobs > max_jobs():
+        raise ValueError(f"jobs must be at most {max_jobs()} (4 worker processes per CPU core here), got {jobs}")
     if isinstance(regret_bidders, bool) or not isinstance(regret_bidders, int) or regret_bidders < 0:
         raise ValueError(f"regret_bidders must be a non-negative integer, got {regret_bidders!r}")
     check_executor(executor)
@@ -451,6 +460,7 @@ def run_suite(
     for path in output_paths(out, plots=plots):
         if path.is_dir():
             raise ValueError(f"out_dir: {path} is a directory, not a file")
+    _check_inputs_kept(s, output_paths(out, plots=plots))
     journal_path = out / JOURNAL
     # a damaged journal is reported before anything is written (nothing is lost)
     done, lines, intact = _read_journal(journal_path) if resume else ({}, {}, 0)
@@ -467,7 +477,7 @@ def run_suite(
     if any(not s.path_of(e).exists() for e in s.entries):
         materialize(s)
 
-    todo = [(e, m) for e, m in cells if cell_key(e, _method_name(m), mechanism, time_limit) not in done]
+    todo = [(e, m) for e, m in cells if not _finished(done.get(cell_key(e, _method_name(m), mechanism, time_limit)))]
     resumed = len(cells) - len(todo)
     payloads: dict[str, tuple[bytes | None, str]] = {}
     for e in {e.name: e for e, _ in todo}.values():
@@ -481,8 +491,11 @@ def run_suite(
     journal = _Journal(journal_path, intact)
     bar = None
     try:
+        def new_pool(workers: int) -> Executor:
+            return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
         if own and todo:
-            executor = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+            executor = new_pool(min(jobs, len(todo)))
         if progress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -492,18 +505,7 @@ def run_suite(
                            TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err_console, transient=False)
             bar.start()
             task = bar.add_task(f"bench {s.name}", total=len(cells), completed=resumed, last="")
-        futures: dict[Future[dict[str, Any]], tuple[SuiteEntry, str]] = {}
-        for e, m in todo:
-            payload, err = payloads[e.name]
-            fut = executor.submit(run_cell, payload, err, e.file, e.sha256, m, time_limit, mechanism,  # type: ignore[union-attr]
-                                  regret_bidders)
-            futures[fut] = (e, _method_name(m))
-        for fut in as_completed(futures):
-            e, name = futures[fut]
-            try:
-                res = fut.result()
-            except Exception as exc:  # noqa: BLE001 - a crashed worker fails its cell only
-                res = {"status": "error", "error": f"worker: {type(exc).__name__}: {exc}"}
+        def record(e: SuiteEntry, name: str, res: Mapping[str, Any]) -> None:
             row = {"key": cell_key(e, name, mechanism, time_limit), "instance": e.name, "family": e.family,
                    "method": name, "mechanism": mechanism, "time_limit": time_limit,
                    "finished": time.time(), **{k: json_safe(v) for k, v in res.items()}}
@@ -513,6 +515,44 @@ def run_suite(
             done[row["key"]] = row
             if bar is not None:
                 bar.update(task, advance=1, last=f"{e.name} / {name}: {row['status']}")
+
+        def drain(pool: Executor, batch: list[tuple[SuiteEntry, Any]]) -> list[tuple[SuiteEntry, Any]]:
+            """Run ``batch`` on ``pool``, record each cell; return the cells lost to a broken pool."""
+            futures: dict[Future[dict[str, Any]], tuple[SuiteEntry, Any]] = {}
+            for e, m in batch:
+                payload, err = payloads[e.name]
+                fut = pool.submit(run_cell, payload, err, e.file, e.sha256, m, time_limit, mechanism, regret_bidders)
+                futures[fut] = (e, m)
+            lost = []
+            for fut in as_completed(futures):
+                e, m = futures[fut]
+                try:
+                    res = fut.result()
+                except BrokenProcessPool:
+                    if own:  # a worker died: every cell still in the pool is lost with it
+                        lost.append((e, m))
+                        continue
+                    res = {"status": "error", "error": "worker: the worker process died (killed, or out of memory)"}
+                except Exception as exc:  # noqa: BLE001 - a failed worker call fails its cell only
+                    res = {"status": "error", "error": f"worker: {type(exc).__name__}: {exc}"}
+                record(e, _method_name(m), res)
+            return lost
+
+        lost = drain(executor, todo) if todo else []  # type: ignore[arg-type]
+        if lost:  # the cells lost with a dead worker: again in a fresh pool, then one at a time
+            executor.shutdown(wait=True, cancel_futures=True)  # type: ignore[union-attr]
+            executor = new_pool(min(jobs, len(lost)))
+            lost = drain(executor, lost)
+            if lost:
+                executor.shutdown(wait=True, cancel_futures=True)
+                executor = None
+            for e, m in lost:
+                executor = executor or new_pool(1)
+                if drain(executor, [(e, m)]):  # it broke a pool of its own: this cell is the culprit
+                    record(e, _method_name(m), {"status": "error", "error": "worker: the worker process died "
+                                                "(killed, or out of memory) while running this cell alone"})
+                    executor.shutdown(wait=True, cancel_futures=True)
+                    executor = None
     finally:
         journal.close()
         if bar is not None:
@@ -528,6 +568,32 @@ def run_suite(
     files = {**files, "journal": journal_path}
     return BenchResult(s.name, tuple(results), names, len(todo), resumed, time.perf_counter() - t_start, out,
                        MappingProxyType(files))
+
+
+def max_jobs() -> int:
+    """The most local workers a run may ask for: 4 per CPU core (at least 4)."""
+    return 4 * max(1, os.cpu_count() or 1)
+
+
+def _check_inputs_kept(suite: Suite, outputs: Iterable[Path]) -> None:
+    """No output file may be an input of the suite (its manifest, an instance file)."""
+    inputs = [p for p in [suite.manifest, *(suite.path_of(e) for e in suite.entries)] if p is not None]
+    for path in outputs:
+        for src in inputs:
+            try:
+                same = path.exists() and src.exists() and os.path.samefile(path, src)
+            except OSError:
+                same = False
+            if same or path.absolute() == src.absolute():
+                raise ValueError(f"out_dir: {path} is an input of the suite ({src}); writing the results "
+                                 "there would overwrite it: choose another --out")
+
+
+def _finished(row: Mapping[str, Any] | None) -> bool:
+    """Whether a journalled cell counts as done on resume: not a worker or instance-load error."""
+    if row is None:
+        return False
+    return not (row.get("status") == "error" and str(row.get("error") or "").startswith(("worker:", "instance:")))
 
 
 def _finite(value: Any) -> float | None:

@@ -105,6 +105,8 @@ class Suite:
     entries: tuple[SuiteEntry, ...]
     description: str = ""
     committed: bool = True
+    #: the manifest file the suite was read from (``None``: built in memory)
+    manifest: Path | None = field(default=None, compare=False)
 
     def path_of(self, entry: SuiteEntry) -> Path:
         """Where ``entry``'s instance file lives.
@@ -346,7 +348,7 @@ def _parse_manifest(doc: Any, manifest: Path) -> Suite:
         files.add(file)
         entries.append(SuiteEntry(name_k, family, MappingProxyType(dict(params)), seed, file,
                                   MappingProxyType(dict(size)), best, bound, sha))
-    return Suite(name, manifest.parent, tuple(entries), description, committed)
+    return Suite(name, manifest.parent, tuple(entries), description, committed, manifest)
 
 
 def load_suite(suite: str | os.PathLike[str]) -> Suite:

@@ -96,6 +96,8 @@ def bench_command(
         if client is not None:
             client.close()
     print_table(result)
+    if result.errors:  # the table and files are written; the run still failed some cells
+        raise typer.Exit(1)
 
 
 def _wide() -> Console:
