@@ -114,6 +114,7 @@ def run_command(
     poll: float = typer.Option(0.05, "--poll", help="Wall seconds between polls."),
     device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=UUID_OR_INDEX (repeatable); with --backend slurm PLAN_DEVICE=NODE, or *=NODE for every device."),
     log_dir: Optional[Path] = typer.Option(None, "--log-dir", help="Write each process's output to LOG_DIR/<task>.<run>.<attempt>.log."),
+    log_max_bytes: str = typer.Option("64Mi", "--log-max-bytes", help="Cap of each log file in --log-dir (a quantity such as 64Mi); a longer log is cut."),
     feedback: Optional[Path] = typer.Option(None, "--feedback", help="Write the gensolver.feedback/v1 usage records here."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Give up after this many wall seconds (processes keep running)."),
     as_json: bool = typer.Option(False, "--json", help="Print the feedback document as one JSON object."),
@@ -152,6 +153,12 @@ def run_command(
         tolerance = parse_memory(over_grant_tolerance)
     except ValueError as exc:
         fail(f"--over-grant-tolerance: {exc}")
+    try:
+        log_cap = parse_memory(log_max_bytes)
+    except ValueError as exc:
+        fail(f"--log-max-bytes: {exc}")
+    if log_cap < 1:
+        fail(f"--log-max-bytes must be at least 1 byte, got {log_max_bytes!r}")
     _number(time_scale, "--time-scale", what="wall seconds per plan second")
     _number(grace, "--grace", positive=False)
     _number(poll, "--poll")
@@ -253,7 +260,8 @@ def run_command(
             with task_progress(len(plan.tasks), label=f"running {plan.name or plan_file.name}",
                                enabled=not as_json) as on_event:
                 ex = PlanRunner(plan, backend=gpu, journal=journal, policy=policy, time_scale=time_scale,
-                                poll_interval=poll, device_map=mapping, log_dir=log_dir, on_event=on_event)
+                                poll_interval=poll, device_map=mapping, log_dir=log_dir, on_event=on_event,
+                                log_max_bytes=log_cap)
                 report = ex.run(timeout=timeout)
     except ExecutorError as exc:
         fail(f"{plan_file}: {exc}")

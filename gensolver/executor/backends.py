@@ -38,7 +38,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import UnavailableError
 from ..model.quantity import QuantityError, parse_memory_bytes
-from .procs import is_alive
+from .procs import is_alive, safe_file_name
 
 __all__ = [
     "DeviceInfo",
@@ -422,6 +422,10 @@ def parse_memory(text: str | int) -> int:
         raise ValueError(f"not a memory size: {exc.reason}") from None
 
 
+#: the most devices :meth:`SimulatedBackend.from_specs` declares (``--sim-devices``)
+MAX_SIM_DEVICES = 1024
+
+
 @dataclass(frozen=True)
 class SimDevice:
     """A simulated device: ``uuid`` (any string), ``memory`` in bytes, optional ``name``."""
@@ -486,15 +490,20 @@ class SimulatedBackend:
 
     @classmethod
     def from_specs(cls, specs: Sequence[str], **kwargs: Any) -> SimulatedBackend:
-        """Devices from ``"COUNT:MEMORY"`` strings, e.g. ``["2:16G", "1:80G"]``.
+        """Devices from ``"COUNT:MEMORY"`` strings, e.g. ``["2:16Gi", "1:80G"]`` (Kubernetes quantities: ``16Gi`` is 16 * 2**30 bytes, ``80G`` is 8e10).
 
-        Devices are named ``SIM-GPU-0``, ``SIM-GPU-1``, ... in order.
+        Devices are named ``SIM-GPU-0``, ``SIM-GPU-1``, ... in order; at most
+        :data:`MAX_SIM_DEVICES` in all.
         """
         devs: list[SimDevice] = []
+        total = 0
         for spec in specs:
             count, sep, mem = str(spec).partition(":")
             if not sep or not count.strip().isdigit() or int(count) < 1:
-                raise ValueError(f"--sim-devices expects COUNT:MEMORY such as 2:16G, got {spec!r}")
+                raise ValueError(f"--sim-devices expects COUNT:MEMORY such as 2:16Gi, got {spec!r}")
+            total += int(count) if len(count.strip()) < 10 else MAX_SIM_DEVICES + 1
+            if total > MAX_SIM_DEVICES:
+                raise ValueError(f"--sim-devices: at most {MAX_SIM_DEVICES} simulated devices in all, got {spec!r}")
             size = parse_memory(mem)
             for _ in range(int(count)):
                 devs.append(SimDevice(f"SIM-GPU-{len(devs)}", size))
@@ -548,8 +557,7 @@ class SimulatedBackend:
 
     def child_env(self, run_id: str) -> Mapping[str, str]:
         """``GENSOLVER_SIM_USAGE_FILE`` pointing into :attr:`state_dir`."""
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
-        return MappingProxyType({USAGE_FILE_ENV: str(self.state_dir / f"{safe}.usage")})
+        return MappingProxyType({USAGE_FILE_ENV: str(self.state_dir / f"{safe_file_name(run_id)}.usage")})
 
     def close(self) -> None:
         """Nothing to release (usage files are left for a restarted executor)."""

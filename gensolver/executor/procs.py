@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 __all__ = ["proc_stat", "proc_start_time", "proc_state", "is_same_process", "is_alive",
-           "descendants", "find_by_env"]
+           "descendants", "find_by_env", "find_all_by_env", "safe_file_name"]
 
 
 def proc_stat(pid: int) -> list[str] | None:
@@ -76,6 +76,49 @@ def descendants(pid: int) -> set[int]:
                 out.add(c)
                 todo.append(c)
     return out
+
+
+def find_all_by_env(name: str, value: str) -> set[int]:
+    """Every live process whose environment has ``name=value`` (own processes only).
+
+    The executor tags each launch with a unique ``GENSOLVER_RUN_ID``; processes inherit it, so
+    this finds a task's processes that left its process group and session (``setsid``) or were
+    re-parented to init when their parent died.
+    """
+    needle = f"{name}={value}".encode()
+    out = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            env = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in env.split(b"\0") and is_alive(int(entry)):
+            out.add(int(entry))
+    return out
+
+
+def safe_file_name(name: str, *, limit: int = 120) -> str:
+    """An injective file-name encoding of ``name`` (a task id, a run id).
+
+    Letters, digits, ``_`` and ``-`` stay; ``.`` stays except first; every other character is
+    ``%XX`` per UTF-8 byte (``%`` itself too), so ``"a b"`` -> ``a%20b`` and ``"a_b"`` -> ``a_b``
+    never meet, and no name holds ``/``. A result longer than ``limit`` keeps its first 80
+    characters and adds ``~`` and 16 hex digits of its SHA-256 (``~`` never appears otherwise).
+    """
+    import hashlib
+
+    out = []
+    for k, ch in enumerate(name):
+        if ch.isascii() and (ch.isalnum() or ch in "_-" or (ch == "." and k > 0)):
+            out.append(ch)
+        else:
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+    text = "".join(out) or "%"
+    if len(text) > limit:
+        text = text[:80] + "~" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return text
 
 
 def find_by_env(name: str, value: str) -> int | None:

@@ -37,6 +37,11 @@ seconds, and launches the command again at ``resume`` with ``GENSOLVER_RESUME=1`
 **End of a grant.** A process still running when its last run ends is terminated (SIGTERM,
 then SIGKILL after ``grace``); outcome ``expired``.
 
+**The whole task.** Every signal (SIGTERM, SIGKILL, SIGSTOP, SIGCONT) goes to the process
+group and to every other process of the task: descendants that left the group or session
+(``setsid``) and orphans still carrying its ``GENSOLVER_RUN_ID``; when a terminated process
+exits, what is left of its task is killed.
+
 **Exits.** Exit status 0: ``completed`` (later runs of the task are dropped). Any other status
 or a signal not sent by the executor: ``crashed`` (not retried). A command that cannot be
 spawned is ``crashed`` with exit code 127.
@@ -46,7 +51,9 @@ spawned is ``crashed`` with exit code 127.
 time; otherwise it is *lost*: if its window is still open and ``lost="restart"`` (default) it
 is launched again (next attempt, ``GENSOLVER_RESUME=1``), else skipped (outcome ``lost``). A
 ``launching`` record without ``started`` (a crash between the two) is matched to a live
-process by its ``GENSOLVER_RUN_ID`` environment entry and adopted, else launched again. An
+process by its ``GENSOLVER_RUN_ID`` environment entry and adopted, else it is *lost* by the
+same rule (journal ``lost`` with ``pid`` null; launched again, or skipped with reason
+``lost: the executor died while launching it``). An
 adopted process is not the executor's child, so its exit status is unknown: outcome ``exited``
 with exit code ``None``. Processes survive the executor's death (own sessions); a stopped
 executor never kills them, a restarted one takes them back.
@@ -82,7 +89,7 @@ from ..model.io import atomic_write
 from .backends import GpuBackend
 from .journal import Journal, JournalError
 from .plan import ExecutionPlan, PreemptionPoint, Run
-from .procs import find_by_env, is_same_process, proc_start_time, proc_stat
+from .procs import descendants, find_all_by_env, find_by_env, is_same_process, proc_start_time, proc_stat, safe_file_name
 
 logger = logging.getLogger(__name__)
 #: journal fields shown in the log lines of the executor
@@ -103,6 +110,8 @@ __all__ = [
 OVER_GRANT_POLICIES = ("warn", "suspend", "terminate")
 _DEPRECATED_EXECUTOR = ("gensolver.executor.Executor is deprecated; use gensolver.executor.PlanRunner (the old name "
                         "clashed with the executor= arguments, which take a concurrent.futures.Executor)")
+#: default cap of one task log file (bytes)
+DEFAULT_LOG_MAX_BYTES = 64 * 2 ** 20
 #: task outcomes that count as success for the CLI's exit status
 SUCCESS_OUTCOMES = frozenset({"completed", "expired", "exited"})
 FEEDBACK_SCHEMA = "gensolver.feedback/v1"
@@ -347,6 +356,23 @@ def _killpg(pid: int, sig: int) -> None:
             pass
 
 
+def _signal_tree(pid: int, run_id: str, sig: int) -> None:
+    """Send ``sig`` to a task's process group and to every other process of it: descendants
+    that left the group or session (``setsid``), and orphans still tagged with its run id."""
+    _killpg(pid, sig)
+    try:
+        group = os.getpgid(pid)
+    except OSError:
+        group = pid
+    for other in (descendants(pid) | find_all_by_env("GENSOLVER_RUN_ID", run_id)) - {pid}:
+        try:
+            if os.getpgid(other) == group:
+                continue  # already signalled with the group
+            os.kill(other, sig)
+        except OSError:
+            pass
+
+
 def _is_descendant(pid: int, ancestor: int) -> bool:
     seen = 0
     while pid > 1 and seen < 64:
@@ -382,8 +408,15 @@ class PlanRunner:
     device_map : mapping, keyword-only, optional
         Plan device name to backend UUID or index (see :func:`resolve_devices`).
     log_dir : path, keyword-only, optional
-        Each process's stdout and stderr go to ``<log_dir>/<task>.<run>.<attempt>.log``;
-        default: inherited.
+        Each process's stdout and stderr go to ``<log_dir>/<task>.<run>.<attempt>.log`` (the task
+        id encoded by :func:`~gensolver.executor.procs.safe_file_name`, so ``a b`` and ``a_b``
+        get two files); default: the executor's standard error (its standard output is left to
+        its own report, e.g. ``gensolver run --json``).
+    log_max_bytes : int, keyword-only
+        Cap of one log file (default 64 MiB): checked every poll, a longer log is cut back to its
+        first ``log_max_bytes`` bytes and a line ``[gensolver: log cut at N bytes]`` (it may
+        exceed the cap by what the process writes within one poll; a log written while no
+        executor runs is cut when one adopts the process).
     env : mapping, keyword-only, optional
         Extra environment for every process.
     on_event : callable, keyword-only, optional
@@ -400,7 +433,11 @@ class PlanRunner:
     def __init__(self, plan: ExecutionPlan, *, backend: GpuBackend, journal: str | os.PathLike[str] | None = None,
                  policy: ExecutorPolicy | None = None, time_scale: float = 1.0, poll_interval: float = 0.05,
                  device_map: Mapping[str, str] | None = None, log_dir: str | os.PathLike[str] | None = None,
-                 env: Mapping[str, str] | None = None, on_event: Callable[[Mapping[str, Any]], None] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, on_event: Callable[[Mapping[str, Any]], None] | None = None,
+                 log_max_bytes: int = DEFAULT_LOG_MAX_BYTES) -> None:
+        if isinstance(log_max_bytes, bool) or not isinstance(log_max_bytes, int) or log_max_bytes < 1:
+            raise ValueError(f"log_max_bytes must be a positive integer (bytes), got {log_max_bytes!r}")
+        self.log_max_bytes = log_max_bytes
         if not (isinstance(time_scale, (int, float)) and math.isfinite(time_scale) and time_scale > 0):
             raise ValueError(f"time_scale must be a positive number, got {time_scale!r}")
         if not (isinstance(poll_interval, (int, float)) and math.isfinite(poll_interval) and poll_interval > 0):
@@ -548,13 +585,20 @@ class PlanRunner:
             if ts.proc is None and ts.pending is not None:
                 run_id, run, attempt = ts.pending
                 pid = find_by_env("GENSOLVER_RUN_ID", run_id)
+                r = ts.runs[run]
                 if pid is not None:
-                    r = ts.runs[run]
                     self._emit("started", task=ts.id, run=run, attempt=attempt, run_id=run_id, pid=pid,
                                pid_start=proc_start_time(pid), devices=[self.uuids[d] for d in r.devices],
                                grants={d: g[0] for d, g in r.grants.items()}, argv=list(r.command), recovered=True)
-                else:
+                else:  # the executor died while launching it: a lost run, by the same rule as below
                     ts.pending = None
+                    action = "restart" if self.policy.lost == "restart" and now_p < r.end - _EPS else "skip"
+                    self._emit("lost", task=ts.id, run=run, attempt=attempt, pid=None, action=action)
+                    if action == "skip":
+                        self._emit("skipped", task=ts.id, run=run, reason="lost: the executor died while launching it")
+                        if ts.idx >= len(ts.runs):
+                            self._finish(ts, "lost")
+                        continue
             pr = ts.proc
             if pr is None:
                 continue
@@ -631,13 +675,14 @@ class PlanRunner:
         p = self._plan_time(now)
         pr = ts.proc
         if pr is not None:
+            self._cap_log(ts.id, pr.run, pr.attempt)
             exited, code = self._poll(pr)
             if exited:
                 self._on_exit(ts, pr, code, now)
                 return
             if pr.state == "terminating":
                 if now >= pr.term_deadline and not pr.killed:
-                    _killpg(pr.pid, signal.SIGKILL)
+                    _signal_tree(pr.pid, pr.run_id, signal.SIGKILL)
                     self._emit("signalled", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid,
                                signal="SIGKILL", reason=pr.term_reason)
                 return
@@ -653,13 +698,13 @@ class PlanRunner:
                 elif point is None:
                     self._terminate(ts, pr, "expired")
                 elif point.mode == "suspend" and self.policy.preempt == "plan":
-                    _killpg(pr.pid, signal.SIGSTOP)
+                    _signal_tree(pr.pid, pr.run_id, signal.SIGSTOP)
                     self._emit("suspended", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid,
                                reason="preemption", next_run=ts.idx + 1)
                 else:
                     self._terminate(ts, pr, "preempted")
             elif pr.state == "suspended" and p >= run.start - _EPS:
-                _killpg(pr.pid, signal.SIGCONT)
+                _signal_tree(pr.pid, pr.run_id, signal.SIGCONT)
                 self._emit("resumed", task=ts.id, run=ts.idx, attempt=pr.attempt, pid=pr.pid)
             return
         run = ts.runs[ts.idx]
@@ -680,6 +725,31 @@ class PlanRunner:
         self._launch(ts, run)
 
     # ------------------------------------------------------------------ helpers
+    def _log_path(self, task: str, run: int, attempt: int) -> Path | None:
+        if self.log_dir is None:
+            return None
+        return self.log_dir / f"{safe_file_name(task)}.{run}.{attempt}.log"
+
+    def _cap_log(self, task: str, run: int, attempt: int) -> None:
+        """Cut a log over :attr:`log_max_bytes` back to its head and a marker line (the process
+        appends, so its next writes land after the marker and are cut at the next poll)."""
+        path = self._log_path(task, run, attempt)
+        if path is None:
+            return
+        cap = self.log_max_bytes
+        mark = f"\n[gensolver: log cut at {cap} bytes]\n".encode()
+        try:
+            if os.stat(path).st_size <= cap + len(mark):
+                return
+            with open(path, "r+b") as fh:
+                fh.seek(cap)
+                if fh.read(len(mark)) != mark:
+                    fh.seek(cap)
+                    fh.write(mark)
+                fh.truncate(cap + len(mark))
+        except OSError:
+            pass
+
     def _poll(self, pr: _Proc) -> tuple[bool, int | None]:
         if pr.popen is not None:
             code = pr.popen.poll()
@@ -687,6 +757,13 @@ class PlanRunner:
         return (not is_same_process(pr.pid, pr.pid_start)), None
 
     def _on_exit(self, ts: _Task, pr: _Proc, code: int | None, now: float) -> None:
+        self._cap_log(ts.id, pr.run, pr.attempt)
+        if pr.state == "terminating":  # what is left of a process tree told to end goes now
+            for other in find_all_by_env("GENSOLVER_RUN_ID", pr.run_id):
+                try:
+                    os.kill(other, signal.SIGKILL)
+                except OSError:
+                    pass
         if pr.state in ("suspended", "stopped"):
             pr.susp_seconds += now - pr.susp_since
         seconds = max(0.0, now - pr.t_started - pr.susp_seconds)
@@ -710,9 +787,9 @@ class PlanRunner:
         self._finish(ts, outcome)
 
     def _terminate(self, ts: _Task, pr: _Proc, reason: str) -> None:
-        _killpg(pr.pid, signal.SIGTERM)
+        _signal_tree(pr.pid, pr.run_id, signal.SIGTERM)
         if pr.state in ("suspended", "stopped"):
-            _killpg(pr.pid, signal.SIGCONT)  # a stopped process handles SIGTERM only once continued
+            _signal_tree(pr.pid, pr.run_id, signal.SIGCONT)  # a stopped process handles SIGTERM only once continued
         self._emit("signalled", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid, signal="SIGTERM", reason=reason)
 
     def _usage(self, uuid: str) -> Mapping[int, int | None]:
@@ -752,7 +829,7 @@ class PlanRunner:
         self._emit("over_grant", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid, device=uuid,
                    used=used, grant=grant, action=action)
         if action == "suspend":
-            _killpg(pr.pid, signal.SIGSTOP)
+            _signal_tree(pr.pid, pr.run_id, signal.SIGSTOP)
             self._emit("suspended", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid, reason="over_grant",
                        next_run=ts.idx)
         else:
@@ -801,12 +878,14 @@ class PlanRunner:
         env.update(self.backend.child_env(run_id))
         self._emit("launching", task=ts.id, run=run.index, attempt=attempt, run_id=run_id)
         out: Any = None
-        if self.log_dir is not None:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", ts.id)
-            out = open(self.log_dir / f"{safe}.{run.index}.{attempt}.log", "ab")
+        log = self._log_path(ts.id, run.index, attempt)
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            out = open(log, "ab")
         try:
-            popen = subprocess.Popen(list(run.command), env=env, stdin=subprocess.DEVNULL, stdout=out,
+            # without a log folder the output goes to the executor's stderr: its stdout is its own
+            popen = subprocess.Popen(list(run.command), env=env, stdin=subprocess.DEVNULL,
+                                     stdout=out if out is not None else 2,
                                      stderr=subprocess.STDOUT if out is not None else None,
                                      start_new_session=True, close_fds=True)
         except OSError as exc:
