@@ -20,7 +20,7 @@ environment variable holding a positive integer:
 variable                        limit                                      default
 ==============================  =========================================  ==================
 ``GENSOLVER_MAX_FILE_BYTES``    bytes read from one input file             268435456 (256 MiB)
-``GENSOLVER_MAX_INFLATED_BYTES`` bytes a gzip file may inflate to           536870912 (512 MiB)
+``GENSOLVER_MAX_INFLATED_BYTES`` bytes a gzip file may inflate to           268435456 (256 MiB)
 ``GENSOLVER_MAX_CATS_GOODS``    ``goods N`` (plus ``dummy D``) of a CATS file  1000000
 ==============================  =========================================  ==================
 """
@@ -87,8 +87,8 @@ def max_file_bytes() -> int:
 
 
 def max_decompressed_bytes() -> int:
-    """Most bytes a gzip input may inflate to (``GENSOLVER_MAX_INFLATED_BYTES``, default 512 MiB)."""
-    return _env_limit("GENSOLVER_MAX_INFLATED_BYTES", 512 * 2 ** 20)
+    """Most bytes a gzip input may inflate to (``GENSOLVER_MAX_INFLATED_BYTES``, default 256 MiB)."""
+    return _env_limit("GENSOLVER_MAX_INFLATED_BYTES", 256 * 2 ** 20)
 
 
 def max_cats_goods() -> int:
@@ -155,7 +155,7 @@ def decompress_limited(data: bytes, *, limit: int | None = None) -> bytes:
             if rest.strip(b"\0"):  # gzip(1) tolerates trailing zero padding only
                 raise GzipError("trailing garbage after the gzip data")
             break
-    return b"".join(out)
+    return out[0] if len(out) == 1 else b"".join(out)  # one member: no second copy
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

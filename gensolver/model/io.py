@@ -179,10 +179,12 @@ def read_instance(path: str | os.PathLike[str]) -> Instance:
         text = data.decode("utf-8", errors="replace")
         if any("\ufffd" in ln and not ln.lstrip().startswith("%") for ln in text.splitlines()):
             raise InstanceError("", f"{p.name} is not UTF-8 text: {exc}") from None
-    stripped = text.lstrip()
-    if not stripped.lstrip("\ufeff").strip():
+    del data  # the text alone from here on (a file may be hundreds of MiB)
+    first = _NON_SPACE.search(text)
+    if first is None or (text[first.start()] == "\ufeff" and not _NON_SPACE.search(text, first.start() + 1)):
         raise InstanceError("", f"{p.name} is empty")
-    if _looks_like_json(p, stripped):
+    # the first 64 KiB after leading white space decide the format (no copy of the whole text)
+    if _looks_like_json(p, text[first.start():first.start() + 65536]):
         try:
             doc = loads_json(text)
         except ReadError as exc:
@@ -196,12 +198,13 @@ def read_instance(path: str | os.PathLike[str]) -> Instance:
     return parse_cats(text, name=p.name.split(".")[0])
 
 
+_NON_SPACE = re.compile(r"\S")
 _JSON_SCALAR = re.compile(r'^(null|true|false|-?\d+(\.\d+)?([eE][+-]?\d+)?|"[^"]*")\s*$')
 
 
 def _looks_like_json(path: Path, stripped: str) -> bool:
     """JSON by content (``{``, ``[``, a BOM, a scalar such as ``null``) or by a ``.json`` name."""
-    if stripped[0] in "{[\ufeff" or _JSON_SCALAR.match(stripped):
+    if stripped[0] in "{[\ufeff" or (len(stripped) < 65536 and _JSON_SCALAR.match(stripped)):
         return True
     if not path.name.lower().endswith((".json", ".json.gz")):
         return False
