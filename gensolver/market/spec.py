@@ -52,7 +52,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from ..errors import InputError
-from ..model.inputs import ReadError, compose_yaml_all, loads_yaml_all, read_limited
+from ..model.inputs import ReadError, compose_yaml_all, loads_yaml_all, max_task_seconds, read_limited
 from ..model.quantity import QuantityError, memory_has_unit, parse_memory_bytes
 from ..model.quantity import parse_quantity as _quantity
 from ..model.tasks import Task
@@ -306,6 +306,9 @@ def parse_gentask(doc: Any, *, step_seconds: float = 60.0, default_duration: str
     seconds = _wrap(parse_duration, ctx, f"{ct}.duration", _get(doc, f"{ct}.duration", ctx, default=default_duration))
     if seconds <= 0:
         raise ctx.error(f"{ct}.duration", "must be positive")
+    if seconds > max_task_seconds():
+        raise ctx.error(f"{ct}.duration", f"{seconds:g} s is over the limit of {max_task_seconds()} s "
+                                          "(raise it with GENSOLVER_MAX_TASK_SECONDS)")
     duration = max(1, math.ceil(seconds / step_seconds - 1e-9))
     arrival = _wrap(parse_duration, ctx, f"{ct}.arrival", _get(doc, f"{ct}.arrival", ctx, default=0))
     release = int(math.floor(arrival / step_seconds + 1e-9))

@@ -22,6 +22,7 @@ variable                        limit                                      defau
 ``GENSOLVER_MAX_FILE_BYTES``    bytes read from one input file             268435456 (256 MiB)
 ``GENSOLVER_MAX_INFLATED_BYTES`` bytes a gzip file may inflate to           268435456 (256 MiB)
 ``GENSOLVER_MAX_CATS_GOODS``    ``goods N`` (plus ``dummy D``) of a CATS file  1000000
+``GENSOLVER_MAX_TASK_SECONDS``  a GenTask's ``computeTime.duration``        31622400 (366 days)
 ==============================  =========================================  ==================
 """
 
@@ -49,6 +50,7 @@ __all__ = [
     "max_file_bytes",
     "max_decompressed_bytes",
     "max_cats_goods",
+    "max_task_seconds",
     "MAX_INT_DIGITS",
     "GZIP_MAGIC",
 ]
@@ -94,6 +96,12 @@ def max_decompressed_bytes() -> int:
 def max_cats_goods() -> int:
     """Most goods (real plus dummy) a CATS header may declare (``GENSOLVER_MAX_CATS_GOODS``, default 10**6)."""
     return _env_limit("GENSOLVER_MAX_CATS_GOODS", 1_000_000)
+
+
+def max_task_seconds() -> int:
+    """Longest GenTask duration in seconds (``GENSOLVER_MAX_TASK_SECONDS``, default 366 days): a
+    simulated task runs one round boundary per ``lease`` steps, so its length is its cost."""
+    return _env_limit("GENSOLVER_MAX_TASK_SECONDS", 366 * 86400)
 
 
 def read_limited(path: str | os.PathLike[str], *, limit: int | None = None) -> bytes:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import sys
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -132,12 +133,14 @@ def _slot(raw: Any, where: str) -> Slot:
 
 
 _INF = float("inf")
+#: the largest integer a float holds (a larger one overflows ``float()``)
+_MAX_FLOAT_INT = int(sys.float_info.max)
 
 
 def _ok_number(q: Any) -> bool:
     """Fast check for the common case (a finite, non-negative int or float)."""
     t = type(q)
-    return (t is float or t is int) and 0 <= q < _INF
+    return (t is float and 0 <= q < _INF) or (t is int and 0 <= q <= _MAX_FLOAT_INT)
 
 
 def _bid(raw: Any, where: str, caps: Mapping[str, Mapping[str, float]]) -> Bid:

@@ -160,3 +160,17 @@ def test_latin1_file_names_the_file_and_offset(tmp_path: Path) -> None:
     path.write_bytes(text.encode("latin-1"))
     with pytest.raises(SpecError, match=r"^latin\.yaml: not a UTF-8 text file \(byte 0xe9 at offset \d+\)"):
         load_gentasks(path)
+
+
+def test_a_gentask_duration_is_bounded(monkeypatch) -> None:
+    """99999999999h would cost the simulator 10**12 round boundaries (issue 20, item 4)."""
+    from gensolver.market.spec import SpecError, loads_gentasks
+
+    doc = ("apiVersion: scheduling.gen.io/v1alpha1\nkind: GenTask\nmetadata: {name: t0}\nspec:\n  genResources:\n"
+           "    gpuMemory: {preferred: 8Gi}\n    computeTime: {duration: %s}\n")
+    with pytest.raises(SpecError, match=r"computeTime.duration: .* over the limit of 31622400 s"):
+        loads_gentasks(doc % "99999999999h")
+    assert loads_gentasks(doc % "366d")[0].duration == 366 * 24 * 60
+    monkeypatch.setenv("GENSOLVER_MAX_TASK_SECONDS", "60")
+    with pytest.raises(SpecError, match="over the limit of 60 s"):
+        loads_gentasks(doc % "2m")

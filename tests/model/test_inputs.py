@@ -154,3 +154,12 @@ def test_a_json_name_holding_garbage_is_reported_as_json(tmp_path: Path) -> None
     p = _write(tmp_path, "junk.json", "hello world\n")
     with pytest.raises(InstanceError, match="junk.json: invalid or truncated JSON"):
         read_instance(p)
+
+
+@pytest.mark.parametrize("place", ['"value": 5', '"memory": 30'])
+@pytest.mark.parametrize("sign", ["", "-"])
+def test_an_integer_beyond_a_double_is_an_instance_error_at_its_place(tmp_path: Path, place: str, sign: str) -> None:
+    doc = dict(GOOD)
+    text = json.dumps(doc).replace(place, place.split(":")[0] + ": " + sign + "9" * 309)
+    with pytest.raises(InstanceError, match="/bids/0/(value|demand/s/memory)"):
+        read_instance(_write(tmp_path, "big.json", text))

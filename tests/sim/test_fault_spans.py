@@ -84,5 +84,5 @@ def test_a_stalled_simulation_says_so_and_exits_non_zero(tmp_path, capsys) -> No
     rc = main(["simulate", str(spec), "--policy", "fcfs-packing", "--gpus", "80",
                "--fault", "node:node0@1"])
     out, err = capsys.readouterr()
-    assert rc == 1, (out, err)
+    assert rc == 2, (out, err)  # the inputs (workload, cluster, faults) cannot complete
     assert "stalled" in err and "fcfs-packing" in err and "0/1" in out
