@@ -293,6 +293,22 @@ def generate_corpus(folder: str | os.PathLike[str], *, count: int = 1000, seed: 
     return cases
 
 
+def sample(cases: list[Case], n: int, *, seed: int = 0) -> list[Case]:
+    """``n`` cases spread over the shapes: one of each shape first (in a seeded order), then more."""
+    rng = random.Random(seed)
+    by: dict[str, list[Case]] = {}
+    for c in cases:
+        by.setdefault(c.shape, []).append(c)
+    for group in by.values():
+        rng.shuffle(group)
+    out: list[Case] = []
+    while len(out) < min(n, len(cases)):
+        for group in by.values():
+            if group and len(out) < n:
+                out.append(group.pop())
+    return out
+
+
 # ----------------------------------------------------------------------------- running
 def argv_for(case: Case, command: str, out_dir: Path) -> list[str]:
     """The gensolver arguments for ``command`` on ``case``."""
@@ -300,9 +316,9 @@ def argv_for(case: Case, command: str, out_dir: Path) -> list[str]:
     if command == "solve":
         return ["solve", f, "--method", "greedy"]
     if command == "solve-auto":
-        return ["solve", f, "--time-limit", "2", "--json"]
+        return ["solve", f, "--time-limit", "1", "--json"]
     if command == "verify":
-        return ["verify", f, "--mechanism", "vcg", "--time-limit", "2", "--families", "scale"]
+        return ["verify", f, "--mechanism", "vcg", "--time-limit", "1", "--families", "scale"]
     if command == "plan":
         return ["plan", f, "--method", "greedy", "--output", str(out_dir / f"{case.name}.plan.json")]
     if command == "simulate":
