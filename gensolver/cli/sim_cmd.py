@@ -14,7 +14,16 @@ from rich.table import Table
 
 from ..model.io import json_safe
 from .choices import DEFAULT_POLICIES, METHODS, POLICIES, SIM_MECHANISMS, choice
-from .common import SafeConsole, check_output_dir, check_output_file, check_time_limit_option, console, err_console, fail, print_json
+from .common import (
+    SafeConsole,
+    check_output_dir,
+    check_output_file,
+    check_time_limit_option,
+    console,
+    err_console,
+    fail,
+    print_json,
+)
 
 __all__ = ["register", "load_workload", "comparison_rows", "json_safe"]
 

@@ -490,7 +490,9 @@ class SimulatedBackend:
 
     @classmethod
     def from_specs(cls, specs: Sequence[str], **kwargs: Any) -> SimulatedBackend:
-        """Devices from ``"COUNT:MEMORY"`` strings, e.g. ``["2:16Gi", "1:80G"]`` (Kubernetes quantities: ``16Gi`` is 16 * 2**30 bytes, ``80G`` is 8e10).
+        """Devices from ``"COUNT:MEMORY"`` strings, e.g. ``["2:16Gi", "1:80G"]``.
+
+        Memory is a Kubernetes quantity: ``16Gi`` is 16 * 2**30 bytes, ``80G`` is 8e10.
 
         Devices are named ``SIM-GPU-0``, ``SIM-GPU-1``, ... in order; at most
         :data:`MAX_SIM_DEVICES` in all.

@@ -89,7 +89,15 @@ from ..model.io import atomic_write
 from .backends import GpuBackend
 from .journal import Journal, JournalError
 from .plan import ExecutionPlan, PreemptionPoint, Run
-from .procs import descendants, find_all_by_env, find_by_env, is_same_process, proc_start_time, proc_stat, safe_file_name
+from .procs import (
+    descendants,
+    find_all_by_env,
+    find_by_env,
+    is_same_process,
+    proc_start_time,
+    proc_stat,
+    safe_file_name,
+)
 
 logger = logging.getLogger(__name__)
 #: journal fields shown in the log lines of the executor

@@ -5,7 +5,6 @@ bounded --sim-devices."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gensolver.executor import Executor, ExecutorPolicy, Journal, SimulatedBackend, read_journal, write_plan
+from gensolver.executor import ExecutorPolicy, Journal, PlanRunner, SimulatedBackend, read_journal, write_plan
 from gensolver.executor.procs import is_alive
 
 from .helpers import MIB, events, kill_groups, plan_of, wait_for
@@ -31,7 +30,7 @@ def test_log_and_usage_file_names_do_not_collide(tmp_path: Path) -> None:
                    {n: {"at": [(f"gpu{k}", 0, 2)], "memory": 0.25, "command": (sys.executable, "-c", SAY)}
                     for k, n in enumerate(names)})
     logs = tmp_path / "logs"
-    ex = Executor(plan, backend=_sim(plan, tmp_path), journal=tmp_path / "j.jsonl", log_dir=logs, poll_interval=0.02,
+    ex = PlanRunner(plan, backend=_sim(plan, tmp_path), journal=tmp_path / "j.jsonl", log_dir=logs, poll_interval=0.02,
                   time_scale=0.2)
     report = ex.run(timeout=60)
     assert {f.task: f.outcome for f in report.feedback} == dict.fromkeys(names, "completed")
@@ -47,7 +46,7 @@ def test_a_task_log_is_capped(tmp_path: Path) -> None:
     flood = "import sys\nfor _ in range(600): sys.stdout.write('x' * 65536)\nsys.stdout.flush()"  # ~39 MB
     plan = plan_of({"gpu0": 1}, {"loud": {"at": [("gpu0", 0, 30)], "memory": 0.25,
                                           "command": (sys.executable, "-c", flood)}})
-    ex = Executor(plan, backend=_sim(plan, tmp_path), journal=tmp_path / "j.jsonl", log_dir=tmp_path / "logs",
+    ex = PlanRunner(plan, backend=_sim(plan, tmp_path), journal=tmp_path / "j.jsonl", log_dir=tmp_path / "logs",
                   poll_interval=0.02, log_max_bytes=MIB)
     report = ex.run(timeout=60)
     assert report.feedback[0].outcome == "completed"
@@ -56,7 +55,7 @@ def test_a_task_log_is_capped(tmp_path: Path) -> None:
     assert MIB <= size <= MIB + 200, size
     assert log.read_bytes().rstrip().endswith(b"bytes]")
     with pytest.raises(ValueError, match="log_max_bytes"):
-        Executor(plan, backend=_sim(plan, tmp_path), log_max_bytes=0)
+        PlanRunner(plan, backend=_sim(plan, tmp_path), log_max_bytes=0)
 
 
 GRANDCHILD = r"""
@@ -71,8 +70,8 @@ def test_expiry_ends_a_setsid_grandchild_too(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     plan = plan_of({"gpu0": 1}, {"t": {"at": [("gpu0", 0, 3)], "memory": 0.25,
                                        "command": (sys.executable, "-c", GRANDCHILD, str(pidfile))}})
-    ex = Executor(plan, backend=_sim(plan, tmp_path), journal=tmp_path / "j.jsonl", poll_interval=0.02,
-                  policy=ExecutorPolicy(grace=0.5), time_scale=1.0)
+    ex = PlanRunner(plan, backend=_sim(plan, tmp_path), journal=tmp_path / "j.jsonl", poll_interval=0.02,
+                    policy=ExecutorPolicy(grace=0.5), time_scale=1.0)
     gpid = None
     try:
         report = ex.run(timeout=60)
@@ -91,7 +90,7 @@ def test_a_launch_cut_by_the_executors_death_is_labelled_lost(tmp_path: Path) ->
     j.append("plan", plan=plan.name, digest=plan.digest, t0=time.time() - 100, time_scale=1.0, pid=1)
     j.append("launching", task="t", run=0, attempt=1, run_id="nobody-has-this-id:t:0:1")
     j.close()
-    Executor(plan, backend=_sim(plan, tmp_path), journal=journal, poll_interval=0.02).run(timeout=30)
+    PlanRunner(plan, backend=_sim(plan, tmp_path), journal=journal, poll_interval=0.02).run(timeout=30)
     recs = read_journal(journal)
     (skipped,) = events(recs, "skipped", "t")
     assert "window closed before memory was free" not in skipped["reason"]

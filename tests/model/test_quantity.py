@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gensolver.executor import SimulatedBackend, parse_memory
-from gensolver.market.spec import SpecError, loads_gentasks, parse_quantity as spec_quantity
+from gensolver.market.spec import SpecError, loads_gentasks
+from gensolver.market.spec import parse_quantity as spec_quantity
 from gensolver.model.quantity import QuantityError, parse_memory_bytes, parse_quantity
 
 GENTASK = """apiVersion: scheduling.gen.io/v1alpha1
