@@ -147,7 +147,7 @@ def _mutations(rng: random.Random, data: bytes, n: int) -> Iterable[tuple[str, b
             del d[a: a + rng.randint(1, 64)]
         elif how == "splice":
             a = rng.randrange(len(d))
-            d[a:a] = rng.choice([b"{", b"}", b"[", b"]", b",", b":", b'"', b"\\", b"\x00", b"\ufeff".decode().encode()])
+            d[a:a] = rng.choice([b"{", b"}", b"[", b"]", b",", b":", b'"', b"\\", b"\x00", "\ufeff".encode()])
         elif how == "number":
             digits = [i for i in range(len(d)) if 48 <= d[i] <= 57]
             if digits:

@@ -36,6 +36,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from ..errors import InputError
+
 __all__ = ["QuantityError", "parse_quantity", "parse_memory_bytes", "BINARY_SUFFIXES", "DECIMAL_SUFFIXES"]
 
 BINARY_SUFFIXES = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
@@ -47,8 +49,9 @@ _FORM = re.compile(r"^\s*\+?((?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d{1,3})|([A-Za-z]
 _MAX = Decimal(2) ** 80
 
 
-class QuantityError(ValueError):
-    """A quantity that cannot be read; ``field`` names where it came from."""
+class QuantityError(InputError):
+    """A quantity that cannot be read (an :class:`~gensolver.errors.InputError`, so a
+    ``ValueError``); ``field`` names where it came from."""
 
     def __init__(self, field: str, message: str) -> None:
         self.field = field
