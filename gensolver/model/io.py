@@ -261,7 +261,9 @@ def parse_cats(text: str, *, name: str = "") -> Instance:
             key = m.group(1).lower()
             if key in header:
                 raise InstanceError(f"/line/{lineno}", f"{key!r} header repeated (first at line {header_line[key]})")
-            if key != "bids" and (len(m.group(2)) > 18 or int(m.group(2)) > limit):
+            if len(m.group(2)) > 18:  # int() of thousands of digits is slow, then refused
+                raise InstanceError(f"/{key}", f"a count of {len(m.group(2))} digits is not a {key} count")
+            if key != "bids" and int(m.group(2)) > limit:
                 raise InstanceError(f"/{key}", f"{m.group(2)} {key} is over the limit of {limit} "
                                                "(raise it with GENSOLVER_MAX_CATS_GOODS)")
             header[key] = int(m.group(2))

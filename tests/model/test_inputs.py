@@ -88,6 +88,9 @@ def test_a_cats_header_with_huge_counts_is_refused(tmp_path: Path, monkeypatch: 
     p = _write(tmp_path, "dummy.txt", "goods 2\nbids 1\ndummy 99999999999\n0 1.0 0 #\n")
     with pytest.raises(InstanceError, match="/dummy.*over the limit"):
         read_instance(p)
+    p = _write(tmp_path, "bids.txt", "goods 2\nbids " + "9" * 5000 + "\n0 1.0 0 #\n")
+    with pytest.raises(InstanceError, match="/bids: a count of 5000 digits"):
+        read_instance(p)
     monkeypatch.setenv("GENSOLVER_MAX_CATS_GOODS", "5")
     with pytest.raises(InstanceError, match="/goods.*over the limit of 5"):
         read_instance(_write(tmp_path, "six.txt", "goods 6\nbids 1\n0 1.0 0 #\n"))
