@@ -39,6 +39,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gensolver.cli.traces_cmd",
     "gensolver.cli.demo_cmd",
     "gensolver.cli.emit_cmd",
+    "gensolver.cli.serve_cmd",
 )
 
 def _version(value: bool) -> None:

@@ -1,0 +1,111 @@
+"""``gensolver serve``: the market service (HTTP), and ``gensolver serve token add``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import fail
+
+__all__ = ["register"]
+
+serve_app = typer.Typer(help="Run the market service (HTTP API, durable state, metrics, live page).",
+                        invoke_without_command=True, no_args_is_help=False)
+token_app = typer.Typer(help="Access tokens of the service.", no_args_is_help=True)
+serve_app.add_typer(token_app, name="token")
+
+
+def _settings(**kw):
+    try:
+        from ..service import Settings
+    except ImportError as exc:  # pragma: no cover - the service extra is part of [all]
+        fail(f"the service needs the 'service' extra (pip install \"gensolver[service]\"): {exc}")
+    try:
+        return Settings(**kw)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+@serve_app.callback()
+def serve_command(
+    ctx: typer.Context,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8000, "--port", help="TCP port (0: any free port, printed on start)."),
+    db: Path = typer.Option(Path("gensolver-market.db"), "--db", help="SQLite database (WAL); created if missing."),
+    round_seconds: float = typer.Option(0.0, "--round-seconds", help="Clear a round every N seconds (0: only on POST /v1/rounds)."),
+    gpus: str = typer.Option("node0:4x80", "--gpus", help="The cluster: NODE:COUNTxGIB[:MODEL],... (e.g. node0:4x80,node1:2x40)."),
+    step_seconds: float = typer.Option(60.0, "--step-seconds", help="Seconds of one market step."),
+    market: Optional[str] = typer.Option(None, "--market", help='MarketConfig options as JSON, e.g. \'{"mechanism": "vcg", "lease": 5}\'.'),
+    max_body_bytes: int = typer.Option(1 << 20, "--max-body-bytes", help="Largest request body (413 beyond)."),
+    rate_limit: float = typer.Option(1000.0, "--rate-limit", help="Requests/s per token (per address without one); 0: unlimited."),
+    rate_burst: int = typer.Option(2000, "--rate-burst", help="Burst above the rate (token bucket size)."),
+    max_solve_seconds: float = typer.Option(10.0, "--max-solve-seconds", help="Default and largest time_limit of POST /v1/solve."),
+    synchronous: str = typer.Option("full", "--synchronous", help="SQLite synchronous: full (fsync each commit) or normal."),
+    log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
+) -> None:
+    """Serve the market on HOST:PORT (see docs/how-to/service.md)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    options = {}
+    if market is not None:
+        try:
+            options = json.loads(market)
+        except ValueError as exc:
+            fail(f"--market: not JSON ({exc})")
+        if not isinstance(options, dict):
+            fail("--market: expected a JSON object of MarketConfig fields")
+    if not 0 <= port <= 65535:
+        fail(f"--port: must be in 0..65535, got {port}")
+    settings = _settings(db=db, gpus=gpus, round_seconds=round_seconds, step_seconds=step_seconds, market=options,
+                         max_body_bytes=max_body_bytes, rate_limit=rate_limit, rate_burst=rate_burst,
+                         max_solve_seconds=max_solve_seconds, synchronous=synchronous)
+    import uvicorn
+
+    from ..service import create_app
+    from ..service.storage import StoreError
+
+    try:
+        app = create_app(settings)
+    except (StoreError, OSError) as exc:
+        fail(f"--db: {exc}")
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
+                            timeout_graceful_shutdown=5)
+    server = uvicorn.Server(config)
+    try:
+        server.run()
+    except (OSError, SystemExit) as exc:
+        fail(f"cannot serve on {host}:{port}: {exc}", code=1)
+
+
+@token_app.command("add")
+def token_add(
+    tenant: str = typer.Argument(..., help="Tenant the token acts for."),
+    db: Path = typer.Option(..., "--db", help="The service's SQLite database."),
+    admin: bool = typer.Option(False, "--admin", help="An operator token (clear rounds, read every tenant)."),
+) -> None:
+    """Create a token for TENANT and print it (only its salted hash is stored)."""
+    _settings(db=db)
+    from ..service.auth import add_token, check_tenant_name
+    from ..service.storage import Store, StoreError
+
+    try:
+        check_tenant_name(tenant)
+    except ValueError as exc:
+        fail(f"TENANT: {exc}")
+    try:
+        store = Store(db)
+    except (StoreError, OSError) as exc:
+        fail(f"--db: {exc}")
+    try:
+        token = add_token(store, tenant, admin=admin)
+    finally:
+        store.close()
+    typer.echo(token)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` (and ``serve token add``) to ``app``."""
+    app.add_typer(serve_app, name="serve")

@@ -1,0 +1,211 @@
+"""The one module that touches gensolver's market, mechanisms and solvers.
+
+Everything the service needs from the rest of the package goes through here, using only public
+API: :class:`gensolver.market.Market` (``clear``, ``refill``, ``observe``, ``forget``,
+``balances``, ``weights``, ``ledger``), :func:`gensolver.mechanisms.run_mechanism`,
+:func:`gensolver.solve`, :func:`gensolver.executor.to_plan` and the JSON builder of
+``gensolver solve --json`` (:func:`gensolver.cli.solve_cmd.solve_json`). When those change,
+this module is the one to adapt.
+
+Payments with intervals: :meth:`Market.clear` accepts a mechanism for the round; the service
+passes a callable that runs the configured mechanism through ``run_mechanism`` and keeps its
+:class:`~gensolver.mechanisms.Outcome`, so each round's payments come with ``exact`` and the
+certified ``[low, high]`` interval of every payment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+from ..cli.solve_cmd import solve_json
+from ..executor.plan import to_plan
+from ..market import Candidate, Clearing, CreditEntry, Market, MarketConfig, Reservation
+from ..mechanisms import Outcome, UnknownMechanismError, get_mechanism, run_mechanism
+from ..model import from_dict
+from ..model.io import json_safe
+from ..model.instance import Instance, Slot
+from ..model.tasks import GpuSpec, Task, task_steps
+from ..solvers import BackendUnavailableError, UnknownMethodError, get_method, solve
+from .errors import BadRequest
+
+__all__ = ["MarketGlue", "RoundResult", "solve_document", "speed", "task_from_dict"]
+
+
+def speed(task: Task, memory: float) -> float:
+    """Work (steps at preferred memory) done per step with ``memory`` GiB (the utility model)."""
+    return (min(memory, task.preferred_memory) / task.preferred_memory) ** task.elasticity
+
+
+def task_from_dict(doc: Mapping[str, Any]) -> Task:
+    """A :class:`Task` from its :meth:`Task.to_dict` form (as stored)."""
+    fields = dict(doc)
+    fields["command"] = tuple(fields.get("command") or ())
+    return Task(**fields)
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """What one clearing produced.
+
+    Attributes
+    ----------
+    clearing : Clearing
+        The market's result (committed assignments, preemptions, charges).
+    outcome : Outcome or None
+        The mechanism's outcome (``None`` for an empty round).
+    instance : Instance or None
+        The round's auction (``None`` when nobody could bid).
+    ledger : tuple of CreditEntry
+        Credit changes of this round (budgets of new tenants, refills, payments).
+    plan : dict or None
+        ``gensolver.plan/v1`` of the committed assignments (times in seconds from the round).
+    mechanism : str
+    """
+
+    clearing: Clearing
+    outcome: Outcome | None
+    instance: Instance | None
+    ledger: tuple[CreditEntry, ...]
+    plan: dict[str, Any] | None
+    mechanism: str
+
+
+class MarketGlue:
+    """The service's :class:`Market`, its GPUs, and the recording of each round's outcome."""
+
+    def __init__(self, config: MarketConfig, gpus: Sequence[GpuSpec], *, step_seconds: float) -> None:
+        self.config = config
+        self.gpus = tuple(gpus)
+        self.step_seconds = float(step_seconds)
+        self.market = Market(config)
+        self._seen = 0
+
+    # -------------------------------------------------------------- state
+    def restore(self, *, now: float, balances: Mapping[str, float], weights: Mapping[str, float],
+                observations: Sequence[tuple[str, float | None, float | None]]) -> None:
+        """Rebuild the market from stored state: balances, weights, the refill schedule up to
+        ``now`` (the time of the last cleared round) and the executors' last observations."""
+        market = Market(self.config)
+        if balances:
+            market.refill(now)  # moves the refill schedule to ``now``; the balances are replaced below
+        market.balances.clear()
+        market.balances.update({k: float(v) for k, v in balances.items()})
+        market.weights.clear()
+        market.weights.update({k: float(v) for k, v in weights.items()})
+        for task_id, memory, progress in observations:
+            market.observe(task_id, memory_gib=memory, progress=progress)
+        self.market = market
+        self._seen = len(market.ledger)
+
+    def balances(self) -> dict[str, float]:
+        return dict(self.market.balances)
+
+    def weights(self) -> dict[str, float]:
+        return dict(self.market.weights)
+
+    def observe(self, task_id: str, *, memory_gib: float | None, progress: float | None) -> None:
+        self.market.observe(task_id, memory_gib=memory_gib, progress=progress)
+
+    def forget(self, task_id: str) -> None:
+        self.market.forget(task_id)
+
+    # -------------------------------------------------------------- rounds
+    def clear(self, now: float, *, waiting: Sequence[tuple[Task, float, float]],
+              running: Sequence[tuple[Task, float, float, tuple[str, ...], float]]) -> RoundResult:
+        """Clear one round at step ``now``.
+
+        Parameters
+        ----------
+        waiting : sequence of (task, remaining work, steps waited)
+        running : sequence of (task, remaining work, steps waited, GPUs, memory)
+            Preemptible running tasks bid again to keep (or move) their GPUs; the others hold
+            their capacity as reservations until they finish.
+        """
+        candidates = [Candidate(t, rem, waited, None, None) for t, rem, waited in waiting]
+        reservations = []
+        for t, rem, waited, gpus, memory in running:
+            if t.preemptible:
+                candidates.append(Candidate(t, rem, waited, tuple(gpus), memory))
+            else:
+                steps = rem / max(speed(t, memory), 1e-12)
+                reservations.extend(Reservation(g, memory, t.compute, steps) for g in gpus)
+        name = self.config.mechanism
+        recorded: dict[str, Any] = {}
+
+        def recording_mechanism(instance: Instance, **kw: Any) -> Outcome:
+            recorded["instance"] = instance
+            recorded["outcome"] = out = run_mechanism(instance, mechanism=name, **kw)
+            return out
+
+        clearing = self.market.clear(now, gpus=self.gpus, candidates=candidates, reservations=reservations,
+                                     mechanism=recording_mechanism)
+        ledger = tuple(self.market.ledger[self._seen:])
+        self._seen = len(self.market.ledger)
+        instance = recorded.get("instance")
+        outcome = recorded.get("outcome")
+        plan = None
+        if instance is not None and outcome is not None and clearing.assignments:
+            tasks = {c.task.id: c.task for c in candidates}
+            committed = [w for w in outcome.allocation.winners if _bidder(instance, w) in clearing.assignments]
+            plan = to_plan(self._in_seconds(instance, now), committed, tasks,
+                           name=f"round@{now:g}").to_dict()
+        return RoundResult(clearing, outcome, instance, ledger, plan, name)
+
+    def _in_seconds(self, instance: Instance, now: float) -> Instance:
+        """The round's instance with slot windows in seconds from the round's start."""
+        s = self.step_seconds
+        slots = tuple(Slot(x.id, x.capacity, x.gpu, None if x.start is None else x.start * s,
+                           None if x.end is None else x.end * s) for x in instance.slots)
+        return replace(instance, slots=slots)
+
+    @staticmethod
+    def steps(task: Task, memory: float) -> int:
+        return task_steps(task, memory)
+
+
+def _bidder(instance: Instance, bid_id: str) -> str:
+    return instance.bids[instance.bid_index[bid_id]].bidder
+
+
+def check_solve_options(method: str, mechanism: str | None) -> None:
+    """Refuse an unknown or unusable ``method`` / ``mechanism`` (fields ``query.*``)."""
+    try:
+        m = get_method(method)
+    except UnknownMethodError as exc:
+        raise BadRequest(str(exc), field="query.method") from None
+    ok, why = m.available()
+    if not ok:
+        raise BadRequest(f"method {method!r} is not available on this server: {why}", field="query.method")
+    if mechanism is not None:
+        try:
+            get_mechanism(mechanism)
+        except (UnknownMechanismError, ValueError) as exc:
+            raise BadRequest(str(exc), field="query.mechanism") from None
+
+
+def solve_document(doc: Any, *, method: str, time_limit: float, mechanism: str | None) -> dict[str, Any]:
+    """``POST /v1/solve``: the answer ``gensolver solve --json`` prints for the same instance.
+
+    Raises
+    ------
+    InstanceError
+        A document the instance reader refuses (pointer into the body).
+    BadRequest
+        An unknown or unusable method or mechanism, or options a mechanism refuses.
+    """
+    check_solve_options(method, mechanism)
+    instance = from_dict(doc)
+    outcome = None
+    try:
+        if mechanism is not None:
+            outcome = run_mechanism(instance, mechanism=mechanism, solver=method, time_limit=time_limit)
+            result = outcome.allocation
+        else:
+            result = solve(instance, method=method, time_limit=time_limit)
+    except (UnknownMethodError, BackendUnavailableError) as exc:
+        raise BadRequest(str(exc), field="query.method") from None
+    except UnknownMechanismError as exc:
+        raise BadRequest(str(exc), field="query.mechanism") from None
+    return json_safe(solve_json(result, outcome=outcome, mechanism=mechanism))
+

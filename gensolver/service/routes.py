@@ -1,0 +1,173 @@
+"""The HTTP routes (see docs/how-to/service.md for the API with examples).
+
+=========================  ===========================================================  ==========
+route                      does                                                         who
+=========================  ===========================================================  ==========
+``POST /v1/solve``         solve an instance document; the JSON of ``gensolver solve``  any token
+``POST /v1/tasks``         submit GenTasks (JSON object or list, or YAML documents)     tenant
+``GET /v1/tasks``          list tasks (own; every tenant's for an operator)             tenant
+``GET /v1/tasks/{id}``     one task                                                     owner
+``DELETE /v1/tasks/{id}``  cancel it                                                    owner
+``POST /v1/rounds``        clear a round now                                            operator
+``GET /v1/rounds``         recent rounds (a tenant sees its own entries)                tenant
+``GET /v1/rounds/{n}``     one round: allocation, payments with intervals, plan         tenant
+``GET /v1/tenants``        every tenant's account                                       operator
+``GET /v1/tenants/{t}``    credits, usage, ledger                                       owner
+``POST /v1/feedback``      an executor's usage report on a running task                 owner
+``GET /v1/me``              the token's tenant and role                                 any token
+``GET /v1/schemas/{kind}`` the JSON Schema of instance, gpuround or plan documents      anyone
+``GET /healthz``           liveness and configuration                                   anyone
+``GET /metrics``           Prometheus exposition                                        anyone
+=========================  ===========================================================  ==========
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Literal, Optional
+
+from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
+
+from ..schemas import load_schema
+from .auth import Principal, verify_token
+from .errors import PROBLEM_JSON, BadRequest
+from .market_glue import solve_document
+from .metrics import CONTENT_TYPE_LATEST
+from .schemas import (SCHEMA_KINDS, FeedbackIn, Health, Me, Problem, RoundDetail, RoundList, SolveResult, TaskList,
+                      TaskView, TenantList, TenantView, ref)
+from .state import MarketService
+
+__all__ = ["register_routes"]
+
+_bearer = HTTPBearer(auto_error=False, description="a token from `gensolver serve token add TENANT --db PATH`")
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem, "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+           "description": desc}
+    for code, desc in ((401, "no or bad token"), (403, "another tenant's data, or an operator's action"),
+                       (404, "not found"), (409, "conflict with the stored state"), (413, "body too large"),
+                       (415, "unsupported media type"), (422, "invalid input (field named)"), (429, "rate limited"))
+}
+_PATH_ID = Path(min_length=1, max_length=253, description="task name (metadata.name)")
+
+
+def _service(request: Request) -> MarketService:
+    return request.app.state.service
+
+
+def principal(request: Request, credentials: Optional[HTTPAuthorizationCredentials] = Depends(_bearer)) -> Principal:
+    """The authentication dependency: the caller's :class:`Principal` from its bearer token."""
+    header = request.headers.get("authorization")
+    return verify_token(_service(request).store, header)
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"the body is not JSON ({exc})", field="") from None
+
+
+def register_routes(app: FastAPI) -> None:
+    """Add every API route to ``app``."""
+
+    @app.post("/v1/solve", response_model=SolveResult, responses=_ERRORS, tags=["stateless"],
+              summary="Solve one instance (the JSON of `gensolver solve --json`)",
+              openapi_extra={"requestBody": {"required": True, "content": {
+                  "application/json": {"schema": ref("gensolver.instance/v1")}}}})
+    async def post_solve(request: Request, who: Principal = Depends(principal),
+                         method: str = Query("auto", min_length=1, max_length=64, description="solver method"),
+                         time_limit: Optional[float] = Query(None, gt=0, description="seconds per solve (at most the server's --max-solve-seconds, its default)"),
+                         mechanism: Optional[str] = Query(None, min_length=1, max_length=64, description="also price with this mechanism (vcg, core, ...)")) -> Any:
+        limit_max = request.app.state.settings.max_solve_seconds
+        if time_limit is None:
+            time_limit = limit_max
+        if not math.isfinite(time_limit) or time_limit > limit_max:
+            raise BadRequest(f"time_limit must be a finite number of seconds in (0, {limit_max:g}]", field="query.time_limit")
+        doc = await _json_body(request)
+        return await run_in_threadpool(solve_document, doc, method=method, time_limit=time_limit, mechanism=mechanism)
+
+    @app.post("/v1/tasks", response_model=TaskList, status_code=201, responses={**_ERRORS, 200: {
+        "model": TaskList, "description": "every task was already accepted (a retry): the stored tasks"}},
+        tags=["market"], summary="Submit GenTasks (all or none)",
+        openapi_extra={"requestBody": {"required": True, "content": {
+            "application/json": {"schema": {"anyOf": [{"$ref": "#/components/schemas/GenTask"},
+                                                      {"type": "array", "items": {"$ref": "#/components/schemas/GenTask"}}]}},
+            "application/yaml": {"schema": {"type": "string", "description": "one or more GenTask YAML documents"}}}}})
+    async def post_tasks(request: Request, who: Principal = Depends(principal)) -> Any:
+        body = await request.body()
+        views, created = await run_in_threadpool(_service(request).submit, who, body,
+                                                 request.headers.get("content-type", ""))
+        return JSONResponse({"tasks": views}, status_code=201 if created else 200)
+
+    @app.get("/v1/tasks", response_model=TaskList, responses=_ERRORS, tags=["market"], summary="List tasks")
+    def get_tasks(request: Request, who: Principal = Depends(principal),
+                  state: Optional[Literal["waiting", "running", "done", "cancelled"]] = Query(None),
+                  tenant: Optional[str] = Query(None, min_length=1, max_length=64),
+                  limit: int = Query(500, ge=1, le=5000)) -> Any:
+        return {"tasks": _service(request).list_tasks(who, state=state, tenant=tenant, limit=limit)}
+
+    @app.get("/v1/tasks/{task_id}", response_model=TaskView, responses=_ERRORS, tags=["market"], summary="One task")
+    def get_task(request: Request, task_id: str = _PATH_ID, who: Principal = Depends(principal)) -> Any:
+        return _service(request).get_task(who, task_id)
+
+    @app.delete("/v1/tasks/{task_id}", response_model=TaskView, responses=_ERRORS, tags=["market"],
+                summary="Cancel a task")
+    def delete_task(request: Request, task_id: str = _PATH_ID, who: Principal = Depends(principal)) -> Any:
+        return _service(request).cancel(who, task_id)
+
+    @app.post("/v1/rounds", response_model=RoundDetail, status_code=201, responses=_ERRORS, tags=["market"],
+              summary="Clear a round now (operator)")
+    def post_round(request: Request, who: Principal = Depends(principal)) -> Any:
+        who.require_admin("clearing a round")
+        return _service(request).clear_round(trigger="request")
+
+    @app.get("/v1/rounds", response_model=RoundList, responses=_ERRORS, tags=["market"], summary="Recent rounds")
+    def get_rounds(request: Request, who: Principal = Depends(principal),
+                   limit: int = Query(20, ge=1, le=500)) -> Any:
+        return {"rounds": _service(request).list_rounds(who, limit=limit)}
+
+    @app.get("/v1/rounds/{n}", response_model=RoundDetail, responses=_ERRORS, tags=["market"],
+             summary="One round: allocation, payments with intervals, plan")
+    def get_round(request: Request, n: int = Path(ge=1, le=2 ** 62), who: Principal = Depends(principal)) -> Any:
+        return _service(request).get_round(who, n)
+
+    @app.get("/v1/tenants", response_model=TenantList, responses=_ERRORS, tags=["market"],
+             summary="Every tenant's account (operator)")
+    def get_tenants(request: Request, who: Principal = Depends(principal)) -> Any:
+        return {"tenants": _service(request).tenants(who)}
+
+    @app.get("/v1/tenants/{tenant}", response_model=TenantView, responses=_ERRORS, tags=["market"],
+             summary="A tenant's credits and usage")
+    def get_tenant(request: Request, tenant: str = Path(min_length=1, max_length=64),
+                   who: Principal = Depends(principal)) -> Any:
+        return _service(request).tenant_view(who, tenant)
+
+    @app.post("/v1/feedback", response_model=TaskView, responses=_ERRORS, tags=["market"],
+              summary="An executor's usage report on a running task")
+    def post_feedback(request: Request, report: FeedbackIn, who: Principal = Depends(principal)) -> Any:
+        return _service(request).feedback(who, task_id=report.task, memory_bytes=report.memory_bytes,
+                                          progress=report.progress)
+
+    @app.get("/v1/me", response_model=Me, responses=_ERRORS, tags=["market"], summary="Who the token belongs to")
+    def get_me(who: Principal = Depends(principal)) -> Any:
+        return {"tenant": who.tenant, "admin": who.admin}
+
+    @app.get("/v1/schemas/{kind}", tags=["formats"], summary="JSON Schema of a document format",
+             responses={200: {"content": {"application/schema+json": {"schema": {"type": "object"}}}}, **_ERRORS})
+    def get_schema(kind: Literal["instance", "gpuround", "plan"]) -> Response:
+        return Response(json.dumps(load_schema(SCHEMA_KINDS[kind])), media_type="application/schema+json")
+
+    @app.get("/healthz", response_model=Health, tags=["operations"], summary="Liveness and configuration")
+    def healthz(request: Request) -> Any:
+        return _service(request).status()
+
+    @app.get("/metrics", tags=["operations"], summary="Prometheus metrics",
+             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
+    def metrics(request: Request) -> Response:
+        return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

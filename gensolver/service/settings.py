@@ -1,0 +1,129 @@
+"""Settings of one service instance: :class:`Settings` (frozen, validated on construction)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..model.tasks import GpuSpec
+
+__all__ = ["Settings", "parse_gpus", "DEFAULT_GPUS"]
+
+#: the cluster a service manages unless told otherwise: one node with four 80 GiB GPUs
+DEFAULT_GPUS = "node0:4x80"
+
+_GPU_GROUP = re.compile(r"^\s*([A-Za-z0-9_.-]+):(\d+)x(\d+(?:\.\d+)?)(?::([A-Za-z0-9_.-]+))?\s*$")
+
+
+def parse_gpus(spec: str) -> tuple[GpuSpec, ...]:
+    """GPUs from ``NODE:COUNTxGIB[:MODEL]`` groups separated by commas.
+
+    ``"node0:4x80,node1:2x40:a100"`` is four 80 GiB GPUs on ``node0`` (``node0-gpu0`` ..
+    ``node0-gpu3``) and two 40 GiB A100s on ``node1``; every GPU has compute capacity 1.0.
+
+    Raises
+    ------
+    ValueError
+        A malformed group, a zero count or size, or a node named twice.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"gpus: expected NODE:COUNTxGIB[:MODEL][,...], got {spec!r}")
+    out: list[GpuSpec] = []
+    nodes: set[str] = set()
+    for part in spec.split(","):
+        m = _GPU_GROUP.match(part)
+        if not m:
+            raise ValueError(f"gpus: bad group {part!r} (expected NODE:COUNTxGIB[:MODEL], e.g. node0:4x80)")
+        node, count, gib, model = m.group(1), int(m.group(2)), float(m.group(3)), m.group(4) or ""
+        if count < 1 or count > 1024 or not gib > 0:
+            raise ValueError(f"gpus: group {part!r} needs 1..1024 GPUs of positive memory")
+        if node in nodes:
+            raise ValueError(f"gpus: node {node!r} named twice")
+        nodes.add(node)
+        out.extend(GpuSpec(f"{node}-gpu{k}", gib, 1.0, node, model) for k in range(count))
+    return tuple(out)
+
+
+def _positive(name: str, value: Any, *, integer: bool = False, zero: bool = False) -> None:
+    ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok_type or not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        kind = "integer" if integer else "number"
+        raise ValueError(f"{name}: must be a {'non-negative' if zero else 'positive'} {kind}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything one service instance needs; :func:`gensolver.service.create_app` takes it.
+
+    Attributes
+    ----------
+    db : str or Path
+        SQLite database file (WAL journal); created if missing. ``":memory:"`` keeps nothing.
+    gpus : str
+        The cluster the market allocates, as :func:`parse_gpus` reads it.
+    round_seconds : float
+        Seconds between automatic clearings (``0``: only on ``POST /v1/rounds``). A periodic
+        round is skipped when no task is waiting or running.
+    step_seconds : float
+        Seconds of one market time step (GenTask durations are rounded up to steps).
+    market : Mapping
+        :class:`gensolver.market.MarketConfig` fields (``lease``, ``mechanism``, ``solver``,
+        ``time_limit``, ``budget``, ...); one round advances the clock by ``lease`` steps.
+    max_body_bytes : int
+        Largest request body accepted (413 beyond).
+    rate_limit : float
+        Requests per second allowed per token (per client address without one); ``0``: no limit.
+    rate_burst : int
+        Requests a client may make at once above the steady rate (token bucket size).
+    max_solve_seconds : float
+        Default and largest ``time_limit`` of ``POST /v1/solve``.
+    synchronous : {"full", "normal"}
+        SQLite ``synchronous`` setting: ``full`` fsyncs every commit (survives power loss);
+        ``normal`` in WAL mode survives a killed process but may lose the last commits on power
+        loss.
+    """
+
+    db: str | Path = "gensolver-market.db"
+    gpus: str = DEFAULT_GPUS
+    round_seconds: float = 0.0
+    step_seconds: float = 60.0
+    market: Mapping[str, Any] = field(default_factory=dict)
+    max_body_bytes: int = 1 << 20
+    rate_limit: float = 1000.0
+    rate_burst: int = 2000
+    max_solve_seconds: float = 10.0
+    synchronous: str = "full"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.db, (str, Path)) or not str(self.db):
+            raise ValueError(f"db: expected a file path, got {self.db!r}")
+        parse_gpus(self.gpus)
+        _positive("round_seconds", self.round_seconds, zero=True)
+        _positive("step_seconds", self.step_seconds)
+        _positive("max_body_bytes", self.max_body_bytes, integer=True)
+        _positive("rate_limit", self.rate_limit, zero=True)
+        _positive("rate_burst", self.rate_burst, integer=True)
+        _positive("max_solve_seconds", self.max_solve_seconds)
+        if self.synchronous not in ("full", "normal"):
+            raise ValueError(f"synchronous: must be 'full' or 'normal', got {self.synchronous!r}")
+        if not isinstance(self.market, Mapping):
+            raise ValueError(f"market: expected a mapping of MarketConfig fields, got {type(self.market).__name__}")
+        object.__setattr__(self, "market", dict(self.market))
+        self.market_config()  # unknown or bad market options are refused here
+
+    def market_config(self):
+        """The :class:`gensolver.market.MarketConfig` of these settings."""
+        from ..market import MarketConfig
+
+        unknown = set(self.market) - set(MarketConfig.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"market: unknown option(s) {sorted(unknown)}; valid: {sorted(MarketConfig.__dataclass_fields__)}")
+        return MarketConfig(**self.market)
+
+    @property
+    def gpu_specs(self) -> tuple[GpuSpec, ...]:
+        """The GPUs of :attr:`gpus`."""
+        return parse_gpus(self.gpus)

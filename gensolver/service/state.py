@@ -1,0 +1,498 @@
+"""The service's market state: tasks, rounds, payments, credits and feedback, kept durable.
+
+:class:`MarketService` is what the routes call. Its model of time: round ``n`` (1, 2, ...)
+clears at market step ``(n - 1) * lease`` and commits tasks to run for the next ``lease`` steps.
+A task submitted before round ``n`` is released at that round's step (plus the GenTask's
+``computeTime.arrival`` offset); its deadline is an offset from there too. Between rounds a
+running task does ``lease * speed(memory)`` steps of work (the utility model of
+:mod:`gensolver.model.tasks`) unless an executor reported its progress (``POST /v1/feedback``),
+which then replaces the estimate; it is ``done`` when no work is left.
+
+Durability: each method that changes state writes one SQLite transaction and commits it before
+returning (:mod:`.storage`); the in-memory market (balances, weights, refill schedule, executor
+observations) is rebuilt from the database on start, so a killed server restarted on the same
+database continues where the last committed change left it. A round is committed whole (its row,
+task states, payments, credit changes, balances) or not at all; its number is the primary key of
+``rounds``, so no round is applied twice.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, Mapping
+
+import yaml
+
+from ..market.spec import SpecError, loads_gentasks, parse_gentask
+from ..model.io import json_safe
+from ..model.tasks import Task
+from .auth import Principal, check_tenant_name
+from .errors import BadRequest, Conflict, Forbidden, NotFound, ServiceError
+from .market_glue import MarketGlue, RoundResult, speed, task_from_dict
+from .metrics import Metrics
+from .settings import Settings
+from .storage import Store
+
+__all__ = ["MarketService", "TASK_STATES", "UnsupportedMediaType"]
+
+TASK_STATES = ("waiting", "running", "done", "cancelled")
+_YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
+_EPS = 1e-9
+
+
+class UnsupportedMediaType(ServiceError):
+    status, title, kind = 415, "Unsupported media type", "unsupported-media-type"
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(json_safe(obj), sort_keys=True, separators=(",", ":"), default=str)
+
+
+class MarketService:
+    """Tasks, rounds and credits of one service, durable in SQLite (see the module docstring)."""
+
+    def __init__(self, settings: Settings, metrics: Metrics) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.config = settings.market_config()
+        self.lease = self.config.lease
+        self.store = Store(settings.db, synchronous=settings.synchronous)
+        self.glue = MarketGlue(self.config, settings.gpu_specs, step_seconds=settings.step_seconds)
+        #: held while a round clears, and by cancellations and feedback (they change what a round reads)
+        self.clear_lock = threading.Lock()
+        self._reported: dict[str, tuple[str, float]] = {}
+        self._load()
+
+    # ------------------------------------------------------------------ start
+    def _load(self) -> None:
+        last = self.store.one("SELECT n, now FROM rounds ORDER BY n DESC LIMIT 1")
+        self.next_round = 1 if last is None else int(last["n"]) + 1
+        tenants = self.store.query("SELECT tenant, balance, weight FROM tenants")
+        observations = []
+        live = {r["id"]: r["tenant"] for r in self.store.query(
+            "SELECT id, tenant FROM tasks WHERE state IN ('waiting', 'running')")}
+        for r in self.store.query("SELECT task, memory_gib FROM feedback WHERE seq IN "
+                                  "(SELECT MAX(seq) FROM feedback WHERE memory_gib IS NOT NULL GROUP BY task)"):
+            if r["task"] in live:
+                observations.append((r["task"], r["memory_gib"], None))
+                self._reported[r["task"]] = (live[r["task"]], float(r["memory_gib"]) * 2 ** 30)
+        self.glue.restore(now=0.0 if last is None else float(last["now"]),
+                          balances={r["tenant"]: r["balance"] for r in tenants},
+                          weights={r["tenant"]: r["weight"] for r in tenants}, observations=observations)
+        for r in tenants:
+            self.metrics.balance.labels(r["tenant"]).set(r["balance"])
+        self._refresh_task_metrics()
+        self._refresh_memory_metrics()
+
+    def close(self) -> None:
+        self.store.close()
+
+    @property
+    def clock(self) -> float:
+        """Market step of the next round."""
+        return float((self.next_round - 1) * self.lease)
+
+    def _refresh_task_metrics(self) -> None:
+        counts = {s: 0 for s in TASK_STATES}
+        for r in self.store.query("SELECT state, COUNT(*) AS c FROM tasks GROUP BY state"):
+            counts[r["state"]] = int(r["c"])
+        for s, c in counts.items():
+            self.metrics.tasks.labels(s).set(c)
+
+    def _refresh_memory_metrics(self) -> None:
+        per: dict[str, float] = {}
+        for tenant, mem in self._reported.values():
+            per[tenant] = per.get(tenant, 0.0) + mem
+        for tenant in set(per) | {t for t, _ in self._reported.values()}:
+            self.metrics.executor_memory.labels(tenant).set(per.get(tenant, 0.0))
+
+    # ------------------------------------------------------------------ tasks
+    def _parse(self, body: bytes, content_type: str) -> list[tuple[Mapping[str, Any], Task]]:
+        """The submitted GenTask documents and their tasks (before the service's changes)."""
+        media = (content_type or "").split(";")[0].strip().lower()
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadRequest(f"the body is not UTF-8 (byte {exc.start})", field="") from None
+        step = self.settings.step_seconds
+        if media == "application/json":
+            try:
+                doc = json.loads(text)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise BadRequest(f"the body is not JSON ({exc})", field="") from None
+            docs = doc if isinstance(doc, list) else [doc]
+            if not docs:
+                raise BadRequest("an empty list holds no GenTask", field="")
+            out = []
+            for k, d in enumerate(docs):
+                out.append((d, parse_gentask(d, step_seconds=step, document=k + 1 if isinstance(doc, list) else None)))
+            names = [t.id for _, t in out]
+            if len(set(names)) != len(names):
+                dup = next(n for n in names if names.count(n) > 1)
+                raise BadRequest(f"task name {dup!r} appears twice in the request", field="metadata.name")
+            return out
+        if media in _YAML_TYPES:
+            tasks = loads_gentasks(text, source="body", step_seconds=step)
+            try:
+                docs = [d for d in yaml.safe_load_all(text) if d is not None]
+            except (yaml.YAMLError, RecursionError) as exc:  # pragma: no cover - loads_gentasks read it first
+                raise BadRequest(f"invalid YAML: {exc}", field="") from None
+            return list(zip(docs, tasks))
+        raise UnsupportedMediaType(f"send a GenTask as application/json or application/yaml, not {media or 'no type'!r}",
+                                   field="header.content-type")
+
+    def submit(self, principal: Principal, body: bytes, content_type: str) -> tuple[list[dict[str, Any]], bool]:
+        """Accept GenTasks (JSON object, JSON list, or multi-document YAML), all or none.
+
+        Returns the task views and whether any task is new. Submitting the same document again
+        (same tenant, same content) answers the stored task: retries are safe. A name in use
+        by another document is a 409.
+        """
+        try:
+            parsed = self._parse(body, content_type)
+        except RecursionError:
+            raise BadRequest("the body is nested too deeply", field="") from None
+        clock = self.clock
+        rows = []
+        for doc, task in parsed:
+            meta = doc.get("metadata") if isinstance(doc, Mapping) else None
+            labels = meta.get("labels") if isinstance(meta, Mapping) else None
+            named = (labels.get("tenant") if isinstance(labels, Mapping) else None) or \
+                (meta.get("namespace") if isinstance(meta, Mapping) else None)
+            if named is not None and named != principal.tenant and not principal.admin:
+                raise Forbidden(
+                    f"the GenTask names tenant {named!r}; this token belongs to {principal.tenant!r}",
+                    field="metadata.labels.tenant")
+            tenant = named if (named is not None and principal.admin) else principal.tenant
+            try:
+                check_tenant_name(tenant)
+            except ValueError as exc:
+                raise BadRequest(str(exc), field="metadata.labels.tenant") from None
+            if len(task.id) > 253:
+                raise BadRequest("metadata.name: at most 253 characters", field="metadata.name")
+            placed = Task(**{**task.to_dict(), "command": task.command, "tenant": tenant,
+                             "release": int(clock) + task.release,
+                             "deadline": None if task.deadline is None else int(clock) + task.deadline})
+            rows.append((placed, _dumps(doc)))
+        created = False
+        views = []
+        now = time.time()
+        with self.store.write() as db:
+            seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM tasks").fetchone()[0]
+            for placed, source in rows:
+                old = db.execute("SELECT * FROM tasks WHERE id = ?", (placed.id,)).fetchone()
+                if old is not None:
+                    if old["tenant"] == placed.tenant and old["source"] == source and principal.may_see(old["tenant"]):
+                        views.append(self._view(old))
+                        continue
+                    raise Conflict(f"a task named {placed.id!r} already exists with other content "
+                                   f"(names are unique; cancel it or choose another name)", field="metadata.name")
+                seq += 1
+                db.execute("INSERT INTO tasks(id, tenant, state, task, source, submitted, seq, remaining, waited, wait_since)"
+                           " VALUES(?,?,?,?,?,?,?,?,0,?)",
+                           (placed.id, placed.tenant, "waiting", _dumps(placed.to_dict()), source, now, seq,
+                            float(placed.duration), float(placed.release)))
+                created = True
+                views.append(self._view(db.execute("SELECT * FROM tasks WHERE id = ?", (placed.id,)).fetchone()))
+        if created:
+            for placed, _ in rows:
+                self.metrics.submitted_total.labels(placed.tenant).inc()
+            self._refresh_task_metrics()
+        return views, created
+
+    @staticmethod
+    def _view(row: Mapping[str, Any]) -> dict[str, Any]:
+        task = json.loads(row["task"])
+        return {
+            "id": row["id"], "tenant": row["tenant"], "state": row["state"], "submitted": row["submitted"],
+            "remaining": row["remaining"], "gpus": None if row["placement"] is None else json.loads(row["placement"]),
+            "memory": row["memory"], "started_round": row["started_round"], "finished_round": row["finished_round"],
+            "task": task,
+        }
+
+    def _row(self, principal: Principal, task_id: str):
+        row = self.store.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
+        if row is None:
+            raise NotFound(f"no task {task_id!r}", field="path.task_id")
+        principal.require(row["tenant"], f"task {task_id!r}", field="path.task_id")
+        return row
+
+    def get_task(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        return self._view(self._row(principal, task_id))
+
+    def list_tasks(self, principal: Principal, *, state: str | None, tenant: str | None, limit: int) -> list[dict[str, Any]]:
+        where, params = [], []
+        if not principal.admin:
+            if tenant is not None and tenant != principal.tenant:
+                principal.require(tenant, f"tenant {tenant!r}'s tasks", field="query.tenant")
+            tenant = principal.tenant
+        if tenant is not None:
+            where.append("tenant = ?")
+            params.append(tenant)
+        if state is not None:
+            where.append("state = ?")
+            params.append(state)
+        sql = "SELECT * FROM tasks" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq LIMIT ?"
+        return [self._view(r) for r in self.store.query(sql, params + [limit])]
+
+    def cancel(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        """Cancel a waiting or running task (its GPUs are free from the next round)."""
+        with self.clear_lock:
+            row = self._row(principal, task_id)
+            if row["state"] == "done":
+                raise Conflict(f"task {task_id!r} has finished; nothing to cancel", field="path.task_id")
+            if row["state"] != "cancelled":
+                with self.store.write() as db:
+                    db.execute("UPDATE tasks SET state='cancelled', placement=NULL, finished_round=? WHERE id=?",
+                               (self.next_round - 1, task_id))
+                self.glue.forget(task_id)
+                if self._reported.pop(task_id, None) is not None:
+                    self._refresh_memory_metrics()
+                self._refresh_task_metrics()
+            return self._view(self.store.one("SELECT * FROM tasks WHERE id = ?", (task_id,)))
+
+    # ------------------------------------------------------------------ feedback
+    def feedback(self, principal: Principal, *, task_id: str, memory_bytes: float | None,
+                 progress: float | None) -> dict[str, Any]:
+        """Record an executor's report on a running task: memory in use and/or progress in [0, 1]."""
+        with self.clear_lock:
+            row = self._row(principal, task_id)
+            if row["state"] != "running":
+                raise Conflict(f"task {task_id!r} is {row['state']}, not running", field="/task")
+            task = task_from_dict(json.loads(row["task"]))
+            gib = None if memory_bytes is None else memory_bytes / 2 ** 30
+            if gib is not None and gib <= 0:
+                raise BadRequest("memory_bytes must be positive", field="/memory_bytes")
+            with self.store.write() as db:
+                db.execute("INSERT INTO feedback(task, tenant, at, memory_gib, progress) VALUES(?,?,?,?,?)",
+                           (task_id, row["tenant"], time.time(), gib, progress))
+                if progress is not None:
+                    remaining = max(0.0, (1.0 - progress) * task.duration)
+                    if remaining <= _EPS:
+                        db.execute("UPDATE tasks SET state='done', remaining=0, placement=NULL, finished_round=? "
+                                   "WHERE id=?", (self.next_round - 1, task_id))
+                    else:
+                        db.execute("UPDATE tasks SET remaining=?, progress_round=? WHERE id=?",
+                                   (remaining, self.next_round, task_id))
+            if gib is not None:
+                self.glue.observe(task_id, memory_gib=gib, progress=None)
+                self._reported[task_id] = (row["tenant"], float(memory_bytes))
+            if progress is not None and progress >= 1 - _EPS:
+                self.glue.forget(task_id)
+                self._reported.pop(task_id, None)
+            self.metrics.feedback_total.labels(row["tenant"]).inc()
+            self._refresh_memory_metrics()
+            self._refresh_task_metrics()
+            return self._view(self.store.one("SELECT * FROM tasks WHERE id = ?", (task_id,)))
+
+    # ------------------------------------------------------------------ rounds
+    def has_work(self) -> bool:
+        return self.store.one("SELECT 1 FROM tasks WHERE state IN ('waiting', 'running') LIMIT 1") is not None
+
+    def clear_round(self, *, trigger: str = "request") -> dict[str, Any]:
+        """Clear the next round and commit it; returns its full document (``GET /v1/rounds/{n}``)."""
+        with self.clear_lock:
+            t0 = time.perf_counter()
+            n = self.next_round
+            now = float((n - 1) * self.lease)
+            rows = self.store.query("SELECT * FROM tasks WHERE state IN ('waiting', 'running') ORDER BY seq")
+            tasks = {r["id"]: task_from_dict(json.loads(r["task"])) for r in rows}
+            finished: list[str] = []
+            remaining: dict[str, float] = {}
+            waiting, running = [], []
+            for r in rows:
+                t = tasks[r["id"]]
+                rem = float(r["remaining"])
+                if r["state"] == "running":
+                    if r["progress_round"] != n:  # no executor report since the last round: the model's progress
+                        rem -= self.lease * speed(t, float(r["memory"]))
+                    if rem <= _EPS:
+                        finished.append(t.id)
+                        continue
+                    remaining[t.id] = rem
+                    running.append((t, rem, float(r["waited"]), tuple(json.loads(r["placement"])), float(r["memory"])))
+                elif t.release <= now:
+                    remaining[t.id] = rem
+                    waiting.append((t, rem, float(r["waited"]) + now - float(r["wait_since"])))
+            try:
+                result = self.glue.clear(now, waiting=waiting, running=running)
+            except BaseException:
+                self._reload_market()
+                raise
+            try:
+                doc = self._commit_round(n, now, trigger, rows, tasks, remaining, finished, result, t0)
+            except BaseException:
+                self._reload_market()
+                raise
+            self.next_round = n + 1
+        self._observe_round(doc, result)
+        return doc
+
+    def _reload_market(self) -> None:
+        self._reported.clear()
+        self._load()
+
+    def _commit_round(self, n: int, now: float, trigger: str, rows, tasks: Mapping[str, Task],
+                      remaining: Mapping[str, float], finished: list[str], result: RoundResult, t0: float) -> dict[str, Any]:
+        c = result.clearing
+        out = result.outcome
+        state = {r["id"]: r for r in rows}
+        assignments = []
+        for tid, a in c.assignments.items():
+            assignments.append({"task": tid, "tenant": tasks[tid].tenant, "gpus": list(a.gpus), "memory": a.memory,
+                                "start": now, "length": a.length, "keep": a.keep})
+        payments = []
+        for tid in c.assignments:
+            pay = None if out is None else out.payments.get(tid)
+            lo, hi = (None, None) if out is None or tid not in out.payment_bounds else out.payment_bounds[tid]
+            payments.append({"task": tid, "tenant": tasks[tid].tenant, "payment": pay, "payment_bounds": [lo, hi],
+                             "exact": bool(out.exact) if out is not None else True,
+                             "charge": float(c.charges.get(tid, 0.0))})
+        credits = [{"tenant": e.tenant, "amount": e.amount, "reason": e.reason, "task": e.task} for e in result.ledger]
+        alloc = None if out is None else out.allocation
+        usage: dict[str, float] = {}
+        for a in c.assignments.values():
+            t = tasks[a.task]
+            usage[t.tenant] = usage.get(t.tenant, 0.0) + a.memory * t.gpus * min(a.length, self.lease)
+        at = time.time()
+        with self.store.write() as db:
+            for tid in finished:
+                db.execute("UPDATE tasks SET state='done', remaining=0, placement=NULL, finished_round=? WHERE id=?",
+                           (n, tid))
+                self.glue.forget(tid)
+                self._reported.pop(tid, None)
+            for tid, rem in remaining.items():
+                r = state[tid]
+                if tid in c.assignments:
+                    a = c.assignments[tid]
+                    waited = float(r["waited"]) + (now - float(r["wait_since"]) if r["state"] == "waiting" else 0.0)
+                    db.execute("UPDATE tasks SET state='running', remaining=?, placement=?, memory=?, waited=?, "
+                               "started_round=COALESCE(started_round, ?) WHERE id=?",
+                               (rem, json.dumps(list(a.gpus)), a.memory, waited, n, tid))
+                elif tid in c.preempted:
+                    db.execute("UPDATE tasks SET state='waiting', remaining=?, placement=NULL, memory=NULL, "
+                               "wait_since=? WHERE id=?", (rem, now, tid))
+                    self._reported.pop(tid, None)
+                elif r["state"] == "running":
+                    db.execute("UPDATE tasks SET remaining=? WHERE id=?", (rem, tid))
+            for p in payments:
+                lo, hi = p["payment_bounds"]
+                db.execute("INSERT INTO payments VALUES(?,?,?,?,?,?,?,?)",
+                           (n, p["task"], p["tenant"], p["payment"], lo, hi, int(p["exact"]), p["charge"]))
+            for e in result.ledger:
+                db.execute("INSERT INTO credits(round, time, tenant, amount, reason, task) VALUES(?,?,?,?,?,?)",
+                           (n, e.time, e.tenant, e.amount, e.reason, e.task))
+            weights = self.glue.weights()
+            for tenant, balance in self.glue.balances().items():
+                db.execute("INSERT INTO tenants(tenant, balance, weight, usage) VALUES(?,?,?,?) ON CONFLICT(tenant) "
+                           "DO UPDATE SET balance=excluded.balance, weight=excluded.weight, usage=usage+excluded.usage",
+                           (tenant, balance, weights.get(tenant, 1.0), usage.get(tenant, 0.0)))
+            queue = db.execute("SELECT COUNT(*) FROM tasks WHERE state='waiting'").fetchone()[0]
+            doc = {
+                "round": n, "time": now, "at": at, "trigger": trigger, "status": c.status,
+                "mechanism": result.mechanism, "method": c.method,
+                "welfare": c.welfare, "bound": None if alloc is None else alloc.bound,
+                "gap": None if alloc is None else alloc.gap, "exact": None if out is None else bool(out.exact),
+                "candidates": c.candidates, "bids": c.bids,
+                "seconds": {"build": c.build_seconds, "clear": c.seconds, "total": time.perf_counter() - t0},
+                "assignments": assignments,
+                "preempted": [{"task": t, "tenant": tasks[t].tenant} for t in c.preempted],
+                "finished": [{"task": t, "tenant": tasks[t].tenant} for t in finished],
+                "payments": payments, "revenue": float(sum(p["charge"] for p in payments)),
+                "credits": credits, "queue": int(queue), "plan": result.plan,
+            }
+            doc = json_safe(doc)
+            summary = {k: doc[k] for k in ("round", "time", "at", "trigger", "status", "mechanism", "method", "welfare",
+                                           "gap", "candidates", "bids", "revenue", "queue", "seconds", "assignments")}
+            db.execute("INSERT INTO rounds(n, now, at, summary, detail) VALUES(?,?,?,?,?)",
+                       (n, now, at, _dumps(summary), _dumps(doc)))
+        return doc
+
+    def _observe_round(self, doc: Mapping[str, Any], result: RoundResult) -> None:
+        m = self.metrics
+        m.rounds_total.inc()
+        m.round_clear_seconds.observe(doc["seconds"]["total"])
+        m.round_welfare.set(doc["welfare"])
+        m.round_gap.set(float("nan") if doc["gap"] is None else doc["gap"])
+        m.round_bids.set(doc["bids"])
+        m.round_tasks.set(doc["candidates"])
+        m.round_revenue.set(doc["revenue"])
+        for p in doc["payments"]:
+            m.payments_total.labels(p["tenant"]).inc(p["charge"])
+        for tenant, balance in self.glue.balances().items():
+            m.balance.labels(tenant).set(balance)
+        self._refresh_task_metrics()
+        self._refresh_memory_metrics()
+
+    # ------------------------------------------------------------------ views
+    @staticmethod
+    def _filter_round(doc: dict[str, Any], principal: Principal) -> dict[str, Any]:
+        """A round as ``principal`` may see it: an operator sees all; a tenant its own entries."""
+        if principal.admin:
+            return doc
+        mine = principal.tenant
+        out = dict(doc)
+        for key in ("assignments", "preempted", "finished", "payments", "credits"):
+            if key in out:
+                out[key] = [e for e in out[key] if e.get("tenant") == mine]
+        if out.get("plan") is not None:
+            own = {a["task"] for a in out["assignments"]}
+            plan = dict(out["plan"])
+            plan["tasks"] = [t for t in plan["tasks"] if t["id"] in own]
+            plan["devices"] = [{**d, "entries": [e for e in d["entries"] if e["task"] in own]} for d in plan["devices"]]
+            plan["preemptions"] = [p for p in plan["preemptions"] if p["task"] in own]
+            out["plan"] = plan
+        return out
+
+    def get_round(self, principal: Principal, n: int) -> dict[str, Any]:
+        row = self.store.one("SELECT detail FROM rounds WHERE n = ?", (n,))
+        if row is None:
+            raise NotFound(f"no round {n} (rounds cleared so far: {self.next_round - 1})", field="path.n")
+        return self._filter_round(json.loads(row["detail"]), principal)
+
+    def list_rounds(self, principal: Principal, *, limit: int) -> list[dict[str, Any]]:
+        rows = self.store.query("SELECT summary FROM rounds ORDER BY n DESC LIMIT ?", (limit,))
+        return [self._filter_round(json.loads(r["summary"]), principal) for r in reversed(rows)]
+
+    def _known_tenants(self) -> list[str]:
+        rows = self.store.query("SELECT tenant FROM tokens UNION SELECT tenant FROM tenants UNION SELECT tenant FROM tasks")
+        return sorted(r["tenant"] for r in rows)
+
+    def tenant_view(self, principal: Principal, tenant: str, *, ledger: int = 50) -> dict[str, Any]:
+        principal.require(tenant, f"tenant {tenant!r}'s account", field="path.tenant")
+        if tenant not in self._known_tenants():
+            raise NotFound(f"no tenant {tenant!r}", field="path.tenant")
+        acct = self.store.one("SELECT balance, weight, usage FROM tenants WHERE tenant = ?", (tenant,))
+        counts = {s: 0 for s in TASK_STATES}
+        for r in self.store.query("SELECT state, COUNT(*) AS c FROM tasks WHERE tenant = ? GROUP BY state", (tenant,)):
+            counts[r["state"]] = int(r["c"])
+        spent = self.store.one("SELECT COALESCE(SUM(charge), 0) AS s FROM payments WHERE tenant = ?", (tenant,))["s"]
+        entries = self.store.query("SELECT round, time, amount, reason, task FROM credits WHERE tenant = ? "
+                                   "ORDER BY seq DESC LIMIT ?", (tenant, ledger))
+        mem = sum(b for t, b in self._reported.values() if t == tenant)
+        return {
+            "tenant": tenant, "opened": acct is not None,
+            "balance": float(acct["balance"]) if acct is not None else float(self.config.budget),
+            "weight": float(acct["weight"]) if acct is not None else 1.0,
+            "spent": float(spent), "tasks": counts,
+            "usage": {"memory_gib_steps": float(acct["usage"]) if acct is not None else 0.0,
+                      "executor_memory_bytes": float(mem)},
+            "credits": [dict(r) for r in entries],
+        }
+
+    def tenants(self, principal: Principal) -> list[dict[str, Any]]:
+        principal.require_admin("listing every tenant")
+        return [self.tenant_view(principal, t, ledger=0) for t in self._known_tenants()]
+
+    def status(self) -> dict[str, Any]:
+        counts = {s: 0 for s in TASK_STATES}
+        for r in self.store.query("SELECT state, COUNT(*) AS c FROM tasks GROUP BY state"):
+            counts[r["state"]] = int(r["c"])
+        return {"status": "ok", "rounds": self.next_round - 1, "clock": self.clock, "tasks": counts,
+                "gpus": [{"id": g.id, "memory": g.memory, "compute": g.compute, "node": g.node, "model": g.model}
+                         for g in self.glue.gpus],
+                "lease": self.lease, "step_seconds": self.settings.step_seconds,
+                "mechanism": self.config.mechanism, "solver": self.config.solver,
+                "round_seconds": self.settings.round_seconds}

@@ -1,0 +1,135 @@
+"""Durable state of the service: one SQLite database in WAL mode.
+
+Every change the service acknowledges (an accepted task, a cancellation, a cleared round with
+its payments and credit changes, a feedback report, a token) is written in one transaction that
+is committed before the HTTP answer is sent. A round is one row of ``rounds`` keyed by its
+number, written in the same transaction as everything it changes, so a round is either wholly
+applied or not at all, and never twice.
+
+Tables
+------
+``meta(key, value)``
+    ``schema_version``.
+``tokens(id, tenant, admin, salt, digest, created)``
+    Access tokens, stored as ``sha256(salt || secret)`` (:mod:`.auth`).
+``tasks(id, tenant, state, task, source, ...)``
+    Every accepted task: its :class:`~gensolver.model.tasks.Task` as JSON, the submitted
+    document, and its market state (``waiting``, ``running``, ``done``, ``cancelled``).
+``rounds(n, now, at, summary, detail)``
+    Cleared rounds: the summary and the full answer of ``GET /v1/rounds/{n}``.
+``payments(round, task, tenant, payment, low, high, exact, charge)``
+``credits(seq, round, time, tenant, amount, reason, task)``
+    Every credit change (initial budget, refill, payment).
+``tenants(tenant, balance, weight)``
+    Balances and fairness weights after the last round.
+``feedback(seq, task, tenant, at, memory_gib, progress)``
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = ["Store", "StoreError", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tokens(
+    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, admin INTEGER NOT NULL,
+    salt BLOB NOT NULL, digest BLOB NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS tasks(
+    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, state TEXT NOT NULL, task TEXT NOT NULL,
+    source TEXT NOT NULL, submitted REAL NOT NULL, seq INTEGER NOT NULL,
+    remaining REAL NOT NULL, placement TEXT, memory REAL,
+    waited REAL NOT NULL DEFAULT 0, wait_since REAL NOT NULL, progress_round INTEGER,
+    started_round INTEGER, finished_round INTEGER);
+CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);
+CREATE INDEX IF NOT EXISTS tasks_tenant ON tasks(tenant);
+CREATE TABLE IF NOT EXISTS rounds(
+    n INTEGER PRIMARY KEY, now REAL NOT NULL, at REAL NOT NULL, summary TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS payments(
+    round INTEGER NOT NULL, task TEXT NOT NULL, tenant TEXT NOT NULL, payment REAL,
+    low REAL, high REAL, exact INTEGER NOT NULL, charge REAL NOT NULL, PRIMARY KEY(round, task));
+CREATE INDEX IF NOT EXISTS payments_tenant ON payments(tenant);
+CREATE TABLE IF NOT EXISTS credits(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, round INTEGER NOT NULL, time REAL NOT NULL,
+    tenant TEXT NOT NULL, amount REAL NOT NULL, reason TEXT NOT NULL, task TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS credits_tenant ON credits(tenant);
+CREATE TABLE IF NOT EXISTS tenants(
+    tenant TEXT PRIMARY KEY, balance REAL NOT NULL, weight REAL NOT NULL, usage REAL NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS feedback(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, task TEXT NOT NULL, tenant TEXT NOT NULL, at REAL NOT NULL,
+    memory_gib REAL, progress REAL);
+"""
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened or has an unknown layout."""
+
+
+class Store:
+    """One SQLite connection shared by the service's threads behind a lock.
+
+    Parameters
+    ----------
+    path : str or Path
+        Database file (created with its folder if missing), or ``":memory:"``.
+    synchronous : {"full", "normal"}
+        SQLite's ``synchronous`` (see :class:`gensolver.service.Settings`).
+    """
+
+    def __init__(self, path: str | Path, *, synchronous: str = "full") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(_DDL)
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                self._db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) != SCHEMA_VERSION:
+                raise StoreError(f"{self.path}: database layout version {row[0]}, this gensolver reads {SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot use it as the service database ({exc})") from None
+        self._lock = threading.RLock()
+
+    @property
+    def journal_mode(self) -> str:
+        with self._lock:
+            return str(self._db.execute("PRAGMA journal_mode").fetchone()[0])
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One transaction (``BEGIN IMMEDIATE`` .. ``COMMIT``); rolled back on an exception."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
+        """Rows of one read-only statement."""
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Row | None:
+        """The first row of one read-only statement, or ``None``."""
+        with self._lock:
+            return self._db.execute(sql, params).fetchone()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
