@@ -1,0 +1,155 @@
+"""Fixtures of the service tests: in-process apps, tokens, and a real ``gensolver serve``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+fastapi = pytest.importorskip("fastapi", reason="the service extra (fastapi) is not installed")
+httpx = pytest.importorskip("httpx", reason="the service extra (httpx) is not installed")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from gensolver.service import Settings, create_app  # noqa: E402
+from gensolver.service.auth import add_token  # noqa: E402
+
+
+def gentask(name: str, *, preferred: str = "20Gi", minimum: str | None = None, duration: str = "10m",
+            value: float | None = None, tenant: str | None = None, preemptible: bool = True, gpus: int = 1,
+            urgency: float = 0.5) -> dict[str, Any]:
+    """A GenTask document (JSON form)."""
+    mem: dict[str, Any] = {"preferred": preferred, "urgencyFactor": urgency}
+    if minimum is not None:
+        mem["minRequired"] = minimum
+    gen: dict[str, Any] = {"gpuMemory": mem, "computeTime": {"duration": duration, "preemptible": preemptible}}
+    if value is not None:
+        gen["value"] = value
+    meta: dict[str, Any] = {"name": name}
+    if tenant is not None:
+        meta["labels"] = {"tenant": tenant}
+    doc = {"apiVersion": "scheduling.gen.io/v1alpha1", "kind": "GenTask", "metadata": meta,
+           "spec": {"genResources": gen}}
+    if gpus > 1:
+        doc["spec"]["containers"] = [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]
+    return doc
+
+
+@dataclass
+class Api:
+    """An in-process app with its client and tokens (``ops`` is the operator)."""
+
+    client: TestClient
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def h(self, who: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.tokens[who]}"}
+
+    @property
+    def service(self):
+        return self.client.app.state.service
+
+
+def make_api(tmp_path: Path, **settings: Any) -> Iterator[Api]:
+    settings.setdefault("db", tmp_path / "market.db")
+    settings.setdefault("step_seconds", 60.0)
+    settings.setdefault("market", {"time_limit": 1.0})
+    app = create_app(Settings(**settings))
+    store = app.state.service.store
+    tokens = {"ops": add_token(store, "ops", admin=True), "alice": add_token(store, "alice"),
+              "bob": add_token(store, "bob")}
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield Api(client, tokens)
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[Api]:
+    yield from make_api(tmp_path)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+#: the gensolver command line, run by this interpreter
+GENSOLVER = [sys.executable, "-c", "import sys; from gensolver.cli import main; sys.exit(main(sys.argv[1:]))"]
+
+
+def token_cli(db: Path, tenant: str, *, admin: bool = False) -> str:
+    out = subprocess.run(GENSOLVER + ["serve", "token", "add", tenant, "--db", str(db)] + (["--admin"] if admin else []),
+                         capture_output=True, text=True, timeout=60, check=True)
+    return out.stdout.strip()
+
+
+@dataclass
+class Server:
+    """A real ``gensolver serve`` process (uvicorn) on 127.0.0.1."""
+
+    db: Path
+    port: int
+    args: list[str]
+    proc: subprocess.Popen | None = None
+    log: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> "Server":
+        self.log = self.db.with_suffix(f".{int(time.time() * 1000)}.log")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        with open(self.log, "w") as fh:
+            self.proc = subprocess.Popen(GENSOLVER + ["serve", "--db", str(self.db), "--port", str(self.port),
+                                                      "--log-level", "warning"] + self.args,
+                                         stdout=fh, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gensolver serve exited with {self.proc.returncode}: {self.log.read_text()}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"gensolver serve did not answer within {timeout} s: {self.log.read_text()}")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator[Any]:
+    """``make(*args)`` starts a real server on a free port of 127.0.0.1 (stopped at the end)."""
+    started: list[Server] = []
+
+    def make(*args: str, db: Path | None = None) -> Server:
+        srv = Server(db or tmp_path / "market.db", free_port(), list(args))
+        started.append(srv)
+        return srv.start()
+
+    yield make
+    for srv in started:
+        srv.stop()

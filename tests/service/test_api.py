@@ -1,0 +1,182 @@
+"""The HTTP API in process: solve, tasks, access, problem+json for bad requests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from gensolver.model import from_dict
+from gensolver.verify import check_allocation
+
+from .conftest import GENSOLVER, gentask
+
+INSTANCE = {
+    "schema": "gensolver.instance/v1", "name": "two-bids",
+    "slots": [{"id": "g0t0", "capacity": {"memory": 80, "compute": 1.0}}],
+    "bids": [{"id": "a", "bidder": "A", "value": 10, "demand": {"g0t0": {"memory": 60, "compute": 0.5}}},
+             {"id": "b", "bidder": "B", "value": 6, "demand": {"g0t0": {"memory": 40, "compute": 0.5}}}],
+}
+
+
+def is_problem(r, status: int, field: str | None = None) -> dict:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    body = r.json()
+    assert body["status"] == status and body["type"].startswith("urn:gensolver:problem:") and body["detail"]
+    if field is not None:
+        assert body.get("field") == field, body
+    return body
+
+
+def test_solve_answers_what_the_cli_prints(api, tmp_path):
+    path = tmp_path / "round.json"
+    path.write_text(json.dumps(INSTANCE))
+    cli = json.loads(subprocess.run(GENSOLVER + ["solve", str(path), "--json", "--method", "greedy", "--mechanism", "vcg"],
+                                    capture_output=True, text=True, timeout=120, check=True).stdout)
+    r = api.client.post("/v1/solve?method=greedy&mechanism=vcg", json=INSTANCE, headers=api.h("alice"))
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert set(got) == set(cli)
+    for key in ("status", "welfare", "winners", "method", "mechanism", "payments", "revenue", "exact", "payment_bounds"):
+        assert got[key] == cli[key], key
+    # an independent certificate: the winners are feasible and A (10 > 6) wins, paying B's value under VCG
+    assert check_allocation(from_dict(INSTANCE), got["winners"]).feasible
+    assert got["winners"] == ["a"] and got["payments"]["A"] == pytest.approx(6.0)
+    lo, hi = got["payment_bounds"]["A"]
+    assert lo <= got["payments"]["A"] <= hi
+
+
+def test_solve_refuses_bad_input_naming_the_field(api):
+    h = api.h("alice")
+    bad = json.loads(json.dumps(INSTANCE))
+    bad["bids"][1]["demand"]["g0t0"]["memory"] = -1
+    is_problem(api.client.post("/v1/solve", json=bad, headers=h), 422, "/bids/1/demand/g0t0/memory")
+    is_problem(api.client.post("/v1/solve?method=nope", json=INSTANCE, headers=h), 422, "query.method")
+    is_problem(api.client.post("/v1/solve?mechanism=nope", json=INSTANCE, headers=h), 422, "query.mechanism")
+    is_problem(api.client.post("/v1/solve?time_limit=-1", json=INSTANCE, headers=h), 422, "query.time_limit")
+    is_problem(api.client.post("/v1/solve?time_limit=1e9", json=INSTANCE, headers=h), 422, "query.time_limit")
+    is_problem(api.client.post("/v1/solve", content=b"{not json", headers={**h, "content-type": "application/json"}), 422, "")
+    is_problem(api.client.post("/v1/solve", json=[1, 2], headers=h), 422, "")
+    is_problem(api.client.post("/v1/solve", content=b"[" * 100000, headers=h), 422)
+
+
+def test_tokens_are_required_and_checked(api):
+    is_problem(api.client.get("/v1/tasks"), 401, "header.authorization")
+    is_problem(api.client.get("/v1/tasks", headers={"Authorization": "Basic abc"}), 401)
+    wrong = api.tokens["alice"][:-3] + "xyz"
+    is_problem(api.client.get("/v1/tasks", headers={"Authorization": f"Bearer {wrong}"}), 401)
+    assert api.client.get("/v1/me", headers=api.h("alice")).json() == {"tenant": "alice", "admin": False}
+    # the database holds no secret: the token text appears nowhere in it
+    rows = api.service.store.query("SELECT * FROM tokens")
+    assert len(rows) == 3
+    secret = api.tokens["alice"].rsplit("_", 1)[1]
+    assert all(secret.encode() not in bytes(r["digest"]) and secret not in str(tuple(r)) for r in rows)
+
+
+def test_submit_is_all_or_nothing_and_retries_are_safe(api):
+    h = api.h("alice")
+    r = api.client.post("/v1/tasks", json=gentask("t1"), headers=h)
+    assert r.status_code == 201, r.text
+    assert r.json()["tasks"][0]["tenant"] == "alice" and r.json()["tasks"][0]["state"] == "waiting"
+    again = api.client.post("/v1/tasks", json=gentask("t1"), headers=h)
+    assert again.status_code == 200 and again.json() == r.json()
+    is_problem(api.client.post("/v1/tasks", json=gentask("t1", preferred="30Gi"), headers=h), 409, "metadata.name")
+    # a batch with one bad task stores nothing
+    batch = [gentask("t2"), gentask("t3", preferred="30Gx")]
+    is_problem(api.client.post("/v1/tasks", json=batch, headers=h), 422, "spec.genResources.gpuMemory.preferred")
+    assert [t["id"] for t in api.client.get("/v1/tasks", headers=h).json()["tasks"]] == ["t1"]
+    yaml_text = ("apiVersion: scheduling.gen.io/v1alpha1\nkind: GenTask\nmetadata: {name: y1}\n"
+                 "spec: {genResources: {gpuMemory: {preferred: 10Gi}}}\n---\n"
+                 "apiVersion: scheduling.gen.io/v1alpha1\nkind: GenTask\nmetadata: {name: y2}\n"
+                 "spec: {genResources: {gpuMemory: {preferred: 12Gi}}}\n")
+    r = api.client.post("/v1/tasks", content=yaml_text, headers={**h, "content-type": "application/yaml"})
+    assert r.status_code == 201 and [t["id"] for t in r.json()["tasks"]] == ["y1", "y2"]
+
+
+@pytest.mark.parametrize("body, ctype, status, field", [
+    (b"{", "application/json", 422, ""),
+    (b"\xff\xfe", "application/json", 422, ""),
+    (b"[]", "application/json", 422, ""),
+    (b"42", "application/json", 422, ""),
+    (json.dumps({"apiVersion": "x"}).encode(), "application/json", 422, "apiVersion"),
+    (json.dumps(gentask("n", duration="soon")).encode(), "application/json", 422, "spec.genResources.computeTime.duration"),
+    (b"a: [", "application/yaml", 422, ""),
+    (b"hello", "text/csv", 415, "header.content-type"),
+    (json.dumps([gentask("d"), gentask("d")]).encode(), "application/json", 422, "metadata.name"),
+])
+def test_malformed_tasks_are_4xx_problems(api, body, ctype, status, field):
+    is_problem(api.client.post("/v1/tasks", content=body, headers={**api.h("alice"), "content-type": ctype}), status, field)
+
+
+def test_tenants_see_only_their_own(api):
+    api.client.post("/v1/tasks", json=gentask("a1"), headers=api.h("alice"))
+    api.client.post("/v1/tasks", json=gentask("b1"), headers=api.h("bob"))
+    # another tenant's task: 403 to read, to cancel, to report on
+    is_problem(api.client.get("/v1/tasks/a1", headers=api.h("bob")), 403, "path.task_id")
+    is_problem(api.client.delete("/v1/tasks/a1", headers=api.h("bob")), 403, "path.task_id")
+    is_problem(api.client.get("/v1/tasks?tenant=alice", headers=api.h("bob")), 403, "query.tenant")
+    is_problem(api.client.get("/v1/tenants/alice", headers=api.h("bob")), 403, "path.tenant")
+    is_problem(api.client.get("/v1/tenants", headers=api.h("bob")), 403)
+    is_problem(api.client.post("/v1/rounds", headers=api.h("bob")), 403)
+    # labelling a GenTask with another tenant is refused for a tenant token
+    is_problem(api.client.post("/v1/tasks", json=gentask("x", tenant="alice"), headers=api.h("bob")), 403,
+               "metadata.labels.tenant")
+    assert [t["id"] for t in api.client.get("/v1/tasks", headers=api.h("bob")).json()["tasks"]] == ["b1"]
+    assert {t["id"] for t in api.client.get("/v1/tasks", headers=api.h("ops")).json()["tasks"]} == {"a1", "b1"}
+    r = api.client.post("/v1/rounds", headers=api.h("ops"))
+    assert r.status_code == 201, r.text
+    n = r.json()["round"]
+    seen_by_bob = api.client.get(f"/v1/rounds/{n}", headers=api.h("bob")).json()
+    assert {p["tenant"] for p in seen_by_bob["payments"]} <= {"bob"}
+    assert {c["tenant"] for c in seen_by_bob["credits"]} <= {"bob"}
+    assert {a["tenant"] for a in seen_by_bob["assignments"]} <= {"bob"}
+    plan_tasks = {e["task"] for d in seen_by_bob["plan"]["devices"] for e in d["entries"]}
+    assert plan_tasks <= {"b1"}
+    full = api.client.get(f"/v1/rounds/{n}", headers=api.h("ops")).json()
+    assert {a["tenant"] for a in full["assignments"]} == {"alice", "bob"}
+    # the operator may cancel anyone's task; the owner sees it cancelled
+    assert api.client.delete("/v1/tasks/a1", headers=api.h("ops")).json()["state"] == "cancelled"
+    assert api.client.get("/v1/tasks/a1", headers=api.h("alice")).json()["state"] == "cancelled"
+
+
+def test_unknown_things_are_404_problems(api):
+    is_problem(api.client.get("/v1/tasks/none", headers=api.h("alice")), 404, "path.task_id")
+    is_problem(api.client.get("/v1/rounds/7", headers=api.h("alice")), 404, "path.n")
+    is_problem(api.client.get("/v1/rounds/0", headers=api.h("alice")), 422, "path.n")
+    is_problem(api.client.get("/v1/nowhere"), 404)
+    is_problem(api.client.put("/v1/tasks", headers=api.h("alice")), 405)
+    is_problem(api.client.get("/v1/tenants/carol", headers=api.h("ops")), 404, "path.tenant")
+
+
+def test_body_size_and_rate_are_bounded(tmp_path):
+    from .conftest import make_api
+
+    gen = make_api(tmp_path, max_body_bytes=2000, rate_limit=5.0, rate_burst=5)
+    api = next(gen)
+    try:
+        big = {"pad": "x" * 5000, **gentask("big")}
+        is_problem(api.client.post("/v1/tasks", json=big, headers=api.h("alice")), 413, "header.content-length")
+        statuses = [api.client.get("/v1/me", headers=api.h("bob")).status_code for _ in range(12)]
+        assert statuses[:4] == [200] * 4 and 429 in statuses
+        r = api.client.get("/v1/me", headers=api.h("bob"))
+        body = is_problem(r, 429)
+        assert int(r.headers["retry-after"]) >= 1 and "requests/s" in body["detail"]
+        # another token has its own bucket
+        assert api.client.get("/v1/me", headers=api.h("alice")).status_code == 200
+    finally:
+        gen.close()
+
+
+def test_schemas_are_served(api):
+    for kind, name in (("instance", "gensolver.instance/v1"), ("gpuround", "gensolver.gpuround/v1"),
+                       ("plan", "gensolver.plan/v1")):
+        r = api.client.get(f"/v1/schemas/{kind}")
+        assert r.status_code == 200 and r.json()["title"] == name
+    is_problem(api.client.get("/v1/schemas/other"), 422, "path.kind")
+    doc = api.client.get("/openapi.json").json()
+    comps = doc["components"]["schemas"]
+    assert {"GensolverInstanceV1", "GensolverGpuroundV1", "GensolverPlanV1", "GenTask"} <= set(comps)
+    body = doc["paths"]["/v1/solve"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/GensolverInstanceV1"}
