@@ -91,6 +91,17 @@ def token_cli(db: Path, tenant: str, *, admin: bool = False) -> str:
     return out.stdout.strip()
 
 
+def token_direct(db: Path, tenant: str, *, admin: bool = False) -> str:
+    """A token written straight into the database (what ``token add`` does, without a process)."""
+    from gensolver.service.storage import Store
+
+    store = Store(db)
+    try:
+        return add_token(store, tenant, admin=admin)
+    finally:
+        store.close()
+
+
 @dataclass
 class Server:
     """A real ``gensolver serve`` process (uvicorn) on 127.0.0.1."""
