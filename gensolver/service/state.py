@@ -83,6 +83,7 @@ class MarketService:
                           weights={r["tenant"]: r["weight"] for r in tenants}, observations=observations)
         for r in tenants:
             self.metrics.balance.labels(r["tenant"]).set(r["balance"])
+            self.metrics.payments_total.labels(r["tenant"])
         self._refresh_task_metrics()
         self._refresh_memory_metrics()
 
@@ -423,6 +424,7 @@ class MarketService:
             m.payments_total.labels(p["tenant"]).inc(p["charge"])
         for tenant, balance in self.glue.balances().items():
             m.balance.labels(tenant).set(balance)
+            m.payments_total.labels(tenant)  # present (at 0) for every tenant with an account
         self._refresh_task_metrics()
         self._refresh_memory_metrics()
 
