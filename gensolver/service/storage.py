@@ -85,23 +85,34 @@ class Store:
 
     def __init__(self, path: str | Path, *, synchronous: str = "full") -> None:
         self.path = str(path)
+        self.synchronous = synchronous
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._db  # opened now, so a bad file is reported at once
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The connection, (re)opened on first use after :meth:`close`."""
+        if self._conn is not None:
+            return self._conn
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
-            self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(_DDL)
-            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
+            db.executescript(_DDL)
+            row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
-                self._db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+                db.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) != SCHEMA_VERSION:
+                db.close()
                 raise StoreError(f"{self.path}: database layout version {row[0]}, this gensolver reads {SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot use it as the service database ({exc})") from None
-        self._lock = threading.RLock()
+        self._conn = db
+        return db
 
     @property
     def journal_mode(self) -> str:
@@ -131,5 +142,8 @@ class Store:
             return self._db.execute(sql, params).fetchone()
 
     def close(self) -> None:
+        """Close the connection (a later call reopens it)."""
         with self._lock:
-            self._db.close()
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

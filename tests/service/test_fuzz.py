@@ -1,0 +1,85 @@
+"""Schemathesis, bounded, against the app's own OpenAPI document: no 500, no answer that breaks
+its documented schema, status code or content type, and invalid input refused with a 4xx."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+schemathesis = pytest.importorskip("schemathesis", reason="schemathesis (test extra) is not installed")
+from hypothesis import HealthCheck, settings  # noqa: E402
+from schemathesis.checks import (content_type_conformance, negative_data_rejection, not_a_server_error,  # noqa: E402
+                                 response_schema_conformance, status_code_conformance)
+
+from gensolver.service import Settings, create_app  # noqa: E402
+from gensolver.service.auth import add_token  # noqa: E402
+
+from .conftest import gentask  # noqa: E402
+
+CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance,
+          negative_data_rejection]
+
+
+# schemathesis builds one test per operation at collection time, so the app is made then, on a
+# temporary database removed at the end of the module (from_fixture does not work with this pytest)
+_DIR = Path(tempfile.mkdtemp(prefix="gensolver-fuzz-"))
+APP = create_app(Settings(db=_DIR / "m.db", market={"time_limit": 0.2}, max_solve_seconds=0.5))
+TOKEN = add_token(APP.state.service.store, "ops", admin=True)
+schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def seeded():
+    """Some state for the read routes to find; the database is removed afterwards."""
+    from fastapi.testclient import TestClient
+
+    with TestClient(APP) as c:
+        h = {"Authorization": f"Bearer {TOKEN}"}
+        for k in range(3):
+            c.post("/v1/tasks", json=gentask(f"seed{k}"), headers=h)
+        c.post("/v1/rounds", headers=h)
+    yield
+    shutil.rmtree(_DIR, ignore_errors=True)
+
+
+@schema.parametrize()
+@settings(max_examples=8, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+def test_api_conforms_to_its_openapi(case):
+    case.call_and_validate(headers={"Authorization": f"Bearer {TOKEN}"}, checks=CHECKS)
+
+
+def test_the_checks_catch_a_server_error_and_a_schema_violation():
+    """The same checks fail on an app that answers 500, or breaks its response schema."""
+    from fastapi import FastAPI
+    from pydantic import BaseModel
+
+    class Out(BaseModel):
+        n: int
+
+    bad = FastAPI()
+
+    @bad.get("/boom", response_model=Out)
+    def boom():
+        from fastapi.responses import JSONResponse
+
+        return JSONResponse({"detail": "bug"}, status_code=500)
+
+    @bad.get("/lie", response_model=Out)
+    def lie():
+        from fastapi.responses import JSONResponse
+
+        return JSONResponse({"n": "not a number"})
+
+    from schemathesis.core.failures import FailureGroup
+
+    broken = schemathesis.openapi.from_asgi("/openapi.json", bad)
+    for path, expected in (("/boom", "Server error"), ("/lie", "violates schema")):
+        case = broken[path]["GET"].Case()
+        with pytest.raises(FailureGroup) as err:
+            case.call_and_validate(checks=CHECKS)
+        text = "\n".join(str(e) for e in err.value.exceptions)
+        assert expected.lower() in text.lower(), text
