@@ -76,6 +76,14 @@ class Server:
                 time.sleep(0.1)
         raise RuntimeError("server did not start")
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds the server process has used (Linux /proc)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return float("nan")
+
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=20)
@@ -135,8 +143,12 @@ async def _submit_all(url: str, tokens: list[str], n_tasks: int, clients: int, a
 
     async def clearer() -> None:
         async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {admin}"}, timeout=60) as c:
-            while not stop.is_set():
-                await asyncio.sleep(round_every)
+            while True:
+                try:
+                    await asyncio.wait_for(stop.wait(), timeout=round_every)
+                    return
+                except asyncio.TimeoutError:
+                    pass
                 r = await c.post("/v1/rounds")
                 if r.status_code == 201:
                     rounds.append(r.json()["seconds"]["total"])
@@ -191,7 +203,9 @@ def main() -> None:
                 if part == "solve":
                     results[part] = bench_solve(srv.url, tokens[0], n_solve)
                 elif part == "submit":
+                    cpu0 = srv.cpu_seconds()
                     results[part] = asyncio.run(_submit_all(srv.url, tokens, n_tasks, clients, admin, 0.25))
+                    results[part]["server_cpu_s"] = srv.cpu_seconds() - cpu0
                 else:
                     results[part] = bench_round(srv.url, tokens, admin, 200)
             finally:
@@ -205,6 +219,9 @@ def main() -> None:
     print(f"| overhead p50 (latency p50 - in-process solve p50) | {s['overhead_vs_in_process_p50_ms']:.2f} ms | <= 10 ms |")
     print(f"| {m['clients']} clients, {m['tasks']} GenTasks: submissions/s | {m['submissions_per_s']:.0f} | >= 500 |")
     print(f"| submission latency p50 / p99 | {m['p50_ms']:.1f} / {m['p99_ms']:.1f} ms | |")
+    print(f"| server CPU per submission (rounds included) | {1e3 * m['server_cpu_s'] / m['tasks']:.2f} ms "
+          f"(= {m['tasks'] / m['server_cpu_s']:.0f} submissions per CPU-second) | |")
+    print(f"| load average (1 min) at the end | {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs | |")
     print(f"| rounds cleared meanwhile (p50 s) | {m['rounds_during']} ({m['round_p50_s'] or 0:.3f}) | |")
     print(f"| acknowledged and lost / duplicated | {m['lost']} / {m['duplicated']} (stored {m['stored']}, statuses {m['statuses']}) | 0 / 0 |")
     print(f"| round over {r['waiting']} waiting tasks | {r['wall_s']:.3f} s wall, {r['server_s']:.3f} s server "

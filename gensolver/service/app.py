@@ -181,6 +181,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.service = service
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.token_cache = {}
     for exc_type in (ServiceError, RequestValidationError, StarletteHTTPException, ValueError, Exception):
         app.add_exception_handler(exc_type, problem_response)
     app.add_middleware(Guard, service=service, limiter=limiter, metrics=metrics, max_body=settings.max_body_bytes)

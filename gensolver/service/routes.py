@@ -59,10 +59,12 @@ def _service(request: Request) -> MarketService:
     return request.app.state.service
 
 
-def principal(request: Request, credentials: Optional[HTTPAuthorizationCredentials] = Depends(_bearer)) -> Principal:
-    """The authentication dependency: the caller's :class:`Principal` from its bearer token."""
+async def principal(request: Request,
+                    credentials: Optional[HTTPAuthorizationCredentials] = Depends(_bearer)) -> Principal:
+    """The authentication dependency: the caller's :class:`Principal` from its bearer token
+    (``async``: a known token is a dictionary lookup, a new one one indexed SQLite read)."""
     header = request.headers.get("authorization")
-    return verify_token(_service(request).store, header)
+    return verify_token(_service(request).store, header, request.app.state.token_cache)
 
 
 async def _json_body(request: Request) -> Any:
@@ -170,4 +172,5 @@ def register_routes(app: FastAPI) -> None:
     @app.get("/metrics", tags=["operations"], summary="Prometheus metrics",
              responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
     def metrics(request: Request) -> Response:
+        _service(request).refresh_gauges()
         return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -95,6 +95,10 @@ class MarketService:
         """Market step of the next round."""
         return float((self.next_round - 1) * self.lease)
 
+    def refresh_gauges(self) -> None:
+        """Gauges read from the database (at scrape time, not on every request)."""
+        self._refresh_task_metrics()
+
     def _refresh_task_metrics(self) -> None:
         counts = {s: 0 for s in TASK_STATES}
         for r in self.store.query("SELECT state, COUNT(*) AS c FROM tasks GROUP BY state"):
@@ -177,10 +181,11 @@ class MarketService:
                              "release": int(clock) + task.release,
                              "deadline": None if task.deadline is None else int(clock) + task.deadline})
             rows.append((placed, _dumps(doc)))
-        created = False
-        views = []
         now = time.time()
-        with self.store.write() as db:
+
+        def store(db) -> tuple[list[dict[str, Any]], bool]:
+            created = False
+            views = []
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM tasks").fetchone()[0]
             for placed, source in rows:
                 old = db.execute("SELECT * FROM tasks WHERE id = ?", (placed.id,)).fetchone()
@@ -191,16 +196,21 @@ class MarketService:
                     raise Conflict(f"a task named {placed.id!r} already exists with other content "
                                    f"(names are unique; cancel it or choose another name)", field="metadata.name")
                 seq += 1
+                task_json = _dumps(placed.to_dict())
                 db.execute("INSERT INTO tasks(id, tenant, state, task, source, submitted, seq, remaining, waited, wait_since)"
                            " VALUES(?,?,?,?,?,?,?,?,0,?)",
-                           (placed.id, placed.tenant, "waiting", _dumps(placed.to_dict()), source, now, seq,
+                           (placed.id, placed.tenant, "waiting", task_json, source, now, seq,
                             float(placed.duration), float(placed.release)))
                 created = True
-                views.append(self._view(db.execute("SELECT * FROM tasks WHERE id = ?", (placed.id,)).fetchone()))
+                views.append(self._view({"id": placed.id, "tenant": placed.tenant, "state": "waiting", "submitted": now,
+                                         "remaining": float(placed.duration), "placement": None, "memory": None,
+                                         "started_round": None, "finished_round": None, "task": task_json}))
+            return views, created
+
+        views, created = self.store.grouped(store)
         if created:
             for placed, _ in rows:
                 self.metrics.submitted_total.labels(placed.tenant).inc()
-            self._refresh_task_metrics()
         return views, created
 
     @staticmethod
@@ -251,7 +261,6 @@ class MarketService:
                 self.glue.forget(task_id)
                 if self._reported.pop(task_id, None) is not None:
                     self._refresh_memory_metrics()
-                self._refresh_task_metrics()
             return self._view(self.store.one("SELECT * FROM tasks WHERE id = ?", (task_id,)))
 
     # ------------------------------------------------------------------ feedback
@@ -285,7 +294,6 @@ class MarketService:
                 self._reported.pop(task_id, None)
             self.metrics.feedback_total.labels(row["tenant"]).inc()
             self._refresh_memory_metrics()
-            self._refresh_task_metrics()
             return self._view(self.store.one("SELECT * FROM tasks WHERE id = ?", (task_id,)))
 
     # ------------------------------------------------------------------ rounds

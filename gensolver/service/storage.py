@@ -31,11 +31,12 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 __all__ = ["Store", "StoreError", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -50,6 +51,7 @@ CREATE TABLE IF NOT EXISTS tasks(
     started_round INTEGER, finished_round INTEGER);
 CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);
 CREATE INDEX IF NOT EXISTS tasks_tenant ON tasks(tenant);
+CREATE INDEX IF NOT EXISTS tasks_seq ON tasks(seq);
 CREATE TABLE IF NOT EXISTS rounds(
     n INTEGER PRIMARY KEY, now REAL NOT NULL, at REAL NOT NULL, summary TEXT NOT NULL, detail TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS payments(
@@ -89,6 +91,14 @@ class Store:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._db  # opened now, so a bad file is reported at once
+        # readers: one connection per thread (WAL lets them read while a commit is being synced)
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        # group commit (see grouped())
+        self._cv = threading.Condition()
+        self._pending: list[list[Any]] = []
+        self._leading = False
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -131,15 +141,84 @@ class Store:
                 raise
             self._db.execute("COMMIT")
 
+    def grouped(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(db)`` in a transaction shared with other threads' calls, committed once.
+
+        Group commit: calls that arrive while a commit is being synced to disk wait and are
+        then run together, each under its own savepoint (an exception in one rolls back only
+        its changes and is raised to its caller), and committed with one sync. Every call
+        returns only after the commit that holds its changes.
+        """
+        item: list[Any] = [fn, None, None, threading.Event()]
+        with self._cv:
+            self._pending.append(item)
+            lead = not self._leading
+            if lead:
+                self._leading = True
+        if lead:
+            while True:
+                with self._cv:
+                    batch, self._pending = self._pending, []
+                    if not batch:
+                        self._leading = False
+                        break
+                self._run_batch(batch)
+        item[3].wait()
+        if item[2] is not None:
+            raise item[2]
+        return item[1]
+
+    def _run_batch(self, batch: list[list[Any]]) -> None:
+        try:
+            with self._lock:
+                db = self._db
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    for it in batch:
+                        db.execute("SAVEPOINT grouped")
+                        try:
+                            it[1] = it[0](db)
+                        except Exception as exc:
+                            db.execute("ROLLBACK TO grouped")
+                            it[2] = exc
+                        db.execute("RELEASE grouped")
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+        except BaseException as exc:  # the commit failed: nothing of the batch is stored
+            for it in batch:
+                it[1], it[2] = None, it[2] or exc
+        finally:
+            for it in batch:
+                it[3].set()
+
+    def _reader(self) -> sqlite3.Connection:
+        if self.path == ":memory:":
+            return self._db
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            self._db  # make sure the file and tables exist
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
+            conn.row_factory = sqlite3.Row
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
-        """Rows of one read-only statement."""
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+        """Rows of one read-only statement (on this thread's reader connection)."""
+        if self.path == ":memory:":
+            with self._lock:
+                return self._db.execute(sql, params).fetchall()
+        return self._reader().execute(sql, params).fetchall()
 
     def one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Row | None:
         """The first row of one read-only statement, or ``None``."""
-        with self._lock:
-            return self._db.execute(sql, params).fetchone()
+        if self.path == ":memory:":
+            with self._lock:
+                return self._db.execute(sql, params).fetchone()
+        return self._reader().execute(sql, params).fetchone()
 
     def close(self) -> None:
         """Close the connection (a later call reopens it)."""
@@ -147,3 +226,8 @@ class Store:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            with self._readers_lock:
+                for conn in self._readers:
+                    conn.close()
+                self._readers.clear()
+            self._local = threading.local()
