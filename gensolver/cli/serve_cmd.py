@@ -33,7 +33,7 @@ def _settings(**kw):
 def serve_command(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
-    port: int = typer.Option(8000, "--port", help="TCP port (0: any free port, printed on start)."),
+    port: int = typer.Option(8000, "--port", help="TCP port."),
     db: Path = typer.Option(Path("gensolver-market.db"), "--db", help="SQLite database (WAL); created if missing."),
     round_seconds: float = typer.Option(0.0, "--round-seconds", help="Clear a round every N seconds (0: only on POST /v1/rounds)."),
     gpus: str = typer.Option("node0:4x80", "--gpus", help="The cluster: NODE:COUNTxGIB[:MODEL],... (e.g. node0:4x80,node1:2x40)."),
@@ -57,8 +57,8 @@ def serve_command(
             fail(f"--market: not JSON ({exc})")
         if not isinstance(options, dict):
             fail("--market: expected a JSON object of MarketConfig fields")
-    if not 0 <= port <= 65535:
-        fail(f"--port: must be in 0..65535, got {port}")
+    if not 1 <= port <= 65535:
+        fail(f"--port: must be in 1..65535, got {port}")
     settings = _settings(db=db, gpus=gpus, round_seconds=round_seconds, step_seconds=step_seconds, market=options,
                          max_body_bytes=max_body_bytes, rate_limit=rate_limit, rate_burst=rate_burst,
                          max_solve_seconds=max_solve_seconds, synchronous=synchronous)
