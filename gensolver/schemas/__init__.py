@@ -12,7 +12,9 @@ The schemas state the *structure* each reader checks (types, required fields, ra
 what JSON Schema cannot say is checked only by the readers: references between parts (a bid's
 slot must exist, a plan entry's task must be listed), uniqueness of ids, ``end >= start``, typo
 detection of near-miss field names, and integers written as ``2.0`` (JSON Schema counts them as
-integers; the gpuround reader does not). Every document a schema accepts but its reader refuses
+integers; the gpuround reader does not). Where a reader coerces instead of checking (an instance's
+falsy ``metadata`` is read as ``{}``; a plan's ``name`` and ``bid`` are read with ``str()``), the
+schema states what producers must write. Every document a schema accepts but its reader refuses
 is refused by the reader with a JSON pointer, so validating with the reader is always enough;
 the schemas are for other languages' tooling, OpenAPI and editors. ``tests/schemas`` checks each
 schema against the bundled documents and against documents the readers refuse.

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..market.spec import SpecError, loads_gentasks, parse_gentask
+from ..market.spec import loads_gentasks, parse_gentask
 from ..model.io import json_safe
 from ..model.tasks import Task
 from .auth import Principal, check_tenant_name

@@ -86,7 +86,7 @@ def test_restart_keeps_rounds_tasks_and_credits(tmp_path, server_factory):
     ops, alice = token_direct(db, "ops", admin=True), token_direct(db, "alice")
     H = {"Authorization": f"Bearer {ops}"}
     A = {"Authorization": f"Bearer {alice}"}
-    srv = server_factory("--market", '{"time_limit": 0.5, "mechanism": "vcg"}', db=db)
+    srv = server_factory("--market", '{"time_limit": 0.2}', db=db)
     with httpx.Client(base_url=srv.url, timeout=10.0) as c:
         for k in range(6):
             assert c.post("/v1/tasks", json=gentask(f"t{k}", preferred="50Gi", duration="30m", value=20 + k),
@@ -96,7 +96,7 @@ def test_restart_keeps_rounds_tasks_and_credits(tmp_path, server_factory):
         tasks = c.get("/v1/tasks", headers=H).json()["tasks"]
         tenant = c.get("/v1/tenants/alice", headers=A).json()
     srv.kill9()
-    again = server_factory("--market", '{"time_limit": 0.5, "mechanism": "vcg"}', db=db)
+    again = server_factory("--market", '{"time_limit": 0.2}', db=db)
     with httpx.Client(base_url=again.url, timeout=10.0) as c:
         assert c.get("/v1/rounds/1", headers=H).json() == first
         assert c.get("/v1/tasks", headers=H).json()["tasks"] == tasks
