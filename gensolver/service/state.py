@@ -148,6 +148,21 @@ class MarketService:
         raise UnsupportedMediaType(f"send a GenTask as application/json or application/yaml, not {media or 'no type'!r}",
                                    field="header.content-type")
 
+    def _check_fits(self, task: Task) -> None:
+        """Refuse a task no GPU group of the cluster could ever hold (it would wait forever)."""
+        gpus = self.glue.gpus
+        biggest = max(g.memory for g in gpus)
+        if task.min_memory > biggest + 1e-9:
+            field = "spec.genResources.gpuMemory." + ("minRequired" if task.min_memory < task.preferred_memory else "preferred")
+            raise BadRequest(f"task {task.id!r} needs at least {task.min_memory:g} GiB per GPU; the largest GPU "
+                             f"here has {biggest:g} GiB", field=field)
+        per_node: dict[str, int] = {}
+        for g in gpus:
+            per_node[g.node] = per_node.get(g.node, 0) + 1
+        if task.gpus > max(per_node.values()):
+            raise BadRequest(f"task {task.id!r} needs {task.gpus} GPUs on one node; the largest node here has "
+                             f"{max(per_node.values())}", field="spec.containers[0].resources.limits.nvidia.com/gpu")
+
     def submit(self, principal: Principal, body: bytes, content_type: str) -> tuple[list[dict[str, Any]], bool]:
         """Accept GenTasks (JSON object, JSON list, or multi-document YAML), all or none.
 
@@ -177,6 +192,7 @@ class MarketService:
                 raise BadRequest(str(exc), field="metadata.labels.tenant") from None
             if len(task.id) > 253:
                 raise BadRequest("metadata.name: at most 253 characters", field="metadata.name")
+            self._check_fits(task)
             placed = Task(**{**task.to_dict(), "command": task.command, "tenant": tenant,
                              "release": int(clock) + task.release,
                              "deadline": None if task.deadline is None else int(clock) + task.deadline})

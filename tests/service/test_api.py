@@ -105,6 +105,10 @@ def test_submit_is_all_or_nothing_and_retries_are_safe(api):
     (b"a: [", "application/yaml", 422, ""),
     (b"hello", "text/csv", 415, "header.content-type"),
     (json.dumps([gentask("d"), gentask("d")]).encode(), "application/json", 422, "metadata.name"),
+    (json.dumps(gentask("huge", preferred="500Gi")).encode(), "application/json", 422,
+     "spec.genResources.gpuMemory.preferred"),
+    (json.dumps(gentask("gang", gpus=16)).encode(), "application/json", 422,
+     "spec.containers[0].resources.limits.nvidia.com/gpu"),
 ])
 def test_malformed_tasks_are_4xx_problems(api, body, ctype, status, field):
     is_problem(api.client.post("/v1/tasks", content=body, headers={**api.h("alice"), "content-type": ctype}), status, field)
