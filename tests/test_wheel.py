@@ -111,3 +111,16 @@ def test_the_wheel_runs_the_demo(installed: Path, tmp_path: Path) -> None:
     assert summary["checks"] == {"feasible": True, "individually_rational": True, "nonnegative": True,
                                  "losers_pay_nothing": True, "plan_within_capacity": True}
     assert (tmp_path / "story" / "gantt.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_wheel_carries_the_schemas_and_the_live_page(installed: Path, tmp_path: Path) -> None:
+    code = ("from gensolver.schemas import SCHEMA_FILES, load_schema\n"
+            "print(sorted(load_schema(n)['title'] for n in SCHEMA_FILES))\n"
+            "from importlib import resources\n"
+            "page = resources.files('gensolver.service').joinpath('static')\n"
+            "print(len(page.joinpath('index.html').read_text()) > 0, len(page.joinpath('live.js').read_text()) > 0)\n")
+    run = subprocess.run([str(installed / "python"), "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env=_env(), timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[:2] == [
+        "['gensolver.gpuround/v1', 'gensolver.instance/v1', 'gensolver.plan/v1']", "True True"]
