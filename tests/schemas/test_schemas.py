@@ -23,7 +23,7 @@ from gensolver.model import GpuRound, InstanceError, from_dict, read_instance  #
 from gensolver.schemas import SCHEMA_FILES, load_schema  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-BUNDLED = sorted((ROOT / "instances").glob("*/*.json.gz"))
+BUNDLED = sorted((ROOT / "gensolver" / "data" / "suites").glob("*/*.json.gz"))
 
 
 def validator(name: str):
@@ -52,6 +52,10 @@ def a_plan() -> dict:
     inst = rnd.expand()
     alloc = solve(inst, method="greedy")
     return to_plan(inst, alloc, {t.id: t for t in rnd.tasks}).to_dict()
+
+
+def test_the_bundled_suites_are_found():
+    assert len(BUNDLED) >= 10
 
 
 def test_unknown_schema_names_are_refused():
