@@ -203,9 +203,10 @@ def main() -> None:
                 if part == "solve":
                     results[part] = bench_solve(srv.url, tokens[0], n_solve)
                 elif part == "submit":
-                    cpu0 = srv.cpu_seconds()
+                    cpu0, mine0 = srv.cpu_seconds(), time.process_time()
                     results[part] = asyncio.run(_submit_all(srv.url, tokens, n_tasks, clients, admin, 0.25))
                     results[part]["server_cpu_s"] = srv.cpu_seconds() - cpu0
+                    results[part]["client_cpu_s"] = time.process_time() - mine0
                 else:
                     results[part] = bench_round(srv.url, tokens, admin, 200)
             finally:
@@ -221,6 +222,7 @@ def main() -> None:
     print(f"| submission latency p50 / p99 | {m['p50_ms']:.1f} / {m['p99_ms']:.1f} ms | |")
     print(f"| server CPU per submission (rounds included) | {1e3 * m['server_cpu_s'] / m['tasks']:.2f} ms "
           f"(= {m['tasks'] / m['server_cpu_s']:.0f} submissions per CPU-second) | |")
+    print(f"| client CPU per submission (httpx, same machine) | {1e3 * m['client_cpu_s'] / m['tasks']:.2f} ms | |")
     print(f"| load average (1 min) at the end | {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs | |")
     print(f"| rounds cleared meanwhile (p50 s) | {m['rounds_during']} ({m['round_p50_s'] or 0:.3f}) | |")
     print(f"| acknowledged and lost / duplicated | {m['lost']} / {m['duplicated']} (stored {m['stored']}, statuses {m['statuses']}) | 0 / 0 |")
