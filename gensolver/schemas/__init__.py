@@ -23,7 +23,7 @@ schema against the bundled documents and against documents the readers refuse.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -37,7 +37,7 @@ SCHEMA_FILES: dict[str, str] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _text(name: str) -> str:
     try:
         file = SCHEMA_FILES[name]

@@ -37,8 +37,21 @@ from .auth import Principal, verify_token
 from .errors import PROBLEM_JSON, BadRequest
 from .market_glue import solve_document
 from .metrics import CONTENT_TYPE_LATEST
-from .schemas import (SCHEMA_KINDS, FeedbackIn, Health, Me, Problem, RoundDetail, RoundList, SolveResult, TaskList,
-                      TaskView, TenantList, TenantView, ref)
+from .schemas import (
+    SCHEMA_KINDS,
+    FeedbackIn,
+    Health,
+    Me,
+    Problem,
+    RoundDetail,
+    RoundList,
+    SolveResult,
+    TaskList,
+    TaskView,
+    TenantList,
+    TenantView,
+    ref,
+)
 from .state import MarketService
 
 __all__ = ["register_routes"]
@@ -84,8 +97,11 @@ def register_routes(app: FastAPI) -> None:
                   "application/json": {"schema": ref("gensolver.instance/v1")}}}})
     async def post_solve(request: Request, who: Principal = Depends(principal),
                          method: str = Query("auto", min_length=1, max_length=64, description="solver method"),
-                         time_limit: Optional[float] = Query(None, gt=0, description="seconds per solve (at most the server's --max-solve-seconds, its default)"),
-                         mechanism: Optional[str] = Query(None, min_length=1, max_length=64, description="also price with this mechanism (vcg, core, ...)")) -> Any:
+                         time_limit: Optional[float] = Query(
+                             None, gt=0, description="seconds per solve (at most the server's --max-solve-seconds, its default)"),
+                         mechanism: Optional[str] = Query(
+                             None, min_length=1, max_length=64, description="also price with this mechanism (vcg, core, ...)"),
+                         ) -> Any:
         limit_max = request.app.state.settings.max_solve_seconds
         if time_limit is None:
             time_limit = limit_max

@@ -233,7 +233,7 @@ class FeedbackIn(_Model):
     progress: Optional[float] = Field(default=None, ge=0, le=1, description="share of its work done")
 
     @model_validator(mode="after")
-    def _something(self) -> "FeedbackIn":
+    def _something(self) -> FeedbackIn:
         if self.memory_bytes is None and self.progress is None:
             raise ValueError("give memory_bytes, progress or both")
         if self.memory_bytes is not None and not math.isfinite(self.memory_bytes):

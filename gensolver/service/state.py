@@ -230,7 +230,8 @@ class MarketService:
         return views, created
 
     @staticmethod
-    def _view(row: Mapping[str, Any]) -> dict[str, Any]:
+    def _view(row: Any) -> dict[str, Any]:
+        """A task's API view from its row (an ``sqlite3.Row`` or a mapping with the same keys)."""
         task = json.loads(row["task"])
         return {
             "id": row["id"], "tenant": row["tenant"], "state": row["state"], "submitted": row["submitted"],
@@ -304,7 +305,7 @@ class MarketService:
                                    (remaining, self.next_round, task_id))
             if gib is not None:
                 self.glue.observe(task_id, memory_gib=gib, progress=None)
-                self._reported[task_id] = (row["tenant"], float(memory_bytes))
+                self._reported[task_id] = (row["tenant"], gib * 2 ** 30)
             if progress is not None and progress >= 1 - _EPS:
                 self.glue.forget(task_id)
                 self._reported.pop(task_id, None)
@@ -364,11 +365,11 @@ class MarketService:
         c = result.clearing
         out = result.outcome
         state = {r["id"]: r for r in rows}
-        assignments = []
+        assignments: list[dict[str, Any]] = []
         for tid, a in c.assignments.items():
             assignments.append({"task": tid, "tenant": tasks[tid].tenant, "gpus": list(a.gpus), "memory": a.memory,
                                 "start": now, "length": a.length, "keep": a.keep})
-        payments = []
+        payments: list[dict[str, Any]] = []
         for tid in c.assignments:
             pay = None if out is None else out.payments.get(tid)
             lo, hi = (None, None) if out is None or tid not in out.payment_bounds else out.payment_bounds[tid]
@@ -494,7 +495,8 @@ class MarketService:
         counts = {s: 0 for s in TASK_STATES}
         for r in self.store.query("SELECT state, COUNT(*) AS c FROM tasks WHERE tenant = ? GROUP BY state", (tenant,)):
             counts[r["state"]] = int(r["c"])
-        spent = self.store.one("SELECT COALESCE(SUM(charge), 0) AS s FROM payments WHERE tenant = ?", (tenant,))["s"]
+        total = self.store.one("SELECT COALESCE(SUM(charge), 0) AS s FROM payments WHERE tenant = ?", (tenant,))
+        spent = 0.0 if total is None else total["s"]
         entries = self.store.query("SELECT round, time, amount, reason, task FROM credits WHERE tenant = ? "
                                    "ORDER BY seq DESC LIMIT ?", (tenant, ledger))
         mem = sum(b for t, b in self._reported.values() if t == tenant)

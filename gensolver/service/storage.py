@@ -90,7 +90,7 @@ class Store:
         self.synchronous = synchronous
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
-        self._db  # opened now, so a bad file is reported at once
+        self.connection()  # opened now, so a bad file is reported at once
         # readers: one connection per thread (WAL lets them read while a commit is being synced)
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
@@ -102,7 +102,11 @@ class Store:
 
     @property
     def _db(self) -> sqlite3.Connection:
-        """The connection, (re)opened on first use after :meth:`close`."""
+        """The writer connection (see :meth:`connection`)."""
+        return self.connection()
+
+    def connection(self) -> sqlite3.Connection:
+        """The writer connection, (re)opened on first use after :meth:`close`."""
         if self._conn is not None:
             return self._conn
         if self.path != ":memory:":
@@ -198,7 +202,7 @@ class Store:
             return self._db
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            self._db  # make sure the file and tables exist
+            self.connection()  # make sure the file and tables exist
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
             conn.row_factory = sqlite3.Row
             self._local.conn = conn

@@ -116,7 +116,7 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> "Server":
+    def start(self, timeout: float = 30.0) -> Server:
         self.log = self.db.with_suffix(f".{int(time.time() * 1000)}.log")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(self.log, "w") as fh:

@@ -11,8 +11,13 @@ import pytest
 
 schemathesis = pytest.importorskip("schemathesis", reason="schemathesis (test extra) is not installed")
 from hypothesis import HealthCheck, settings  # noqa: E402
-from schemathesis.checks import (content_type_conformance, negative_data_rejection, not_a_server_error,  # noqa: E402
-                                 response_schema_conformance, status_code_conformance)
+from schemathesis.checks import (  # noqa: E402
+    content_type_conformance,
+    negative_data_rejection,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from gensolver.service import Settings, create_app  # noqa: E402
 from gensolver.service.auth import add_token  # noqa: E402
