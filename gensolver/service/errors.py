@@ -15,6 +15,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..errors import GensolverError
+
 __all__ = ["ServiceError", "BadRequest", "Unauthorized", "Forbidden", "NotFound", "Conflict", "TooLarge",
            "TooManyRequests", "problem_response", "problem", "PROBLEM_TYPE", "PROBLEM_JSON"]
 
@@ -23,7 +25,7 @@ PROBLEM_JSON = "application/problem+json"
 PROBLEM_TYPE = "urn:gensolver:problem:"
 
 
-class ServiceError(Exception):
+class ServiceError(GensolverError):
     """A request the service refuses; ``status`` is the HTTP status (4xx)."""
 
     status = 400

@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
+from ..errors import GensolverError
+
 __all__ = ["Store", "StoreError", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
@@ -70,7 +72,7 @@ CREATE TABLE IF NOT EXISTS feedback(
 """
 
 
-class StoreError(RuntimeError):
+class StoreError(GensolverError, RuntimeError):
     """The database cannot be opened or has an unknown layout."""
 
 
