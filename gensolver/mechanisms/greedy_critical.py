@@ -50,7 +50,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..model import Instance
-from ..solvers.approximation.greedy import first_fit, greedy_order
+from ..solvers.approximation.greedy import first_fit, greedy_keys, greedy_order
 from ..solvers.result import CAPACITY_TOL, finish
 from .common import check_call, check_options, check_solver_and_limit, make_outcome
 from .outcome import Outcome
@@ -62,11 +62,7 @@ _DEFAULTS: dict[str, Any] = {"alpha": 0.5}
 
 def los_keys(instance: Instance, alpha: float = 0.5) -> np.ndarray:
     """Ranking key ``value / size ** alpha`` of every bid (as :func:`greedy_order` uses it)."""
-    size = instance.normalised_size
-    values = instance.values
-    with np.errstate(divide="ignore", invalid="ignore"):
-        key = np.where(size > 0, values / np.power(np.where(size > 0, size, 1.0), alpha), np.inf)
-    return np.where(values > 0, key, -np.inf)
+    return greedy_keys(instance, alpha)
 
 
 def critical_value(instance: Instance, bid_id: str, *, alpha: float = 0.5) -> float:

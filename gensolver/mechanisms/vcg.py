@@ -66,8 +66,10 @@ from ..model.validate import _mark
 
 from ..solvers import Status
 from ..solvers.approximation.greedy import trivial_bound
+from ..solvers.formulation.problem import from_instance
 from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
+from .pivots import SolutionPool, lp_state, owner_best_alone, pivot_solve
 
 __all__ = ["vcg", "pivot_welfare"]
 
@@ -116,8 +118,6 @@ def _pivot_task(P: Any, owner: int, x_star: np.ndarray, lp: Any, upper: float, t
     without ``owner``) stand in for the shared pool of the threaded path; the solutions the
     pivot finds go back (as column indices) for the pivots submitted after it.
     """
-    from ..solvers.anytime.engine import SolutionPool, pivot_solve
-
     pool = SolutionPool(P, x_star)
     if start is not None:
         pool.add(start)
@@ -141,8 +141,6 @@ def _pivots_in_workers(P: Any, order: list[str], owner_of: Mapping[str, int], x_
     without its bidder, so later pivots search smaller problems, as on threads.
     """
     from concurrent.futures import FIRST_COMPLETED, wait
-
-    from ..solvers.anytime.engine import SolutionPool
 
     Pp = dataclasses.replace(P, column_id=str)  # pivots never name columns; a picklable stand-in
     pool = SolutionPool(P, x_star)
@@ -178,15 +176,12 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
     pivot starts with a bound for free; the main winners minus the bidder (extended first
     fit) give the incumbent; reduced-cost fixing then leaves a small exact restricted MIP, or
     nothing at all when the incumbent meets the bound. Pivots share a
-    :class:`~gensolver.solvers.anytime.engine.SolutionPool`: its solutions warm-start them,
+    :class:`~gensolver.mechanisms.pivots.SolutionPool`: its solutions warm-start them,
     and each settled ``W(-k)`` lets later pivots require ``k`` to win (see
-    :func:`~gensolver.solvers.anytime.engine.pivot_solve`), so they run largest winning bid
+    :func:`~gensolver.mechanisms.pivots.pivot_solve`), so they run largest winning bid
     first. Threads share the pool directly; other executors go through
     :func:`_pivots_in_workers`.
     """
-    from ..solvers.anytime.engine import SolutionPool, lp_state, owner_best_alone, pivot_solve
-    from ..solvers.anytime.problem import from_instance
-
     P = from_instance(instance)
     x_star = np.zeros(P.n)
     index = instance.bid_index
@@ -246,11 +241,8 @@ def _trivial_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], upper
     ``i``'s bid (feasible without ``i``) is worth the trivial bound of the pivot problem.
 
     ``best``: each bidder's best bid that fits alone, when already computed
-    (:func:`~gensolver.solvers.anytime.engine.owner_best_alone`).
+    (:func:`~gensolver.solvers.formulation.bounds.owner_best_alone`).
     """
-    from ..solvers.anytime.engine import owner_best_alone
-    from ..solvers.anytime.problem import from_instance
-
     t0 = time.perf_counter()
     if best is None:
         best = owner_best_alone(from_instance(instance))
@@ -296,7 +288,7 @@ def vcg(
         ``warm_start`` (bool, default True): hint each pivot with the main winners minus the
         bidder's bid; with ``solver="auto"`` the pivots also reuse the main LP's duals as a
         free bound and for reduced-cost fixing, on threads or in worker processes (see
-        :func:`gensolver.solvers.anytime.engine.pivot_solve`); ``threads`` (int): solver
+        :func:`gensolver.mechanisms.pivots.pivot_solve`); ``threads`` (int): solver
         threads per solve.
 
     Returns

@@ -1,7 +1,7 @@
 """``auto``: the anytime method — never worse than the greedy, always with a proven bound.
 
 Within ``time_limit`` (``None``: until optimality is proven) it runs the stages of
-:mod:`gensolver.solvers.anytime.engine`: greedy incumbents from several LOS orderings, an LP
+:mod:`gensolver.solvers.anytime`: greedy incumbents from several LOS orderings, an LP
 bound by column generation (certified by Lagrangian duality), LP-guided rounding, then
 reduced-cost fixing and large-neighbourhood search with warm-started restricted MIPs (CP-SAT,
 or SCIP where the data do not scale to integers exactly).
@@ -19,22 +19,19 @@ and the answer is then the same on every run for a seed and a thread count.
 
 References
 ----------
-See :mod:`gensolver.solvers.anytime.engine`.
+See :mod:`gensolver.solvers.anytime.driver`.
 """
 
 from __future__ import annotations
 
 import time
-from types import MappingProxyType
 from typing import Any
-
-import numpy as np
 
 from ..model import Instance
 from ..model.tasks import GpuRound
-from .anytime.engine import _feasible, anytime_solve
-from .anytime.problem import from_instance, from_round
-from .result import Allocation, Status, Timing, finish, relative_gap
+from .anytime.driver import anytime_solve
+from .formulation.problem import from_instance, from_round
+from .result import Allocation, finish
 
 __all__ = ["solve_auto", "solve_round"]
 
@@ -71,7 +68,7 @@ def solve_auto(instance: Instance, *, time_limit: float | None = None, threads: 
     ``deterministic`` (default False: ``time_limit`` is wall-clock seconds; True: it is a
     budget of work units, about a second each on a 2-core reference machine, and the answer
     is the same on every run for a seed and a thread count; see
-    :func:`~gensolver.solvers.anytime.engine.anytime_solve`).
+    :func:`~gensolver.solvers.anytime.driver.anytime_solve`).
     """
     opts = _opts(options)
     t0 = time.perf_counter()
@@ -89,7 +86,7 @@ def solve_round(rnd: GpuRound, *, time_limit: float | None = None, threads: int 
     """Solve a compact :class:`GpuRound` without materialising its bundles as bids.
 
     The constraint matrix is built vectorised from the round's options
-    (:func:`~gensolver.solvers.anytime.problem.from_round`); winners are reported by the same
+    (:func:`~gensolver.solvers.formulation.problem.from_round`); winners are reported by the same
     bid ids :meth:`GpuRound.expand` would give, so the answer can be checked against the
     expansion.
     """
@@ -101,11 +98,6 @@ def solve_round(rnd: GpuRound, *, time_limit: float | None = None, threads: int 
     res = anytime_solve(P, time_limit=remaining, seed=seed, threads=threads, **opts)
     t2 = time.perf_counter()
     details = {"stages": list(res.stages), "columns": P.n, "nnz": int(P.A.nnz), "compact": True}
-    if not _feasible(P, res.x):  # pragma: no cover - guarded by construction
-        return Allocation(Status.ERROR, (), 0.0, "auto", Timing(t1 - t0, t2 - t1, t2 - t0), None, None,
-                          MappingProxyType(details), "infeasible answer")
-    winners = tuple(P.column_id(int(j)) for j in np.flatnonzero(res.x > 0.5))
-    gap = relative_gap(res.welfare, res.bound)
-    status = Status.OPTIMAL if (res.proven or (gap is not None and gap <= 1e-9)) else Status.FEASIBLE
-    return Allocation(status, winners, res.welfare, "auto", Timing(t1 - t0, t2 - t1, t2 - t0), res.bound, gap,
-                      MappingProxyType(details), "")
+    # the status is decided as for every method: by ``finish``, on the matrix form
+    return finish(P, res.x, method="auto", proven_optimal=res.proven, bound=res.bound, build=t1 - t0,
+                  solve=t2 - t1, details=details)

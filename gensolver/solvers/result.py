@@ -11,11 +11,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..model import Instance
+from .formulation.problem import MatrixProblem, violation
+from .formulation.scales import CAPACITY_TOL
 
-__all__ = ["Status", "Timing", "Allocation", "relative_gap", "finish"]
-
-#: absolute tolerance of the capacity constraints (``shared/INSTANCE_FORMAT.md``)
-CAPACITY_TOL = 1e-9
+__all__ = ["Status", "Timing", "Allocation", "relative_gap", "finish", "feasibility_violation", "CAPACITY_TOL"]
 
 
 class Status(str, Enum):
@@ -131,26 +130,31 @@ def relative_gap(welfare: float, bound: float | None) -> float | None:
     return max(0.0, (bound - welfare) / denom)
 
 
-def feasibility_violation(instance: Instance, x: np.ndarray) -> str | None:
-    """Fast matrix check of a 0/1 vector; returns a description of the first violation."""
+def feasibility_violation(problem: Instance | MatrixProblem, x: np.ndarray) -> str | None:
+    """The feasibility check (:func:`~gensolver.solvers.formulation.problem.violation`) of a
+    0/1 vector; a description of the first violation (naming the slot and resource of an
+    instance's row, or the bidder), ``None`` when feasible."""
     if x.size == 0:
         return None
-    use = instance.capacity_matrix @ x
-    over = use - instance.capacity
-    bad = np.flatnonzero(over > CAPACITY_TOL)
-    if bad.size:
-        r = int(bad[0])
-        slot, res = instance.row_labels[r]
-        return f"slot {slot!r} resource {res!r}: demand {use[r]:.12g} > capacity {instance.capacity[r]:.12g}"
-    per_bidder = instance.xor_matrix @ x
-    bad = np.flatnonzero(per_bidder > 1.5)
-    if bad.size:
-        return f"bidder {instance.bidder_ids[int(bad[0])]!r} wins {int(per_bidder[bad[0]])} bids (XOR)"
-    return None
+    if isinstance(problem, MatrixProblem):
+        found = problem.violation(x)
+    else:
+        found = violation(problem.capacity_matrix, problem.capacity, problem.bidder_of_bid, problem.n_bidders, x)
+    if found is None:
+        return None
+    kind, k, used = found
+    if isinstance(problem, MatrixProblem):
+        if kind == "capacity":
+            return f"row {k}: demand {used:.12g} > capacity {problem.cap[k]:.12g}"
+        return f"owner {k} wins {int(used)} columns (XOR)"
+    if kind == "capacity":
+        slot, res = problem.row_labels[k]
+        return f"slot {slot!r} resource {res!r}: demand {used:.12g} > capacity {problem.capacity[k]:.12g}"
+    return f"bidder {problem.bidder_ids[k]!r} wins {int(used)} bids (XOR)"
 
 
 def finish(
-    instance: Instance,
+    instance: Instance | MatrixProblem,
     x: np.ndarray | None,
     *,
     method: str,
@@ -164,7 +168,10 @@ def finish(
 ) -> Allocation:
     """Build an :class:`Allocation` the same way for every method.
 
-    ``x`` is a 0/1 vector over ``instance.bids`` (``None``: no answer). Welfare is recomputed,
+    ``instance`` is the problem ``x`` answers: an :class:`~gensolver.model.Instance` (winners
+    are its bid ids) or a :class:`~gensolver.solvers.formulation.problem.MatrixProblem` (winners
+    are its ``column_id`` values, as for a compact round). ``x`` is a 0/1 vector over the bids or
+    columns (``None``: no answer). Welfare is recomputed,
     feasibility is checked (an infeasible answer becomes ``ERROR``), the bound is lifted to at
     least the welfare only when it is within round-off, and the status is ``OPTIMAL`` only when
     ``proven_optimal`` or the welfare meets the bound; a ``proven_optimal`` claim whose own
@@ -188,6 +195,7 @@ def finish(
         )
     idx = np.flatnonzero(x)
     welfare = float(instance.values[idx].sum())
+    column_id = instance.column_id if isinstance(instance, MatrixProblem) else (lambda j: instance.bids[j].id)
     if bound is not None:
         bound = float(bound) + 0.0  # + 0.0: no "-0.0" bound (HiGHS negates a zero objective)
         if not math.isfinite(bound):
@@ -213,5 +221,5 @@ def finish(
             gap = 0.0
     else:
         st = Status.FEASIBLE
-    winners = tuple(instance.bids[int(j)].id for j in idx)
+    winners = tuple(column_id(int(j)) for j in idx)
     return Allocation(st, winners, welfare, method, Timing(build, solve, total), bound, gap, MappingProxyType(details), message)

@@ -16,8 +16,18 @@ from scipy.optimize import linprog
 
 from gensolver import check_allocation, solve
 from gensolver.model import GpuRound, GpuSpec, Task
-from gensolver.solvers.anytime.engine import column_generation, lagrangian_bound, lp_state, pivot_solve
-from gensolver.solvers.anytime.problem import MatrixProblem, from_instance, from_round
+from gensolver.mechanisms.pivots import SolutionPool, lp_state, pivot_solve
+from gensolver.solvers.anytime import column_generation as cg_module
+from gensolver.solvers.anytime import exact_restricted, restricted_mip
+from gensolver.solvers.anytime.column_generation import column_generation
+from gensolver.solvers.anytime.exact_restricted import solve_exact_restricted
+from gensolver.solvers.anytime.lns import row_neighbourhood
+from gensolver.solvers.anytime.restricted_mip import (solve_restricted, solve_restricted_cpsat,
+                                                      solve_restricted_highs)
+from gensolver.solvers.formulation import scales
+from gensolver.solvers.formulation.bounds import lagrangian_bound
+from gensolver.solvers.formulation.problem import MatrixProblem, fit_mask, from_instance, from_round
+from gensolver.solvers.heuristics import first_fit_matrix, los_order, upgrade_swaps
 from gensolver.solvers.auto import solve_round
 from gensolver.testing import instances
 from gensolver.verify import brute_force
@@ -36,7 +46,6 @@ def _full_lp(inst) -> float:
 def test_vcg_pivots_equal_brute_force(inst, shared_pool):
     """Each pivot's welfare without one winner equals brute force on the reduced instance,
     also when the pivots share a solution pool (each pivot adds its answer to it)."""
-    from gensolver.solvers.anytime.engine import SolutionPool
 
     opt, winners = brute_force(inst)
     P = from_instance(inst)
@@ -81,18 +90,17 @@ def test_column_generation_bound_is_the_lp_optimum(inst, scipy_master):
     Also with the SciPy master that replaces highspy where it is missing (re-solved from
     scratch each round): the same LP optimum through a different code path.
     """
-    from gensolver.solvers.anytime import engine
 
     P = from_instance(inst)
     lp_full = _full_lp(inst)
     if scipy_master:
-        real = engine._new_master
-        engine._new_master = lambda P, cols, vertex_duals=False: engine._ScipyMaster(P, cols)
+        real = cg_module._new_master
+        cg_module._new_master = lambda P, cols, vertex_duals=False: cg_module._ScipyMaster(P, cols)
     try:
         state = column_generation(P, init_cols=np.array([0]), deadline=None)
     finally:
         if scipy_master:
-            engine._new_master = real
+            cg_module._new_master = real
     assert state.converged
     assert state.bound == pytest.approx(lp_full, rel=1e-6, abs=1e-6)
     for y in (np.zeros(P.cap.size), np.ones(P.cap.size), state.y):
@@ -172,7 +180,6 @@ def _naive_first_fit(inst, order, start=None):
        st.booleans())
 def test_chunked_first_fit_equals_sequential_first_fit(inst, rnd, with_start):
     """The chunked, pre-filtered first fit accepts exactly what a plain sequential pass does."""
-    from gensolver.solvers.anytime.engine import first_fit_matrix
 
     P = from_instance(inst)
     order = list(range(P.n))
@@ -189,7 +196,6 @@ def test_chunked_first_fit_equals_sequential_first_fit(inst, rnd, with_start):
 def test_chunked_first_fit_on_a_large_round_equals_sequential():
     """Many chunks (thousands of columns): same answer as the plain loop."""
     from gensolver.instances.gpu import gpu_round
-    from gensolver.solvers.anytime.engine import first_fit_matrix, los_order
 
     inst = gpu_round(n_gpus=4, steps=8, n_tasks=30, seed=3).expand()
     P = from_instance(inst)
@@ -202,12 +208,10 @@ def test_chunked_first_fit_on_a_large_round_equals_sequential():
 def test_solution_pool_offers_only_solutions_without_the_owner():
     """best_without never returns a solution that gives the excluded owner a column."""
     from gensolver.instances.gpu import gpu_round
-    from gensolver.solvers.anytime.engine import SolutionPool
 
     inst = gpu_round(n_gpus=2, steps=4, n_tasks=6, seed=5).expand()
     P = from_instance(inst)
     rng = np.random.default_rng(0)
-    from gensolver.solvers.anytime.engine import first_fit_matrix
 
     sols = [first_fit_matrix(P, rng.permutation(P.n)) for _ in range(10)]
     pool = SolutionPool(P, sols[0], size=5)
@@ -228,11 +232,9 @@ def test_solution_pool_offers_only_solutions_without_the_owner():
 def test_highs_restricted_mip_matches_brute_force_and_scip(inst, rnd):
     """HiGHS restricted MIP: over all columns it reaches brute force's optimum; over a random
     subset with one column fixed (the LNS form) it matches SCIP on the same sub-problem."""
-    from gensolver.solvers.anytime.engine import solve_restricted, solve_restricted_highs
 
     P = from_instance(inst)
     opt, _ = brute_force(inst)
-    from gensolver.solvers.anytime.engine import first_fit_matrix
 
     order = np.arange(P.n)
     rnd.shuffle(order)
@@ -263,7 +265,6 @@ def test_highs_restricted_mip_does_not_return_the_start_as_optimal():
     """Regression (found by the VCG regret property test): HiGHS 1.16, given a MIP start that
     its presolve beats, reported "optimal" with the optimal value but handed the start back."""
     from gensolver.model import SCHEMA, from_dict
-    from gensolver.solvers.anytime.engine import solve_restricted_highs
 
     inst = from_dict({"schema": SCHEMA,
                       "slots": [{"id": "s0", "capacity": {"units": 2}}, {"id": "s1", "capacity": {"units": 1}},
@@ -287,7 +288,6 @@ def test_highs_restricted_mip_does_not_return_the_start_as_optimal():
 def test_upgrade_swaps_keeps_feasibility_and_never_loses_value(inst, rnd):
     """Swapping winners to better bundles of their own keeps every capacity (checked by the
     independent checker) and XOR constraint, and never lowers the welfare."""
-    from gensolver.solvers.anytime.engine import first_fit_matrix, upgrade_swaps
 
     P = from_instance(inst)
     order = list(range(P.n))
@@ -303,7 +303,6 @@ def test_upgrade_swaps_keeps_feasibility_and_never_loses_value(inst, rnd):
 def test_upgrade_swaps_moves_a_winner_to_its_better_bundle():
     """One slot of 2 units; A holds its 1-unit bid (value 1) while its 2-unit bid (value 3) fits."""
     from gensolver.model import SCHEMA, from_dict
-    from gensolver.solvers.anytime.engine import upgrade_swaps
 
     inst = from_dict({"schema": SCHEMA, "slots": [{"id": "s", "capacity": {"units": 2}}],
                       "bids": [{"id": "a1", "bidder": "A", "value": 1.0, "demand": {"s": {"units": 1}}},
@@ -376,8 +375,6 @@ def test_compact_matrix_is_the_same_for_any_chunk_size(seed):
 @given(st.integers(1, 60), st.integers(1, 8), st.integers(1, 400), st.integers(0, 2**31 - 1))
 def test_chunked_fit_mask_and_sizes_equal_per_column_loops(n, rows, chunk, seed):
     """The chunked vectorised helpers against plain per-column loops (any chunk size)."""
-    from gensolver.solvers.anytime.engine import _fit_mask
-    from gensolver.solvers.anytime.problem import MatrixProblem
 
     rng = np.random.default_rng(seed)
     A = sp.random(rows, n, density=0.4, random_state=seed, format="csc")
@@ -387,8 +384,8 @@ def test_chunked_fit_mask_and_sizes_equal_per_column_loops(n, rows, chunk, seed)
     dense = A.toarray()
     fits = np.all(dense <= residual[:, None], axis=0)
     cols = rng.permutation(n)[: max(1, n // 2)]
-    assert np.array_equal(_fit_mask(A, None, residual, chunk), fits)
-    assert np.array_equal(_fit_mask(A, cols, residual, chunk), fits[cols])
+    assert np.array_equal(fit_mask(A, None, residual, chunk), fits)
+    assert np.array_equal(fit_mask(A, cols, residual, chunk), fits[cols])
     with np.errstate(divide="ignore", invalid="ignore"):
         ref = np.array([sum(a / c if c > 0 else np.inf for a, c in zip(dense[:, j], cap) if a != 0)
                         for j in range(n)])
@@ -406,11 +403,9 @@ def test_vcg_pivots_with_settled_owners_match_an_independent_solver(monkeypatch)
     constraints of :func:`pivot_solve` decide them.
     """
     from gensolver.instances.cats import arbitrary
-    from gensolver.solvers.anytime import engine
-    from gensolver.solvers.anytime.engine import SolutionPool
 
     calls = []
-    real = engine.solve_restricted_cpsat
+    real = exact_restricted.solve_restricted_cpsat
 
     def counting(*args, **kwargs):
         res = real(*args, **kwargs)
@@ -418,7 +413,7 @@ def test_vcg_pivots_with_settled_owners_match_an_independent_solver(monkeypatch)
             calls.append(res.infeasible)
         return res
 
-    monkeypatch.setattr(engine, "solve_restricted_cpsat", counting)
+    monkeypatch.setattr(exact_restricted, "solve_restricted_cpsat", counting)
     checked = 0
     for seed in range(4):
         inst = arbitrary(40, 150, seed=seed)
@@ -446,7 +441,6 @@ def test_must_win_constraints_report_infeasibility():
     """An owner without a column among the candidates, or two must-win owners whose only
     columns conflict: the restricted problem is infeasible (reported as optimal, x = 0)."""
     from gensolver.model import Bid, Instance, Slot
-    from gensolver.solvers.anytime.engine import solve_restricted_cpsat
 
     slots = (Slot("g", {"units": 1.0}),)
     bids = (Bid("a", "A", 3.0, {"g": {"units": 1.0}}), Bid("b", "B", 2.0, {"g": {"units": 1.0}}),
@@ -466,7 +460,6 @@ def test_row_neighbourhood_frees_enough_winners_and_keeps_the_rest_fixed(seed):
     """An LNS neighbourhood frees at least ``free_target`` winners (all are reachable through
     their rows), keeps every other winner fixed, and offers the freed columns again."""
     from gensolver.instances.gpu import gpu_round
-    from gensolver.solvers.anytime.engine import first_fit_matrix, los_order, row_neighbourhood
 
     P, _ = from_round(gpu_round(n_gpus=4, n_tasks=24, steps=10, seed=seed))
     x = first_fit_matrix(P, los_order(P, 0.5, P.normalised_size()))
@@ -486,7 +479,6 @@ def test_must_win_infeasibility_is_no_proof_with_rounded_capacities():
     """Heuristic mode rounds demands up (conservatively): a must-win problem it finds
     infeasible may be feasible, so it must not be reported as optimal or infeasible."""
     from gensolver.model import Bid, Instance, Slot
-    from gensolver.solvers.anytime.engine import solve_restricted_cpsat
 
     # 1/3 + 2/3 fits 1.0, but not once each demand is rounded up at a scale of 1e6
     slots = (Slot("g", {"units": 1.0}),)
@@ -520,7 +512,6 @@ def test_must_win_solves_put_the_clauses_in_the_lp():
     needed over 2 units on each, and over 10 s per pivot inside VCG), and its optimum must
     equal SciPy's MILP with must-win rows."""
     from gensolver.instances import cats
-    from gensolver.solvers.anytime.engine import solve_restricted_cpsat
 
     inst = cats.matching(60, 300, seed=11)
     P = from_instance(inst)
@@ -545,7 +536,6 @@ def test_floating_point_values_are_proven_by_cpsat_within_the_mip_gap(inst, nois
     mode refused such values and left the proof to HiGHS), and its optimum is brute force's;
     likewise for the ``cpsat`` method."""
     from gensolver.model import Bid, Instance
-    from gensolver.solvers.anytime.engine import solve_restricted_cpsat
 
     bids = tuple(Bid(b.id, b.bidder, b.value + noise[k % len(noise)] / 7.0, b.demand)
                  for k, b in enumerate(inst.bids))
@@ -560,7 +550,6 @@ def test_floating_point_values_are_proven_by_cpsat_within_the_mip_gap(inst, nois
     # the cpsat method rounds the same way (before, a scale of ~1e7 / max value left such
     # answers "feasible" with a gap of about 1e-7)
     # and the race of CP-SAT and HiGHS that the exact stage runs for such values
-    from gensolver.solvers.anytime.engine import solve_exact_restricted
 
     raced = solve_exact_restricted(P, np.arange(P.n), time_limit=None, hint=None, threads=2)
     assert raced.optimal and float(P.values @ raced.x) == pytest.approx(opt, rel=1e-9, abs=1e-9)
@@ -574,19 +563,17 @@ def test_coarse_rounding_is_not_called_optimal(monkeypatch):
     rounded optimum is no proof (the widened bound is far off), and the exact restricted MIP
     falls back to HiGHS, which proves the true optimum."""
     from gensolver.model import Bid, Instance, Slot
-    from gensolver.solvers.anytime import engine
 
     slots = (Slot("g", {"units": 1.0}),)
     # no power of ten up to 1e6 makes these integral
     bids = (Bid("a", "A", 1.4 + 1e-7 / 3, {"g": {"units": 1.0}}), Bid("b", "B", 1.45 + 1e-7 / 3, {"g": {"units": 1.0}}))
     P = from_instance(Instance(slots, bids))
-    from gensolver.solvers.exact import cpsat
 
-    monkeypatch.setattr(cpsat, "certified_value_scale", lambda vals, owners: 1.0)
-    res = engine.solve_restricted_cpsat(P, np.arange(2), time_limit=None, hint=None, threads=1, exact=True)
+    monkeypatch.setattr(scales, "certified_value_scale", lambda vals, owners: 1.0)
+    res = solve_restricted_cpsat(P, np.arange(2), time_limit=None, hint=None, threads=1, exact=True)
     assert res.rounded_optimal and not res.optimal  # 1.4 and 1.45 both round to 1
     assert res.bound >= 1.45
-    proven = engine.solve_exact_restricted(P, np.arange(2), time_limit=None, hint=None, threads=1)
+    proven = solve_exact_restricted(P, np.arange(2), time_limit=None, hint=None, threads=1)
     assert proven.optimal and float(P.values @ proven.x) == pytest.approx(1.45 + 1e-7 / 3, rel=1e-12)
 
 
@@ -612,7 +599,6 @@ def test_the_exact_race_stops_the_slower_solver(monkeypatch, slow):
     import threading
 
     from gensolver.model import Bid, Instance, Slot
-    from gensolver.solvers.anytime import engine
 
     slots = (Slot("g0", {"memory": 80.0, "compute": 1.0}), Slot("g1", {"memory": 80.0, "compute": 1.0}))
     bids = tuple(Bid(f"b{i}", f"B{i // 2}", 10.0 + i / 3.0, {f"g{i % 2}": {"memory": 30.0 + 10 * (i % 3), "compute": 0.5}})
@@ -626,11 +612,11 @@ def test_the_exact_race_stops_the_slower_solver(monkeypatch, slow):
         entered.append(race is not None and race.enter(stopped.set))
         if entered[-1]:
             stopped.wait(60)
-        return engine.SubResult(np.zeros(P.n), False, None, 0.0)
+        return restricted_mip.SubResult(np.zeros(P.n), False, None, 0.0)
 
-    monkeypatch.setattr(engine, "solve_restricted_highs" if slow == "solve_restricted_highs" else
+    monkeypatch.setattr(exact_restricted, "solve_restricted_highs" if slow == "solve_restricted_highs" else
                         "solve_restricted_cpsat", until_stopped)
-    res = engine.solve_exact_restricted(P, np.arange(P.n), time_limit=None, hint=None, threads=2)
+    res = solve_exact_restricted(P, np.arange(P.n), time_limit=None, hint=None, threads=2)
     assert res.optimal
     assert float(P.values @ res.x) == pytest.approx(brute_force(inst)[0], rel=1e-9)
     # it was either stopped while running or, when the winner was done before it started,
@@ -644,7 +630,6 @@ def test_tiny_capacities_do_not_let_a_backend_tolerance_prove_a_wrong_answer():
     and ``auto`` reported a worse allocation as optimal. Rows are now lifted to size 1 and a
     backend's point is checked before its optimality is believed."""
     from gensolver.model import Bid, Instance, Slot
-    from gensolver.solvers.anytime.engine import solve_restricted, solve_restricted_highs
 
     slots = (Slot("s0", {"memory": 0.9759448701003268}), Slot("s1", {"memory": 52.49083851125539}),
              Slot("s2", {"memory": 1.2116205788809173e-06}))

@@ -34,9 +34,19 @@ from typing import Any
 import numpy as np
 
 from ...model import Instance
+from ..formulation.bounds import trivial_bound as _trivial_bound
+from ..formulation.problem import from_instance, los_key
+from ..heuristics import first_fit_matrix
 from ..result import Allocation, finish
 
-__all__ = ["solve_greedy", "greedy_order", "first_fit", "trivial_bound"]
+__all__ = ["solve_greedy", "greedy_keys", "greedy_order", "first_fit", "trivial_bound"]
+
+
+def greedy_keys(instance: Instance, alpha: float = 0.5) -> np.ndarray:
+    """Ranking key ``value / size**alpha`` of every bid
+    (:func:`~gensolver.solvers.formulation.problem.los_key`); ``-inf`` for bids of value 0."""
+    values = instance.values
+    return np.where(values > 0, los_key(values, instance.normalised_size, alpha), -np.inf)
 
 
 def greedy_order(instance: Instance, alpha: float = 0.5, *, priority: np.ndarray | None = None) -> np.ndarray:
@@ -46,10 +56,7 @@ def greedy_order(instance: Instance, alpha: float = 0.5, *, priority: np.ndarray
     """
     values = instance.values
     if priority is None:
-        size = instance.normalised_size
-        with np.errstate(divide="ignore", invalid="ignore"):
-            key = np.where(size > 0, values / np.power(np.where(size > 0, size, 1.0), alpha), np.inf)
-        key = np.where(values > 0, key, -np.inf)
+        key = greedy_keys(instance, alpha)
     else:
         key = np.asarray(priority, dtype=np.float64)
     # lexsort: last key is primary. Stable, so instance order breaks remaining ties.
@@ -61,11 +68,8 @@ def first_fit(instance: Instance, order: np.ndarray, *, start: np.ndarray | None
 
     ``start`` is an already-accepted feasible 0/1 vector to extend (its bids stay accepted and
     their bidders take no other bid). Bids with value 0 are never accepted. The scan is
-    :func:`gensolver.solvers.anytime.engine.first_fit_matrix` on the instance's matrices.
+    :func:`gensolver.solvers.heuristics.first_fit_matrix` on the instance's matrices.
     """
-    from ..anytime.engine import first_fit_matrix
-    from ..anytime.problem import from_instance
-
     return first_fit_matrix(from_instance(instance), np.asarray(order, dtype=np.int64), start=start)
 
 
@@ -74,10 +78,7 @@ def trivial_bound(instance: Instance) -> float:
 
     A bid is winnable when it alone fits the capacities.
     """
-    from ..anytime.engine import trivial_bound_matrix
-    from ..anytime.problem import from_instance
-
-    return trivial_bound_matrix(from_instance(instance))
+    return _trivial_bound(from_instance(instance))
 
 
 def solve_greedy(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,

@@ -24,60 +24,31 @@ de Vries & Vohra, "Combinatorial auctions: a survey", INFORMS J. Computing 15(3)
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from ...model import Instance
+from ..formulation.bounds import LpRelaxation
+from ..formulation.bounds import dual_bound as _dual_bound
+from ..formulation.bounds import lp_relaxation as _lp_relaxation
+from ..formulation.problem import from_instance
 from ..result import Allocation, finish
-from .greedy import first_fit, greedy_order, trivial_bound
+from .greedy import first_fit, greedy_order
 
 __all__ = ["solve_lp", "lp_relaxation", "LpRelaxation", "dual_bound"]
 
 
-@dataclass(frozen=True)
-class LpRelaxation:
-    """Solution of the LP relaxation: primal ``x`` (or ``None``), certified ``bound``."""
-
-    x: np.ndarray | None
-    bound: float
-    lp_value: float | None
-    status: str
-    seconds: float
-
-
 def dual_bound(instance: Instance, y_cap: np.ndarray, y_xor: np.ndarray) -> float:
-    """Weak-duality bound from any row duals (negative entries are clipped to 0)."""
-    y_cap = np.maximum(np.asarray(y_cap, dtype=np.float64), 0.0)
-    y_xor = np.maximum(np.asarray(y_xor, dtype=np.float64), 0.0)
-    reduced = instance.values - instance.capacity_matrix.T @ y_cap - instance.xor_matrix.T @ y_xor
-    z = np.maximum(reduced, 0.0)
-    return float(instance.capacity @ y_cap + y_xor.sum() + z.sum())
+    """Weak-duality bound from any row duals (negative entries are clipped to 0): see
+    :func:`gensolver.solvers.formulation.bounds.dual_bound`."""
+    return _dual_bound(from_instance(instance), y_cap, y_xor)
 
 
 def lp_relaxation(instance: Instance, *, time_limit: float | None = None) -> LpRelaxation:
-    """Solve the LP relaxation; the bound is certified by :func:`dual_bound`.
-
-    If the LP does not finish (time limit, numerical trouble) the bound falls back to
-    :func:`trivial_bound` and ``x`` is ``None``.
-    """
-    t0 = time.perf_counter()
-    A = sp.vstack([instance.capacity_matrix, instance.xor_matrix], format="csr")
-    b = np.concatenate([instance.capacity, np.ones(instance.n_bidders)])
-    opts: dict[str, Any] = {"presolve": True}
-    if time_limit is not None:
-        opts["time_limit"] = float(max(time_limit, 1e-3))
-    res = linprog(-instance.values, A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs", options=opts)
-    trivial = trivial_bound(instance)
-    if res.status != 0 or res.x is None:
-        return LpRelaxation(None, trivial, None, str(res.message), time.perf_counter() - t0)
-    y = -np.asarray(res.ineqlin.marginals)
-    n_rows = instance.capacity_matrix.shape[0]
-    bound = min(dual_bound(instance, y[:n_rows], y[n_rows:]), trivial)
-    return LpRelaxation(np.asarray(res.x), bound, float(-res.fun), "optimal", time.perf_counter() - t0)
+    """Solve the LP relaxation; the bound is certified by :func:`dual_bound` (see
+    :func:`gensolver.solvers.formulation.bounds.lp_relaxation`)."""
+    return _lp_relaxation(from_instance(instance), time_limit=time_limit)
 
 
 def solve_lp(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,

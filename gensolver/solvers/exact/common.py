@@ -1,8 +1,8 @@
-"""Helpers shared by the exact backends: option parsing, warm starts, constraint rows."""
+"""Helpers shared by the exact backends: option parsing, warm starts, constraint rows from the
+one problem form (:class:`~gensolver.solvers.formulation.problem.MatrixProblem`), native output."""
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import threading
@@ -11,83 +11,36 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ...model import Instance
+from ..formulation.problem import MatrixProblem
+from ..formulation.problem import xor_groups as _owner_groups
+from ..formulation.scales import (DEFAULT_MIP_GAP, LARGE_ROW, TIGHT_MARGIN, objective_lift, power_of_two_scales,
+                                  row_lift, within_mip_gap)
 
-__all__ = ["rows_of", "row_lift", "power_of_two_scales", "objective_lift", "has_large_rows", "numerically_guarded", "xor_groups", "hint_vector", "pop_options"]
+__all__ = ["rows_of", "has_large_rows", "numerically_guarded", "xor_groups", "hint_vector", "pop_options",
+           "new_highs", "quiet_native_output",
+           # the scales live in gensolver.solvers.formulation.scales; re-exported for the backends
+           "DEFAULT_MIP_GAP", "LARGE_ROW", "TIGHT_MARGIN", "objective_lift", "power_of_two_scales", "row_lift",
+           "within_mip_gap"]
 
-DEFAULT_MIP_GAP = 1e-9
-
-
-def within_mip_gap(bound: float, value: float) -> bool:
-    """Whether a proven ``bound`` certifies ``value`` as optimal: within ``DEFAULT_MIP_GAP``
-    of the bound (relative, with an absolute floor at bounds below 1), the tolerance the MIP
-    backends are run with; used where CP-SAT solved finely rounded values."""
-    return bound - value <= DEFAULT_MIP_GAP * max(1.0, abs(bound))
-
-
-#: rows with an entry this large (memory in bytes) are normalised for the floating-point
-#: backends: SCIP and CBC returned wrong "optimal" answers on rows of size 1e9 (their absolute
-#: tolerances fall below the data's floating-point resolution there)
-LARGE_ROW = 2.0**20
-#: relative tightening of normalised rows for an answer that surely fits after a normalised
-#: solve's answer did not (above the backends' 1e-6 feasibility tolerance)
-TIGHT_MARGIN = 2e-6
-
-
-def row_lift(coefs: np.ndarray, cap: float, *, normalise: bool = False) -> float:
-    """Power of two that lifts a capacity row whose entries are all below 1 into ``[1, 2)``.
-
-    Floating-point MIP backends (HiGHS, SCIP, CBC) accept a row as satisfied within an
-    *absolute* tolerance of about ``1e-6``. On a row whose capacity is itself of that order
-    (a memory of ``1.2e-6``) a bid 20 % over the capacity then "fits", and the backend calls
-    an infeasible allocation optimal. Scaled by this factor the tolerance is relative to the
-    row's size. A power of two changes no digit of the data (``x * 2**k`` is exact in binary
-    floating point and adds no decimal places); rows with an entry of 1 or more are left as
-    they are (``1.0``), so the absolute tolerance there stays as strict as the format's,
-    unless ``normalise``: then every row is scaled into ``[1, 2)`` (see
-    :func:`numerically_guarded`, which checks the answer against the true rows).
-    """
-    top = max(float(np.abs(coefs).max()) if len(coefs) else 0.0, abs(float(cap)))
-    return float(power_of_two_scales(np.array([top]), above=2.0 if normalise else math.inf)[0])
-
-
-def power_of_two_scales(top: np.ndarray, *, above: float = math.inf) -> np.ndarray:
-    """Scale factors (powers of two) for rows whose largest entries are ``top``: a row below 1
-    is lifted into ``[1, 2)``, a row at or above ``above`` brought down into it, others get 1
-    (the rule of :func:`row_lift`, vectorised for the engine's sparse rows)."""
-    top = np.abs(np.asarray(top, dtype=np.float64))
-    f = np.ones(top.size)
-    move = (top > 0.0) & np.isfinite(top) & ((top < 1.0) | (top >= above))
-    f[move] = 2.0 ** (-np.floor(np.log2(top[move])))
-    return f
-
-
-def objective_lift(values: np.ndarray) -> float:
-    """:func:`row_lift` for the objective: values all below 1 (``1e-6`` credits) are scaled by
-    a power of two into ``[1, 2)``, as the MIP backends' absolute gap tolerances (HiGHS stops
-    within ``1e-6``) would otherwise call any answer optimal. Divide objective values and
-    bounds read back from the backend by it."""
-    return row_lift(np.asarray(values, dtype=np.float64), 0.0)
-
-
-def has_large_rows(instance: Instance) -> bool:
+def has_large_rows(P: MatrixProblem) -> bool:
     """Whether any demand or capacity reaches :data:`LARGE_ROW` (then the floating-point
     backends solve normalised rows under :func:`numerically_guarded`)."""
-    data = instance.capacity_matrix.data
+    data = P.A.data
     return bool((data.size and float(np.abs(data).max()) >= LARGE_ROW)
-                or (instance.capacity.size and float(np.abs(instance.capacity).max()) >= LARGE_ROW))
+                or (P.cap.size and float(np.abs(P.cap).max()) >= LARGE_ROW))
 
 
-def rows_of(instance: Instance, *, lift_small: bool = False, normalise: bool = False,
+def rows_of(P: MatrixProblem, *, lift_small: bool = False, normalise: bool = False,
             margin: float = 0.0) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
-    """Yield ``(capacity, columns, coefficients)`` for every non-empty capacity row.
+    """Yield ``(capacity, columns, coefficients)`` for every non-empty capacity row of ``P``.
 
     ``lift_small=True`` (floating-point MIP backends): rows with every entry below 1 come
     scaled by :func:`row_lift`; ``normalise=True``: every row does. ``margin``: each capacity
     is then moved by ``margin * (|capacity| + sum |demands|)`` (positive loosens, negative
     tightens; see :func:`numerically_guarded`).
     """
-    mat = instance.capacity_matrix
-    cap = instance.capacity
+    mat = P.A_rows
+    cap = P.cap
     indptr, indices, data = mat.indptr, mat.indices, mat.data
     for r in range(mat.shape[0]):
         lo, hi = indptr[r], indptr[r + 1]
@@ -102,15 +55,9 @@ def rows_of(instance: Instance, *, lift_small: bool = False, normalise: bool = F
             yield c, indices[lo:hi], coefs
 
 
-def xor_groups(instance: Instance) -> list[np.ndarray]:
-    """Column indices of every bidder with two or more bids."""
-    mat = instance.xor_matrix
-    out = []
-    for i in range(mat.shape[0]):
-        lo, hi = mat.indptr[i], mat.indptr[i + 1]
-        if hi - lo > 1:
-            out.append(mat.indices[lo:hi])
-    return out
+def xor_groups(P: MatrixProblem) -> list[np.ndarray]:
+    """Column indices of every owner with two or more columns (its ``sum x <= 1`` row)."""
+    return [np.asarray(g, dtype=np.int64) for g in _owner_groups(P.owner)]
 
 
 def hint_vector(instance: Instance, options: dict[str, Any]) -> np.ndarray | None:

@@ -1,9 +1,10 @@
 """OR-Tools CP-SAT on the XOR-bundle formulation.
 
-CP-SAT needs integer coefficients. Each capacity row is scaled by the smallest power of ten
-(up to ``10**9``) that makes all its coefficients and its capacity integral; the objective
-likewise (up to ``10**6``; values that do not scale exactly are rounded with the largest near
-``10**7``). When no such power exists the row is rounded *conservatively*
+CP-SAT needs integer coefficients (the scales are
+:mod:`gensolver.solvers.formulation.scales`'). Each capacity row is scaled by the smallest
+power of ten (up to ``10**9``) that makes all its coefficients and its capacity integral; the
+objective likewise (up to ``10**6``; values that do not scale exactly are rounded at the finest
+scale that keeps every allocation's value below ``2**53``). When no such power exists the row is rounded *conservatively*
 (demands up, capacity down, after lifting tiny rows by a power of two), so every answer
 stays feasible. Optimality for the original problem is then proven by a second solve with the
 rows rounded the other way (a relaxation, hinted with the first answer): its bound bounds the
@@ -28,129 +29,42 @@ from typing import Any
 import numpy as np
 
 from ...model import Instance
-from ..result import CAPACITY_TOL, Allocation, Status, feasibility_violation, finish
-from .common import hint_vector, pop_options, row_lift, rows_of, within_mip_gap, xor_groups
+from ..formulation.problem import MatrixProblem, from_instance
+from ..formulation.scales import integer_row, objective_scale, within_mip_gap
+from ..result import Allocation, Status, finish
+from .common import hint_vector, pop_options, rows_of, xor_groups
 
-__all__ = ["solve_cpsat", "build_cpsat", "integer_scale", "certified_value_scale", "objective_scale", "STATUS_TABLE"]
+__all__ = ["solve_cpsat", "build_cpsat", "STATUS_TABLE"]
 
 _OPTIONS = {"hint", "mip_gap", "verbose", "workers"}
-_INT_LIMIT = 2**52
-_NOISE = 1e-15  # relative residual treated as floating-point noise by integer_scale (~4 ulps)
-_EXACT_MAX = 2.0**40  # no value is called integral above this magnitude
+def build_cpsat(P: MatrixProblem, *, relax: bool = False) -> tuple[Any, list[Any], dict[str, Any]]:
+    """Build the CP-SAT model of ``P``; returns ``(model, variables, scaling_info)``.
 
-
-def integer_scale(values: np.ndarray, max_power: int, limit: float = _INT_LIMIT) -> tuple[float, bool]:
-    """Smallest ``10**k`` (k <= ``max_power``) making ``values`` integral, and whether it is exact.
-
-    When none is exact, returns the largest power of ten keeping ``sum(|values|) * scale``
-    below ``limit`` (at most ``10**max_power``) and ``False``.
-    """
-    vals = np.abs(np.asarray(values, dtype=np.float64))
-    total = float(vals.sum()) or 1.0
-    for k in range(max_power + 1):
-        scale = 10.0**k
-        if total * scale > limit:
-            break
-        scaled = vals * scale
-        if vals.size and float(scaled.max()) > _EXACT_MAX:
-            break  # ulps too coarse to tell a decimal from a rounded value (see below)
-        # integral up to floating-point noise (a few ulps: 0.3 * 10 = 3.0000000000000004).
-        # A looser relative test (1e-9) called every value above 0.5 "integral" at 10**9 and
-        # rounded 6.666666666666666 up, so two such demands no longer fitted a capacity of
-        # twice that, and CP-SAT "proved" a wrong optimum. Below 2**40 the noise allowed
-        # moves a value by at most 1e-3 of a unit, so a row's rounded sum cannot cross its
-        # rounded capacity unless the true sum is within the format's tolerance of it.
-        if np.all(np.abs(scaled - np.round(scaled)) <= _NOISE * np.maximum(1.0, scaled)):
-            return scale, True
-    k = max_power
-    while k > 0 and total * 10.0**k > limit:
-        k -= 1
-    return 10.0**k, False
-
-
-def certified_value_scale(values: np.ndarray, owners: np.ndarray) -> float:
-    """Scale for rounding floating-point values to CP-SAT's integers.
-
-    As fine as possible while any allocation's value (at most every owner's best bid) stays
-    below ``2**53``, where doubles still count every integer, and the sum of all coefficients
-    below ``2**61`` (CP-SAT's overflow checks). A whole allocation's rounding error (half a
-    unit per winner) is then of the order of ``1e-15`` of its value, far inside the ``1e-9``
-    relative gap to which the MIP backends prove optimality, so a CP-SAT optimum on the
-    rounded values, with its bound widened by that error, is an optimality proof in the same
-    sense. (Measured on GPU rounds and CATS: no slower than a scale of ``1e7 / max value``.)
-    """
-    a = np.abs(np.asarray(values, dtype=np.float64))
-    owners = np.asarray(owners, dtype=np.int64)
-    best = np.zeros(int(owners.max()) + 1 if owners.size else 1)
-    np.maximum.at(best, owners, a)
-    top, total = float(best.sum()), float(a.sum())
-    if top <= 0.0:
-        return 1.0
-    return min(2.0**53 / top, 2.0**61 / total)
-
-
-def objective_scale(values: np.ndarray, owners: np.ndarray) -> tuple[float, bool, float]:
-    """CP-SAT's objective scale for ``values``, whether it is exact, and the largest rounding
-    error of one winner's value (in the values' units).
-
-    Values that a power of ten up to ``1e6`` makes integral, up to floating-point noise
-    (CATS prices with four decimals), keep that scale: exact, error 0 or the noise. Any other
-    values are rounded at :func:`certified_value_scale`, with an error of half a unit. A
-    bound on the rounded objective, divided by the scale, plus this error times the number of
-    possible winners bounds the true objective.
-    """
-    vals = np.asarray(values, dtype=np.float64)
-    scale, exact = integer_scale(vals, 6, limit=2.0**53)
-    if exact:
-        resid = float(np.abs(vals * scale - np.round(vals * scale)).max()) if vals.size else 0.0
-        if resid <= 1e-6:  # floating-point noise of decimal prices, not a coarse rounding
-            return scale, True, resid / scale
-    scale = certified_value_scale(vals, owners)
-    return scale, False, 0.5 / scale
-
-
-def build_cpsat(instance: Instance, *, relax: bool = False) -> tuple[Any, list[Any], dict[str, Any]]:
-    """Build the CP-SAT model; returns ``(model, variables, scaling_info)``.
-
-    Rows that no power of ten up to ``10**9`` makes integral are first lifted by a power of two
-    (:func:`~gensolver.solvers.exact.common.row_lift`, so tiny capacities keep their digits)
-    and rounded *conservatively* (demands up, capacity down: every answer is feasible), or with
-    ``relax=True`` the other way (demands down, capacity plus the format's tolerance up: every
+    Each row becomes integers by :func:`~gensolver.solvers.formulation.scales.integer_row`:
+    exactly where a power of ten up to ``10**9`` makes it integral, else rounded
+    *conservatively* (every answer is feasible), or with ``relax=True`` the other way (every
     feasible allocation stays feasible, so the optimum bounds the original problem's).
     """
     from ortools.sat.python import cp_model
 
     model = cp_model.CpModel()
-    x = [model.NewBoolVar(f"x{j}") for j in range(instance.n_bids)]
+    x = [model.NewBoolVar(f"x{j}") for j in range(P.n)]
     exact_rows = True
-    for cap, cols, coefs in rows_of(instance):
-        scale, exact = integer_scale(np.append(coefs, cap), 9)
-        if exact:
-            icoef = np.round(coefs * scale).astype(np.int64)
-            icap = int(round(cap * scale))
-        else:
-            exact_rows = False
-            lift = row_lift(coefs, cap)
-            scale = integer_scale(np.append(coefs, cap) * lift, 9)[0] * lift
-            if relax:
-                icoef = np.maximum(np.floor(coefs * scale - 1e-6), 0).astype(np.int64)
-                icap = int(np.ceil((cap + CAPACITY_TOL) * scale + 1e-6))
-            else:
-                icoef = np.ceil(coefs * scale - 1e-9).astype(np.int64)
-                icap = int(np.floor(cap * scale + 1e-9))
+    for cap, cols, coefs in rows_of(P):
+        icoef, icap, exact = integer_row(coefs, cap, relax=relax)
+        exact_rows = exact_rows and exact
         if int(icoef.sum()) <= icap:
             continue  # row can never bind
         model.Add(cp_model.LinearExpr.WeightedSum([x[j] for j in cols.tolist()], icoef.tolist()) <= icap)
-    for cols in xor_groups(instance):
+    for cols in xor_groups(P):
         model.AddAtMostOne([x[j] for j in cols.tolist()])
-    values = instance.values
     # floating-point values are rounded finely enough that the widened bound below still
     # proves optimality within the 1e-9 gap (``finish`` reports OPTIMAL then)
-    vscale, vexact, err = objective_scale(values, instance.bidder_of_bid)
-    ivals = np.round(values * vscale).astype(np.int64)
+    vscale, vexact, err = objective_scale(P.values, P.owner)
+    ivals = np.round(P.values * vscale).astype(np.int64)
     model.Maximize(cp_model.LinearExpr.WeightedSum(x, ivals.tolist()))
     # Largest total rounding error of any solution's objective (at most one winner per bidder).
-    slack = min(instance.n_bids, instance.n_bidders) * err
+    slack = min(P.n, P.n_owners) * err
     return model, x, {"value_scale": vscale, "values_exact": vexact, "rows_exact": exact_rows, "bound_slack": slack}
 
 
@@ -169,7 +83,7 @@ def _status_table() -> dict[int, tuple[Status | None, str]]:
 STATUS_TABLE = _status_table
 
 
-def _relaxed_proof(instance: Instance, xv: np.ndarray, params: Any,
+def _relaxed_proof(P: MatrixProblem, xv: np.ndarray, params: Any,
                    time_limit: float | None) -> tuple[np.ndarray, float | None, str]:
     """Solve the model with capacities rounded the other way (:func:`build_cpsat` with
     ``relax=True``), hinted with ``xv``: its bound (widened by the values' rounding slack)
@@ -177,7 +91,7 @@ def _relaxed_proof(instance: Instance, xv: np.ndarray, params: Any,
     when the relaxation found nothing) and the relaxation's status name."""
     from ortools.sat.python import cp_model
 
-    model, x, scaling = build_cpsat(instance, relax=True)
+    model, x, scaling = build_cpsat(P, relax=True)
     for var, val in zip(x, (xv > 0.5).tolist()):
         model.AddHint(var, int(val))
     solver = cp_model.CpSolver()
@@ -190,7 +104,7 @@ def _relaxed_proof(instance: Instance, xv: np.ndarray, params: Any,
         return xv, None, solver.StatusName(raw)
     bound = solver.BestObjectiveBound() / scaling["value_scale"] + scaling["bound_slack"]
     rx = np.fromiter((solver.BooleanValue(v) for v in x), dtype=np.float64, count=len(x))
-    if feasibility_violation(instance, rx) is None and float(instance.values @ rx) > float(instance.values @ xv):
+    if P.feasible(rx) and float(P.values @ rx) > float(P.values @ xv):
         xv = rx  # the relaxation's answer happens to fit the original capacities
     return xv, bound, solver.StatusName(raw)
 
@@ -207,7 +121,8 @@ def solve_cpsat(instance: Instance, *, time_limit: float | None = None, threads:
 
     opts = pop_options(options or {}, _OPTIONS, "cpsat")
     t0 = time.perf_counter()
-    model, x, scaling = build_cpsat(instance)
+    P = from_instance(instance)
+    model, x, scaling = build_cpsat(P)
     hint = hint_vector(instance, opts)
     if hint is not None:
         for var, val in zip(x, hint.tolist()):
@@ -248,7 +163,7 @@ def solve_cpsat(instance: Instance, *, time_limit: float | None = None, threads:
         # relaxation, whose bound is a bound of the original problem; equal optima prove it
         left = None if time_limit is None else float(time_limit) - (time.perf_counter() - t1)
         if left is None or left > 0.01:
-            xv, bound, relaxed = _relaxed_proof(instance, xv, p, left)
+            xv, bound, relaxed = _relaxed_proof(P, xv, p, left)
             details["relaxed_rows"] = relaxed
     if status is Status.OPTIMAL and not scaling["rows_exact"]:
         proven = bound is not None and within_mip_gap(bound, float(instance.values @ xv))

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...model import Instance
+from ..formulation.problem import MatrixProblem, from_instance
 from ..result import Allocation, Status, finish
 from .common import (DEFAULT_MIP_GAP, has_large_rows, hint_vector, numerically_guarded, objective_lift, pop_options,
                      quiet_native_output, rows_of, xor_groups)
@@ -48,9 +49,9 @@ def _status_table() -> dict[int, tuple[Status | None, str]]:
 STATUS_TABLE = _status_table  # callable: the table needs ortools imported
 
 
-def build_pywraplp(instance: Instance, backend: str, *, normalise: bool = False,
+def build_pywraplp(P: MatrixProblem, backend: str, *, normalise: bool = False,
                    margin: float = 0.0) -> tuple[Any, list[Any]]:
-    """Build the MILP in a ``pywraplp.Solver`` for ``backend`` ("SCIP", "HIGHS", "CBC").
+    """Build the MILP of ``P`` in a ``pywraplp.Solver`` for ``backend`` ("SCIP", "HIGHS", "CBC").
 
     ``normalise``/``margin``: see :func:`~gensolver.solvers.exact.common.rows_of`.
     """
@@ -60,18 +61,18 @@ def build_pywraplp(instance: Instance, backend: str, *, normalise: bool = False,
     if solver is None:
         raise RuntimeError(f"OR-Tools was built without the {backend} backend")
     inf = solver.infinity()
-    x = [solver.BoolVar(f"x{j}") for j in range(instance.n_bids)]
-    for cap, cols, coefs in rows_of(instance, lift_small=True, normalise=normalise, margin=margin):
+    x = [solver.BoolVar(f"x{j}") for j in range(P.n)]
+    for cap, cols, coefs in rows_of(P, lift_small=True, normalise=normalise, margin=margin):
         ct = solver.RowConstraint(-inf, cap, "")
         for j, a in zip(cols.tolist(), coefs.tolist()):
             ct.SetCoefficient(x[j], a)
-    for cols in xor_groups(instance):
+    for cols in xor_groups(P):
         ct = solver.RowConstraint(-inf, 1.0, "")
         for j in cols.tolist():
             ct.SetCoefficient(x[j], 1.0)
     obj = solver.Objective()
-    lift = objective_lift(instance.values)  # tiny values scaled up; bounds are divided back
-    for j, v in enumerate((instance.values * lift).tolist()):
+    lift = objective_lift(P.values)  # tiny values scaled up; bounds are divided back
+    for j, v in enumerate((P.values * lift).tolist()):
         if v:
             obj.SetCoefficient(x[j], v)
     obj.SetMaximization()
@@ -85,7 +86,7 @@ def _solve(instance: Instance, backend: str, name: str, *, time_limit: float | N
     def once(**kw: Any) -> tuple[Allocation, np.ndarray | None, bool]:
         return _solve_once(instance, backend, name, threads=threads, seed=seed, options=options, **kw)
 
-    if has_large_rows(instance):
+    if has_large_rows(from_instance(instance)):
         return numerically_guarded(instance, once, method=name, time_limit=time_limit)
     t0 = time.perf_counter()
     first = once(time_limit=time_limit)
@@ -104,7 +105,7 @@ def _solve_once(instance: Instance, backend: str, name: str, *, time_limit: floa
     opts = pop_options(dict(options), _OPTIONS, name)
     t0 = time.perf_counter()
     with quiet_native_output(not opts.get("verbose")):
-        solver, x = build_pywraplp(instance, backend, normalise=normalise, margin=margin)
+        solver, x = build_pywraplp(from_instance(instance), backend, normalise=normalise, margin=margin)
     hint = hint_vector(instance, opts)
     hint_ignored = False
     if hint is not None:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...model import Instance
+from ..formulation.problem import MatrixProblem, from_instance
 from ..result import Allocation, Status, finish
 from .common import (DEFAULT_MIP_GAP, has_large_rows, hint_vector, numerically_guarded, objective_lift, pop_options,
                      quiet_native_output, rows_of, xor_groups)
@@ -47,8 +48,8 @@ def _table() -> dict[int, tuple[Status | None, str]]:
 SOLUTION_STATUS_TABLE = _table
 
 
-def build_pulp(instance: Instance, *, margin: float = 0.0, normalise: bool = False) -> tuple[Any, list[Any]]:
-    """Build the MILP as a ``pulp.LpProblem``; returns ``(problem, variables)``.
+def build_pulp(P: MatrixProblem, *, margin: float = 0.0, normalise: bool = False) -> tuple[Any, list[Any]]:
+    """Build the MILP of ``P`` as a ``pulp.LpProblem``; returns ``(problem, variables)``.
 
     ``margin``: each capacity is moved by ``margin * (|capacity| + sum |demands|)`` of its row
     (positive: a relaxation, negative: a restriction; see :func:`solve_pulp_cbc`).
@@ -58,16 +59,16 @@ def build_pulp(instance: Instance, *, margin: float = 0.0, normalise: bool = Fal
     import pulp
 
     prob = pulp.LpProblem("wdp", pulp.LpMaximize)
-    x = [pulp.LpVariable(f"x{j}", cat=pulp.LpBinary) for j in range(instance.n_bids)]
-    lift = objective_lift(instance.values)  # tiny values scaled up; bounds are divided back
-    prob.setObjective(pulp.LpAffineExpression([(x[j], v) for j, v in enumerate((instance.values * lift).tolist())
+    x = [pulp.LpVariable(f"x{j}", cat=pulp.LpBinary) for j in range(P.n)]
+    lift = objective_lift(P.values)  # tiny values scaled up; bounds are divided back
+    prob.setObjective(pulp.LpAffineExpression([(x[j], v) for j, v in enumerate((P.values * lift).tolist())
                                                if v]))
     k = 0
-    for cap, cols, coefs in rows_of(instance, lift_small=True, normalise=normalise, margin=margin):
+    for cap, cols, coefs in rows_of(P, lift_small=True, normalise=normalise, margin=margin):
         expr = pulp.LpAffineExpression([(x[j], a) for j, a in zip(cols.tolist(), coefs.tolist())])
         prob.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"c{k}", cap))
         k += 1
-    for i, cols in enumerate(xor_groups(instance)):
+    for i, cols in enumerate(xor_groups(P)):
         expr = pulp.LpAffineExpression([(x[j], 1.0) for j in cols.tolist()])
         prob.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"xor{i}", 1.0))
     return prob, x
@@ -115,7 +116,7 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
     name = f"pulp-{which}"
     opts = pop_options(dict(options), _OPTIONS, name)
     t0 = time.perf_counter()
-    prob, x = build_pulp(instance, margin=margin, normalise=normalise)
+    prob, x = build_pulp(from_instance(instance), margin=margin, normalise=normalise)
     hint = hint_vector(instance, opts)
     if hint is not None:
         for var, val in zip(x, hint.tolist()):
@@ -220,7 +221,7 @@ def solve_pulp_cbc(instance: Instance, *, time_limit: float | None = None, threa
 
     rounds = _file_rounds(instance)
     first = None
-    if not rounds and not has_large_rows(instance):
+    if not rounds and not has_large_rows(from_instance(instance)):
         t0 = time.perf_counter()
         first = once(time_limit=time_limit)
         if first[0].details.get("raw_status") == "Infeasible":
@@ -240,7 +241,7 @@ def solve_pulp_highs(instance: Instance, *, time_limit: float | None = None, thr
     def once(**kw: Any) -> tuple[Allocation, np.ndarray | None, bool]:
         return _solve(instance, "highs", threads=threads, seed=seed, options=opts, **kw)
 
-    if has_large_rows(instance):
+    if has_large_rows(from_instance(instance)):
         return numerically_guarded(instance, once, method="pulp-highs", time_limit=time_limit)
     t0 = time.perf_counter()
     first = once(time_limit=time_limit)

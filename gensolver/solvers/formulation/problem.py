@@ -1,16 +1,27 @@
-"""A matrix-only view of the welfare problem, built from an instance or a compact round.
+"""The one internal form of the welfare problem: :class:`MatrixProblem`, and what is read off it.
 
-:class:`MatrixProblem` holds exactly what the anytime solver needs — values, the sparse
-capacity matrix (CSC), capacities and the XOR owner of each column — without any per-bid
-Python objects. :func:`from_instance` reuses the instance's cached matrices;
-:func:`from_round` builds the matrix of a :class:`~gensolver.model.GpuRound` *vectorised*
-from its bundle options, so a round of hundreds of thousands of bundles never materialises
-:class:`~gensolver.model.Bid` objects (columns become bids only when chosen).
+:class:`MatrixProblem` holds exactly what every solver needs — values, the sparse capacity
+matrix (CSC), capacities and the XOR owner of each column — without any per-bid Python
+objects. :func:`from_instance` reuses the instance's cached matrices; :func:`from_round` builds
+the matrix of a :class:`~gensolver.model.GpuRound` *vectorised* from its bundle options, so a
+round of hundreds of thousands of bundles never materialises :class:`~gensolver.model.Bid`
+objects (columns become bids only when chosen).
+
+The same module owns what is computed from the form in one place: residual capacities and
+which columns fit them (:func:`fit_mask`), the feasibility check of an answer
+(:meth:`MatrixProblem.violation`), the XOR groups of the backends' models (:func:`xor_groups`)
+and the LOS ranking key (:func:`los_key`).
+
+References
+----------
+Lehmann, O'Callaghan & Shoham, "Truth revelation in approximately efficient combinatorial
+auctions", J. ACM 49(5), 2002 (the ranking key).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -18,8 +29,10 @@ import scipy.sparse as sp
 
 from ...model import Instance
 from ...model.tasks import GpuRound, task_steps, task_value
+from .scales import CAPACITY_TOL
 
-__all__ = ["MatrixProblem", "from_instance", "from_round", "RoundColumns", "column_ranges"]
+__all__ = ["MatrixProblem", "from_instance", "from_round", "RoundColumns", "round_columns", "column_ranges",
+           "fit_mask", "violation", "xor_groups", "los_key"]
 
 
 def column_ranges(indptr: np.ndarray, chunk_nnz: int):
@@ -48,6 +61,9 @@ class MatrixProblem:
     n_owners : int
     column_id : callable
         ``column_id(j) -> str``: the bid id of column ``j``.
+    rows : csr_matrix or None
+        ``A`` by rows, when already at hand (an instance's ``capacity_matrix``); else built on
+        first use of :attr:`A_rows`.
     """
 
     values: np.ndarray
@@ -56,6 +72,12 @@ class MatrixProblem:
     owner: np.ndarray
     n_owners: int
     column_id: Callable[[int], str]
+    rows: sp.csr_matrix | None = field(default=None, repr=False)
+
+    @cached_property
+    def A_rows(self) -> sp.csr_matrix:
+        """``A`` in CSR form (row by row, for the backends' constraint rows)."""
+        return self.rows if self.rows is not None else self.A.tocsr()
 
     @property
     def n(self) -> int:
@@ -81,6 +103,86 @@ class MatrixProblem:
             size[a:b] = np.bincount(col, weights=frac, minlength=b - a)
         return size
 
+    def residual(self, x: np.ndarray) -> np.ndarray:
+        """Capacity left by the 0/1 vector ``x`` (negative where ``x`` overfills a row)."""
+        return self.cap - self.A @ x
+
+    def violation(self, x: np.ndarray) -> tuple[str, int, float] | None:
+        """The first way ``x`` breaks the problem (see :func:`violation`)."""
+        return violation(self.A, self.cap, self.owner, self.n_owners, x)
+
+    def feasible(self, x: np.ndarray) -> bool:
+        """Whether the 0/1 vector ``x`` fits every capacity (within the format's tolerance)
+        and gives every owner at most one column."""
+        return self.violation(x) is None
+
+    def without_owner(self, owner: int) -> "MatrixProblem":
+        """The same problem with every column of ``owner`` worth 0 (a VCG pivot)."""
+        return MatrixProblem(np.where(self.owner == owner, 0.0, self.values), self.A, self.cap, self.owner,
+                             self.n_owners, self.column_id, self.rows)
+
+
+def violation(A: sp.spmatrix, cap: np.ndarray, owner: np.ndarray, n_owners: int,
+              x: np.ndarray) -> tuple[str, int, float] | None:
+    """The feasibility check of a 0/1 vector ``x``: the first way it breaks ``A x <= cap``
+    beyond :data:`~.scales.CAPACITY_TOL`, ``("capacity", row, use)``, or the XOR rows,
+    ``("xor", owner, wins)``; ``None`` when it is feasible."""
+    use = A @ x
+    bad = np.flatnonzero(use - cap > CAPACITY_TOL)
+    if bad.size:
+        return "capacity", int(bad[0]), float(use[bad[0]])
+    per_owner = np.bincount(owner, weights=x, minlength=n_owners)
+    bad = np.flatnonzero(per_owner > 1.5)
+    if bad.size:
+        return "xor", int(bad[0]), float(per_owner[bad[0]])
+    return None
+
+
+def fit_mask(A: sp.csc_matrix, cols: np.ndarray | None, residual: np.ndarray, chunk_nnz: int = 1 << 20) -> np.ndarray:
+    """Which of ``cols`` (``None``: every column) fit ``residual`` on their own (vectorised
+    over their non-zeros; ``residual`` includes any tolerance).
+
+    Works through the columns in chunks of about ``chunk_nnz`` non-zeros, so the temporaries
+    stay a few MB even on matrices of millions of non-zeros.
+    """
+    if cols is None:
+        ok = np.ones(A.shape[1], dtype=bool)
+        for a, b in column_ranges(A.indptr, chunk_nnz):
+            lo, hi = A.indptr[a], A.indptr[b]
+            bad = A.data[lo:hi] > residual[A.indices[lo:hi]]
+            if bad.any():
+                ok[a + np.repeat(np.arange(b - a), np.diff(A.indptr[a:b + 1]))[bad]] = False
+        return ok
+    cols = np.asarray(cols, dtype=np.int64)
+    ok = np.ones(cols.size, dtype=bool)
+    per_col = max(1, A.nnz // max(1, A.shape[1]))
+    step = max(1, chunk_nnz // per_col)
+    for s0 in range(0, cols.size, step):
+        sub = A[:, cols[s0:s0 + step]]
+        bad = sub.data > residual[sub.indices]
+        if bad.any():
+            ok[s0 + np.repeat(np.arange(sub.shape[1]), np.diff(sub.indptr))[bad]] = False
+    return ok
+
+
+def xor_groups(owners: np.ndarray) -> list[list[int]]:
+    """Positions (into ``owners``) of every owner that appears at least twice, by owner,
+    each in ascending order: the ``sum x <= 1`` rows of a backend's model."""
+    owners = np.asarray(owners)
+    order = np.argsort(owners, kind="stable")
+    so = owners[order]
+    cuts = np.flatnonzero(np.r_[True, so[1:] != so[:-1], True])
+    return [order[a:b].tolist() for a, b in zip(cuts[:-1], cuts[1:]) if b - a > 1]
+
+
+def los_key(values: np.ndarray, size: np.ndarray, alpha: float) -> np.ndarray:
+    """The LOS ranking key ``value / size**alpha`` (``inf`` for a column of size 0).
+
+    ``alpha = 0.5`` is Lehmann, O'Callaghan & Shoham's rule, 1 ranks by value density, 0 by
+    value."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(size > 0, values / np.power(np.where(size > 0, size, 1.0), alpha), np.inf)
+
 
 def from_instance(instance: Instance) -> MatrixProblem:
     """The matrix view of an explicit instance (matrices cached on the instance)."""
@@ -92,6 +194,7 @@ def from_instance(instance: Instance) -> MatrixProblem:
         instance.bidder_of_bid,
         instance.n_bidders,
         lambda j: bids[j].id,
+        instance.capacity_matrix,
     )
 
 
@@ -128,7 +231,7 @@ def round_columns(rnd: GpuRound) -> RoundColumns:
         gidx_arr = np.asarray(gidx, dtype=np.int64)
         for level, mem in enumerate(task.memory_levels(rnd.memory_levels)):
             length = task_steps(task, float(mem))
-            ok = np.array([bool(np.all(gmem[list(g)] + 1e-9 >= mem) and np.all(gcomp[list(g)] + 1e-9 >= task.compute)) for g in groups], dtype=bool)
+            ok = np.array([bool(np.all(gmem[list(g)] + CAPACITY_TOL >= mem) and np.all(gcomp[list(g)] + CAPACITY_TOL >= task.compute)) for g in groups], dtype=bool)
             if not ok.any():
                 continue
             starts = np.arange(task.release, end_limit - length + 1, dtype=np.int64)
