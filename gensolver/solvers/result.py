@@ -14,7 +14,8 @@ from ..model import Instance
 from .formulation.problem import MatrixProblem, violation
 from .formulation.scales import CAPACITY_TOL
 
-__all__ = ["Status", "Timing", "Allocation", "relative_gap", "finish", "feasibility_violation", "CAPACITY_TOL"]
+__all__ = ["Status", "Timing", "Allocation", "BackendAnswer", "relative_gap", "finish", "finish_answer",
+           "feasibility_violation", "CAPACITY_TOL"]
 
 
 class Status(str, Enum):
@@ -102,6 +103,40 @@ class Allocation:
             "details": _jsonable(dict(self.details)),
             "message": self.message,
         }
+
+
+@dataclass(frozen=True)
+class BackendAnswer:
+    """What a backend returns before any status is decided (:func:`finish_answer` decides it).
+
+    Attributes
+    ----------
+    x : ndarray or None
+        The backend's 0/1 vector over the columns; ``None``: no answer at all (then
+        ``failure`` says why, or the empty allocation is meant when ``failure`` is ``None``).
+    bound : float or None
+        An upper bound on the optimum of the *original* problem that the backend proved (in its
+        units; already divided by any scale), or ``None``.
+    proven : bool
+        Whether the backend proved ``x`` optimal for the original problem, to the MIP gap
+        ``DEFAULT_MIP_GAP`` (a proof for a rounded or tolerance-loosened model is not one).
+    backend_status : str
+        The backend's own status name (``"OPTIMAL"``, ``"FEASIBLE"``, ...).
+    failure : Status or None
+        ``INFEASIBLE`` or ``ERROR`` when the backend gave no usable answer; else ``None``.
+    details, message, build, solve
+        As in :class:`Allocation` (seconds of model building and of the solve).
+    """
+
+    x: np.ndarray | None
+    bound: float | None = None
+    proven: bool = False
+    backend_status: str = ""
+    failure: Status | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    message: str = ""
+    build: float = 0.0
+    solve: float = 0.0
 
 
 def _jsonable(obj: Any) -> Any:
@@ -223,3 +258,15 @@ def finish(
         st = Status.FEASIBLE
     winners = tuple(column_id(int(j)) for j in idx)
     return Allocation(st, winners, welfare, method, Timing(build, solve, total), bound, gap, MappingProxyType(details), message)
+
+
+def finish_answer(problem: Instance | MatrixProblem, answer: BackendAnswer, *, method: str) -> Allocation:
+    """:func:`finish` for a backend's :class:`BackendAnswer`: the one place its status is decided.
+
+    No answer (``x`` ``None``) without a ``failure`` is the empty allocation, which is always
+    feasible (a backend stopped by its time limit before its first solution)."""
+    x = answer.x
+    if x is None and answer.failure is None:
+        x = np.zeros(problem.n if isinstance(problem, MatrixProblem) else problem.n_bids)
+    return finish(problem, x, method=method, proven_optimal=answer.proven, bound=answer.bound, build=answer.build,
+                  solve=answer.solve, details=answer.details, message=answer.message, status=answer.failure)

@@ -3,9 +3,11 @@ one problem form (:class:`~gensolver.solvers.formulation.problem.MatrixProblem`)
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import threading
+import time
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -13,10 +15,11 @@ import numpy as np
 from ...model import Instance
 from ..formulation.problem import MatrixProblem
 from ..formulation.problem import xor_groups as _owner_groups
+from ..result import BackendAnswer, feasibility_violation
 from ..formulation.scales import (DEFAULT_MIP_GAP, LARGE_ROW, TIGHT_MARGIN, objective_lift, power_of_two_scales,
                                   row_lift, within_mip_gap)
 
-__all__ = ["rows_of", "has_large_rows", "numerically_guarded", "xor_groups", "hint_vector", "pop_options",
+__all__ = ["rows_of", "has_large_rows", "guarded_solve", "xor_groups", "hint_vector", "pop_options",
            "new_highs", "quiet_native_output",
            # the scales live in gensolver.solvers.formulation.scales; re-exported for the backends
            "DEFAULT_MIP_GAP", "LARGE_ROW", "TIGHT_MARGIN", "objective_lift", "power_of_two_scales", "row_lift",
@@ -24,7 +27,7 @@ __all__ = ["rows_of", "has_large_rows", "numerically_guarded", "xor_groups", "hi
 
 def has_large_rows(P: MatrixProblem) -> bool:
     """Whether any demand or capacity reaches :data:`LARGE_ROW` (then the floating-point
-    backends solve normalised rows under :func:`numerically_guarded`)."""
+    backends solve normalised rows under :func:`guarded_solve`)."""
     data = P.A.data
     return bool((data.size and float(np.abs(data).max()) >= LARGE_ROW)
                 or (P.cap.size and float(np.abs(P.cap).max()) >= LARGE_ROW))
@@ -37,7 +40,7 @@ def rows_of(P: MatrixProblem, *, lift_small: bool = False, normalise: bool = Fal
     ``lift_small=True`` (floating-point MIP backends): rows with every entry below 1 come
     scaled by :func:`row_lift`; ``normalise=True``: every row does. ``margin``: each capacity
     is then moved by ``margin * (|capacity| + sum |demands|)`` (positive loosens, negative
-    tightens; see :func:`numerically_guarded`).
+    tightens; see :func:`guarded_solve`).
     """
     mat = P.A_rows
     cap = P.cap
@@ -153,49 +156,48 @@ def new_highs() -> Any:
     return h
 
 
-def numerically_guarded(instance: Instance, solve_once: Callable[..., tuple[Any, np.ndarray | None, bool]], *,
-                        method: str, time_limit: float | None, first_margin: float = 0.0,
-                        first: tuple[Any, np.ndarray | None, bool] | None = None) -> Any:
-    """Solve with normalised rows, then make sure the answer fits the true rows.
+def guarded_solve(instance: Instance, P: MatrixProblem, solve_once: Callable[..., BackendAnswer], *,
+                  time_limit: float | None, normalise: bool, first_margin: float = 0.0,
+                  first: BackendAnswer | None = None) -> BackendAnswer:
+    """One solve, then an explicit tightened re-solve if the answer overfills a true row.
 
-    ``solve_once(margin=, normalise=True, time_limit=)`` returns ``(allocation, x, proven)``:
-    the allocation built by :func:`~gensolver.solvers.result.finish` (an ``ERROR`` when ``x``
-    does not fit the true capacities), the backend's raw 0/1 vector (``None`` without one) and
-    whether the backend proved ``x`` optimal. Normalised rows (every row scaled to size 1 by
-    a power of two) keep SCIP and CBC inside their numerical range, but their ``1e-6``
-    tolerance is then relative, so the first solve, with capacities moved by
-    ``first_margin >= 0``, is a *relaxation*: its optimum bounds the true one, and an answer
-    that fits the true rows is optimal. One that does not fit (it overfills a row by less
-    than the tolerance) is replaced by a second solve with every row tightened by
-    :data:`TIGHT_MARGIN`, reported ``feasible`` with the first solve's bound.
+    ``solve_once(margin=, normalise=, time_limit=)`` returns the backend's
+    :class:`~gensolver.solvers.result.BackendAnswer` for rows moved by ``margin`` (see
+    :func:`rows_of`). The first solve (``first``, when already made) uses ``normalise`` and
+    ``first_margin >= 0``: normalised rows (every row scaled to size 1 by a power of two) keep
+    SCIP and CBC inside their numerical range, and plain rows leave the backend its own
+    ``1e-6`` tolerance; either way it is a *relaxation* of the true problem (the backend's
+    tolerance only adds to the format's), so its optimum bounds the true one, and an answer
+    that fits the true rows is the answer.
 
-    ``first``: the result of a solve already made on the plain rows (also a relaxation: the
-    backends' tolerance only adds to the format's); then only the tightened solve is made if
-    its answer does not fit (a capacity overfilled by less than ``1e-6``, e.g. ``40 + 4e-8``
-    beside ``40`` in ``80``).
+    Step 2, only when that answer overfills a true row (by less than the backend's tolerance,
+    e.g. ``40 + 4e-8`` beside ``40`` in ``80``): a second solve with normalised rows, each
+    tightened by :data:`~gensolver.solvers.formulation.scales.TIGHT_MARGIN`, whose answer
+    surely fits; it is returned unproven, with the first solve's bound (its optimum when the
+    backend proved it).
     """
-    import time as _time
-
-    from ..result import Status, finish
-
-    t0 = _time.perf_counter()
-    if first is not None:
-        loose, x_loose, proven = first
-    else:
-        loose, x_loose, proven = solve_once(margin=first_margin, normalise=True, time_limit=time_limit)
-    if loose.status is not Status.ERROR or x_loose is None:
-        return loose
-    bound = loose.bound
-    if proven:  # the relaxation's optimum (its answer merely overfills by round-off)
-        bound = float(instance.values @ (x_loose > 0.5))
-    left = None if time_limit is None else max(0.1, time_limit - (_time.perf_counter() - t0))
-    tight, x_tight, _ = solve_once(margin=-TIGHT_MARGIN, normalise=True, time_limit=left)
-    if tight.status is Status.ERROR or x_tight is None:
+    t0 = time.perf_counter()
+    if first is None:
+        first = solve_once(margin=first_margin, normalise=normalise, time_limit=time_limit)
+    else:  # made before: its time counts against the limit too
+        t0 -= first.build + first.solve
+    if first.failure is not None or first.x is None:
+        return first
+    overfilled = feasibility_violation(instance, (first.x > 0.5).astype(np.float64))
+    if overfilled is None:
+        return first
+    bound = first.bound
+    if first.proven:  # the relaxation's optimum (its answer merely overfills by round-off)
+        bound = float(P.values @ (first.x > 0.5))
+    left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
+    tight = solve_once(margin=-TIGHT_MARGIN, normalise=True, time_limit=left)
+    if tight.failure is not None or tight.x is None:
         return tight
     details = dict(tight.details)
-    details["numerics"] = (f"the backend's answer overfilled a true row "
-                           f"({loose.details.get('infeasible_answer', '')}); rows tightened by {TIGHT_MARGIN:g}")
-    return finish(instance, x_tight, method=method, proven_optimal=False, bound=bound,
-                  build=loose.seconds.build + tight.seconds.build, solve=loose.seconds.solve + tight.seconds.solve,
-                  details=details, message="the backend's answer overfilled a capacity within its tolerance; "
-                  "this answer (rows tightened) fits, with the first solve's bound")
+    details["numerics"] = (f"the backend's answer overfilled a true row ({overfilled}); "
+                           f"rows tightened by {TIGHT_MARGIN:g}")
+    return dataclasses.replace(
+        tight, bound=bound, proven=False, details=details, build=first.build + tight.build,
+        solve=first.solve + tight.solve,
+        message="the backend's answer overfilled a capacity within its tolerance; "
+                "this answer (rows tightened) fits, with the first solve's bound")

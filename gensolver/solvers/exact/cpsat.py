@@ -31,7 +31,7 @@ import numpy as np
 from ...model import Instance
 from ..formulation.problem import MatrixProblem, from_instance
 from ..formulation.scales import integer_row, objective_scale, within_mip_gap
-from ..result import Allocation, Status, finish
+from ..result import Allocation, BackendAnswer, Status, finish_answer
 from .common import hint_vector, pop_options, rows_of, xor_groups
 
 __all__ = ["solve_cpsat", "build_cpsat", "STATUS_TABLE"]
@@ -142,43 +142,37 @@ def solve_cpsat(instance: Instance, *, time_limit: float | None = None, threads:
     details = {"backend": "ortools-cpsat", "raw_status": raw_name, "workers": p.num_workers,
                "branches": solver.NumBranches(), "conflicts": solver.NumConflicts(), **scaling}
     if status in (Status.ERROR, Status.INFEASIBLE):
-        return finish(instance, None, method="cpsat", proven_optimal=False, bound=None, build=t1 - t0,
-                      solve=t2 - t1, details=details, status=status, message=f"CP-SAT returned {raw_name}")
-    exact = scaling["rows_exact"] and scaling["values_exact"]
-    bound = None
+        return finish_answer(instance, BackendAnswer(None, backend_status=raw_name, failure=status, details=details,
+                                                     message=f"CP-SAT returned {raw_name}", build=t1 - t0,
+                                                     solve=t2 - t1), method="cpsat")
+    notes = []
+    xv, bound = None, None
     if status is None:
-        xv = np.zeros(instance.n_bids)
-        message = "CP-SAT found no solution within the time limit; returning the empty allocation"
+        notes.append("CP-SAT found no solution within the time limit; returning the empty allocation")
+    elif scaling["rows_exact"]:
+        xv = np.fromiter((solver.BooleanValue(v) for v in x), dtype=np.float64, count=len(x))
+        # CP-SAT's bound on the scaled values, widened by their largest total rounding error.
+        # (Without a solution, UNKNOWN, the response's bound is the proto default 0, which would
+        # "prove" the empty allocation optimal: only a response with a solution has one.)
+        bound = solver.BestObjectiveBound() / scaling["value_scale"] + scaling["bound_slack"]
     else:
         xv = np.fromiter((solver.BooleanValue(v) for v in x), dtype=np.float64, count=len(x))
-        message = ""
-    proven = status is Status.OPTIMAL and exact
-    if scaling["rows_exact"] and status is not None:
-        # Without a solution (UNKNOWN) CP-SAT's response carries no bound: its
-        # best_objective_bound is the proto default 0, which would "prove" the empty
-        # allocation optimal. Only a response with a solution has a meaningful bound.
-        bound = solver.BestObjectiveBound() / scaling["value_scale"] + scaling["bound_slack"]
-    elif status is Status.OPTIMAL:
-        # capacities rounded conservatively: the same problem rounded the other way is a
-        # relaxation, whose bound is a bound of the original problem; equal optima prove it
         left = None if time_limit is None else float(time_limit) - (time.perf_counter() - t1)
-        if left is None or left > 0.01:
-            xv, bound, relaxed = _relaxed_proof(P, xv, p, left)
-            details["relaxed_rows"] = relaxed
-    if status is Status.OPTIMAL and not scaling["rows_exact"]:
-        proven = bound is not None and within_mip_gap(bound, float(instance.values @ xv))
-        if not proven:
-            message = (message + "; " if message else "") + (
-                "capacities could not be scaled to integers exactly; rows were rounded conservatively, "
-                "and the same rows rounded the other way (a relaxation) did not prove optimality")
-    elif not scaling["rows_exact"]:
-        message = (message + "; " if message else "") + (
-            "capacities could not be scaled to integers exactly; rows were rounded conservatively, "
-            "so optimality is not proven for the original problem")
-    if status is Status.OPTIMAL and scaling["rows_exact"] and not exact and bound is not None:
-        # rounded values: a proof when the widened bound is within the backends' gap (with
-        # the same absolute floor as the engine, so an empty answer is not left "feasible")
-        proven = within_mip_gap(bound, float(instance.values @ xv))
+        if status is Status.OPTIMAL and (left is None or left > 0.01):
+            # step 2: the same rows rounded the other way are a relaxation, whose bound is a
+            # bound of the original problem; equal optima prove the answer
+            xv, bound, details["relaxed_rows"] = _relaxed_proof(P, xv, p, left)
+    # the one decision: CP-SAT's optimum of the model it solved is a proof for the original
+    # problem when its bound there (exact, or widened by the rounding) meets the answer within
+    # the backends' gap, with the engine's absolute floor (so an empty answer is not left
+    # "feasible" by a rounding error of 1e-11)
+    proven = (status is Status.OPTIMAL and xv is not None and bound is not None
+              and within_mip_gap(bound, float(P.values @ xv)))
+    if status is not None and not scaling["rows_exact"] and not proven:
+        notes.append("capacities could not be scaled to integers exactly; rows were rounded conservatively, " + (
+            "so optimality is not proven for the original problem" if status is not Status.OPTIMAL else
+            "and the same rows rounded the other way (a relaxation) did not prove optimality"))
     t2 = time.perf_counter()
-    return finish(instance, xv, method="cpsat", proven_optimal=proven, bound=bound,
-                  build=t1 - t0, solve=t2 - t1, details=details, message=message)
+    return finish_answer(instance, BackendAnswer(xv, bound=bound, proven=proven, backend_status=raw_name,
+                                                 details=details, message="; ".join(notes), build=t1 - t0,
+                                                 solve=t2 - t1), method="cpsat")

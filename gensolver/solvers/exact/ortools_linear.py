@@ -21,8 +21,9 @@ import numpy as np
 
 from ...model import Instance
 from ..formulation.problem import MatrixProblem, from_instance
-from ..result import Allocation, Status, finish
-from .common import (DEFAULT_MIP_GAP, has_large_rows, hint_vector, numerically_guarded, objective_lift, pop_options,
+from ..formulation.bounds import lp_relaxation
+from ..result import Allocation, BackendAnswer, Status, finish_answer
+from .common import (DEFAULT_MIP_GAP, guarded_solve, has_large_rows, hint_vector, objective_lift, pop_options,
                      quiet_native_output, rows_of, xor_groups)
 
 __all__ = ["solve_scip", "solve_highs", "solve_cbc", "build_pywraplp", "STATUS_TABLE"]
@@ -81,38 +82,46 @@ def build_pywraplp(P: MatrixProblem, backend: str, *, normalise: bool = False,
 
 def _solve(instance: Instance, backend: str, name: str, *, time_limit: float | None, threads: int | None,
            seed: int, options: dict[str, Any]) -> Allocation:
-    """One solve; rows of byte-sized data go through
-    :func:`~gensolver.solvers.exact.common.numerically_guarded` (normalised, answer checked)."""
-    def once(**kw: Any) -> tuple[Allocation, np.ndarray | None, bool]:
-        return _solve_once(instance, backend, name, threads=threads, seed=seed, options=options, **kw)
+    """One solve (rows of byte-sized data normalised) and, if its answer overfills a true row,
+    the tightened re-solve of :func:`~gensolver.solvers.exact.common.guarded_solve`; the status
+    is decided once, by :func:`~gensolver.solvers.result.finish_answer`."""
+    opts = pop_options(dict(options), _OPTIONS, name)
+    P = from_instance(instance)
+    hint = hint_vector(instance, opts)
 
-    if has_large_rows(from_instance(instance)):
-        return numerically_guarded(instance, once, method=name, time_limit=time_limit)
-    t0 = time.perf_counter()
-    first = once(time_limit=time_limit)
-    if first[0].status is not Status.ERROR or first[1] is None:
-        return first[0]
-    # the answer overfills a row within the backend's tolerance: a tightened re-solve
-    left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
-    return numerically_guarded(instance, once, method=name, time_limit=left, first=first)
+    def once(**kw: Any) -> BackendAnswer:
+        return _solve_once(P, backend, threads=threads, opts=opts, hint=hint, **kw)
+
+    answer = guarded_solve(instance, P, once, time_limit=time_limit, normalise=has_large_rows(P))
+    return finish_answer(instance, answer, method=name)
 
 
-def _solve_once(instance: Instance, backend: str, name: str, *, time_limit: float | None, threads: int | None,
-                seed: int, options: dict[str, Any], normalise: bool = False,
-                margin: float = 0.0) -> tuple[Allocation, np.ndarray | None, bool]:
+def _highs_parameters(gap: float) -> str:
+    """HiGHS's own gap options, passed as its solver-specific parameter string.
+
+    OR-Tools' HiGHS interface ignores ``RELATIVE_MIP_GAP`` (``SetRelativeMipGap`` is a no-op),
+    so HiGHS kept its default ``mip_rel_gap = 1e-4`` and called answers up to ``1e-4`` below
+    the optimum optimal (a 7-bid round lost a 2.5 bid beside a 1e6 one). The string is read
+    by HiGHS even though the wrapper's setter reports ``False``.
+    """
+    return f"mip_rel_gap={gap!r},mip_abs_gap={DEFAULT_MIP_GAP!r}"
+
+
+def _solve_once(P: MatrixProblem, backend: str, *, time_limit: float | None, threads: int | None,
+                opts: dict[str, Any], hint: np.ndarray | None, normalise: bool = False,
+                margin: float = 0.0) -> BackendAnswer:
+    """Build and solve once; the backend's answer, bound and claim, without any status decided."""
     from ortools.linear_solver import pywraplp
 
-    opts = pop_options(dict(options), _OPTIONS, name)
     t0 = time.perf_counter()
     with quiet_native_output(not opts.get("verbose")):
-        solver, x = build_pywraplp(from_instance(instance), backend, normalise=normalise, margin=margin)
-    hint = hint_vector(instance, opts)
-    hint_ignored = False
+        solver, x = build_pywraplp(P, backend, normalise=normalise, margin=margin)
+    details: dict[str, Any] = {"backend": f"ortools-{backend.lower()}"}
     if hint is not None:
         if backend == "HIGHS":
             # OR-Tools' pywraplp HiGHS interface segfaults in Solve() after SetHint (seen with
             # ortools 9.15); the warm start is dropped for this backend.
-            hint_ignored = True
+            details["hint_ignored"] = "pywraplp HiGHS crashes with a solution hint; hint not passed"
         else:
             solver.SetHint(x, hint.tolist())
     if time_limit is not None:
@@ -122,40 +131,52 @@ def _solve_once(instance: Instance, backend: str, name: str, *, time_limit: floa
         threads_ok = bool(solver.SetNumThreads(int(threads)))
     if opts.get("verbose"):
         solver.EnableOutput()
+    gap = float(opts.get("mip_gap", DEFAULT_MIP_GAP))
     params = pywraplp.MPSolverParameters()
-    params.SetDoubleParam(pywraplp.MPSolverParameters.RELATIVE_MIP_GAP, float(opts.get("mip_gap", DEFAULT_MIP_GAP)))
+    params.SetDoubleParam(pywraplp.MPSolverParameters.RELATIVE_MIP_GAP, gap)
+    if backend == "HIGHS":
+        solver.SetSolverSpecificParametersAsString(_highs_parameters(gap))
     t1 = time.perf_counter()
     with quiet_native_output(not opts.get("verbose")):
         raw = solver.Solve(params)
     t2 = time.perf_counter()
-    status, raw_name = STATUS_TABLE().get(raw, (Status.ERROR, f"UNKNOWN({raw})"))
-    if status is Status.ERROR and raw not in STATUS_TABLE() and time_limit is not None:
+    table = STATUS_TABLE()
+    status, raw_name = table.get(raw, (Status.ERROR, f"UNKNOWN({raw})"))
+    if status is Status.ERROR and raw not in table and time_limit is not None:
         # OR-Tools' HiGHS interface answers MPSOLVER_UNKNOWN_STATUS (99) when the time limit
         # stops it, with no solution readable. The empty allocation is still feasible.
         status = None
-    details = {"backend": f"ortools-{backend.lower()}", "raw_status": raw_name, "threads_accepted": threads_ok,
-               "nodes": solver.nodes(), "seed_note": "backend is deterministic for a fixed model; seed unused"}
-    if hint_ignored:
-        details["hint_ignored"] = "pywraplp HiGHS crashes with a solution hint; hint not passed"
+    details.update({"raw_status": raw_name, "threads_accepted": threads_ok, "nodes": solver.nodes(),
+                    "seed_note": "backend is deterministic for a fixed model; seed unused"})
+    timing = {"build": t1 - t0, "solve": t2 - t1}
     if status in (Status.ERROR, Status.INFEASIBLE):
-        return finish(instance, None, method=name, proven_optimal=False, bound=None, build=t1 - t0,
-                      solve=t2 - t1, details=details, status=status, message=f"{backend} returned {raw_name}"), None, False
-    bound: float | None = None
+        return BackendAnswer(None, backend_status=raw_name, failure=status, details=details,
+                             message=f"{backend} returned {raw_name}", **timing)
     if status is None:  # no incumbent before the limit: the empty allocation is feasible
-        xv = np.zeros(instance.n_bids)
-        message = f"{backend} found no solution within the time limit; returning the empty allocation"
+        return BackendAnswer(None, backend_status=raw_name, details=details,
+                             message=f"{backend} found no solution within the time limit; "
+                                     "returning the empty allocation", **timing)
+    xv = np.fromiter((v.solution_value() for v in x), dtype=np.float64, count=len(x))
+    optimal = status is Status.OPTIMAL
+    bound: float | None = None
+    if backend == "HIGHS":
+        # OR-Tools reports HiGHS's objective value as its "best bound": no proof at all. The
+        # optimality claim stands on HiGHS's own gap (set above); without it the bound is an
+        # independent one (the LP relaxation's certified dual bound)
+        optimal = optimal and gap <= DEFAULT_MIP_GAP
+        if not optimal:
+            left = None if time_limit is None else max(0.05, 0.1 * time_limit)
+            bound = lp_relaxation(P, time_limit=left).bound
+            details["bound_kind"] = "LP relaxation (HiGHS's bound is not available through OR-Tools)"
     else:
-        xv = np.fromiter((v.solution_value() for v in x), dtype=np.float64, count=len(x))
-        message = ""
+        lift = objective_lift(P.values)
         try:
-            bound = float(solver.Objective().BestBound()) / objective_lift(instance.values)
+            bound = float(solver.Objective().BestBound()) / lift
         except Exception:  # pragma: no cover - backend without a bound
             bound = None
-        if bound is not None and abs(bound) * objective_lift(instance.values) >= solver.infinity():
+        if bound is not None and abs(bound) * lift >= solver.infinity():
             bound = None  # the backend's "infinity" (e.g. SCIP's 1e20 before the root LP) bounds nothing
-    return (finish(instance, xv, method=name, proven_optimal=status is Status.OPTIMAL, bound=bound,
-                   build=t1 - t0, solve=t2 - t1, details=details, message=message),
-            xv if status is not None else None, status is Status.OPTIMAL)
+    return BackendAnswer(xv, bound=bound, proven=optimal, backend_status=raw_name, details=details, **timing)
 
 
 def solve_scip(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,

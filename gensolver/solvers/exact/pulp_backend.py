@@ -24,8 +24,8 @@ import numpy as np
 
 from ...model import Instance
 from ..formulation.problem import MatrixProblem, from_instance
-from ..result import Allocation, Status, finish
-from .common import (DEFAULT_MIP_GAP, has_large_rows, hint_vector, numerically_guarded, objective_lift, pop_options,
+from ..result import Allocation, BackendAnswer, Status, finish_answer
+from .common import (DEFAULT_MIP_GAP, guarded_solve, has_large_rows, hint_vector, objective_lift, pop_options,
                      quiet_native_output, rows_of, xor_groups)
 
 __all__ = ["solve_pulp_cbc", "solve_pulp_highs", "build_pulp", "SOLUTION_STATUS_TABLE"]
@@ -105,19 +105,16 @@ def _highs_minimises(model: Any) -> bool:
     return sense == highspy.ObjSense.kMinimize
 
 
-def _solve(instance: Instance, which: str, *, time_limit: float | None, threads: int | None, seed: int,
-           options: dict[str, Any], margin: float = 0.0,
-           normalise: bool = False) -> tuple[Allocation, np.ndarray | None, bool]:
-    """One PuLP solve; returns the allocation, the backend's raw 0/1 vector (``None``
-    without one) and whether the backend proved it optimal (for
-    :func:`~gensolver.solvers.exact.common.numerically_guarded`)."""
+def _solve(P: MatrixProblem, which: str, *, time_limit: float | None, threads: int | None, seed: int,
+           opts: dict[str, Any], hint: np.ndarray | None, margin: float = 0.0,
+           normalise: bool = False) -> BackendAnswer:
+    """One PuLP solve: the backend's answer, its bound and whether it proved it optimal (for
+    :func:`~gensolver.solvers.exact.common.guarded_solve`); no status is decided here."""
     import pulp
 
     name = f"pulp-{which}"
-    opts = pop_options(dict(options), _OPTIONS, name)
     t0 = time.perf_counter()
-    prob, x = build_pulp(from_instance(instance), margin=margin, normalise=normalise)
-    hint = hint_vector(instance, opts)
+    prob, x = build_pulp(P, margin=margin, normalise=normalise)
     if hint is not None:
         for var, val in zip(x, hint.tolist()):
             var.setInitialValue(val)
@@ -146,23 +143,24 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
         with quiet_native_output(not msg):
             prob.solve(solver)
     except pulp.PulpSolverError as exc:
-        t2 = time.perf_counter()
-        return finish(instance, None, method=name, proven_optimal=False, bound=None, build=t1 - t0, solve=t2 - t1,
-                      details={"backend": name}, status=Status.ERROR, message=f"PuLP solver error: {exc}"), None, False
+        return BackendAnswer(None, backend_status="PulpSolverError", failure=Status.ERROR, details={"backend": name},
+                             message=f"PuLP solver error: {exc}", build=t1 - t0, solve=time.perf_counter() - t1)
     t2 = time.perf_counter()
+    timing = {"build": t1 - t0, "solve": t2 - t1}
     status, raw_name = SOLUTION_STATUS_TABLE().get(prob.sol_status, (Status.ERROR, f"UNKNOWN({prob.sol_status})"))
     details = {"backend": name, "raw_status": pulp.LpStatus.get(prob.status, prob.status), "raw_solution_status": raw_name}
     try:
         if status in (Status.ERROR, Status.INFEASIBLE):
-            return finish(instance, None, method=name, proven_optimal=False, bound=None, build=t1 - t0,
-                          solve=t2 - t1, details=details, status=status, message=f"PuLP returned {raw_name}"), None, False
+            return BackendAnswer(None, backend_status=raw_name, failure=status, details=details,
+                                 message=f"PuLP returned {raw_name}", **timing)
         if status is None:
-            xv = np.zeros(instance.n_bids)
-        else:
-            xv = np.fromiter(((v.varValue or 0.0) for v in x), dtype=np.float64, count=len(x))
-        welfare = float(instance.values[xv > 0.5].sum())
+            return BackendAnswer(None, backend_status=raw_name, details=details,
+                                 message="no solution within the time limit; empty allocation", **timing)
+        xv = np.fromiter(((v.varValue or 0.0) for v in x), dtype=np.float64, count=len(x))
+        welfare = float(P.values[xv > 0.5].sum())
+        lift = objective_lift(P.values)
         bound = None
-        if which == "highs" and status is not None:
+        if which == "highs":
             # Without an incumbent HiGHS's info holds no valid dual bound (it reads 0).
             model = getattr(prob, "solverModel", None)
             if model is not None:
@@ -171,15 +169,12 @@ def _solve(instance: Instance, which: str, *, time_limit: float | None, threads:
                 if np.isfinite(raw_bound):
                     # PuLP hands HiGHS the negated objective of a maximisation problem (HiGHS
                     # then minimises), so the dual bound comes back negated as well.
-                    bound = (-raw_bound if _highs_minimises(model) else raw_bound) / objective_lift(instance.values)
+                    bound = (-raw_bound if _highs_minimises(model) else raw_bound) / lift
         elif log_path is not None and status is not Status.OPTIMAL:
-            lift = objective_lift(instance.values)
             bound = _cbc_bound_from_log(log_path, welfare * lift)
             bound = None if bound is None else bound / lift
-        return finish(instance, xv, method=name, proven_optimal=status is Status.OPTIMAL, bound=bound,
-                      build=t1 - t0, solve=t2 - t1, details=details,
-                      message="" if status is not None else "no solution within the time limit; empty allocation"), (
-                          xv if status is not None else None), status is Status.OPTIMAL
+        return BackendAnswer(xv, bound=bound, proven=status is Status.OPTIMAL, backend_status=raw_name,
+                             details=details, **timing)
     finally:
         if log_path is not None:
             try:
@@ -206,46 +201,43 @@ def solve_pulp_cbc(instance: Instance, *, time_limit: float | None = None, threa
                    options: dict[str, Any] | None = None) -> Allocation:
     """Exact MILP with CBC through PuLP. Options: ``mip_gap``, ``hint``, ``verbose``.
 
-    Three numerical traps lead to :func:`~gensolver.solvers.exact.common.numerically_guarded`
-    (rows normalised to size 1, the answer checked against the true rows, a tightened
-    re-solve if it overfills one): PuLP hands CBC an MPS file with 13 significant digits, so
-    a row that an allocation fills exactly can look overfull (the capacities are then also
-    loosened by ``1e-11`` of their row, keeping the first solve a relaxation); rows of size
-    ``1e9`` (bytes) fall outside CBC's absolute tolerances; and CBC may then call a winner
+    Three numerical traps lead to :func:`~gensolver.solvers.exact.common.guarded_solve` with
+    normalised rows (rows scaled to size 1, the answer checked against the true rows, a
+    tightened re-solve if it overfills one): PuLP hands CBC an MPS file with 13 significant
+    digits, so a row that an allocation fills exactly can look overfull (the capacities are
+    then also loosened by ``1e-11`` of their row, keeping the first solve a relaxation); rows of
+    size ``1e9`` (bytes) fall outside CBC's absolute tolerances; and CBC may then call a winner
     determination problem "infeasible", which it never is (nobody winning is feasible).
     """
-    opts = dict(options or {})
+    opts = pop_options(dict(options or {}), _OPTIONS, "pulp-cbc")
+    P = from_instance(instance)
+    hint = hint_vector(instance, opts)
 
-    def once(**kw: Any) -> tuple[Allocation, np.ndarray | None, bool]:
-        return _solve(instance, "cbc", threads=threads, seed=seed, options=opts, **kw)
+    def once(**kw: Any) -> BackendAnswer:
+        return _solve(P, "cbc", threads=threads, seed=seed, opts=opts, hint=hint, **kw)
 
     rounds = _file_rounds(instance)
     first = None
-    if not rounds and not has_large_rows(from_instance(instance)):
+    if not rounds and not has_large_rows(P):
         t0 = time.perf_counter()
         first = once(time_limit=time_limit)
-        if first[0].details.get("raw_status") == "Infeasible":
+        if first.details.get("raw_status") == "Infeasible":
             first = None  # CBC lost its footing: solve again from normalised rows
-        elif first[0].status is not Status.ERROR or first[1] is None:
-            return first[0]
-        time_limit = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
-    return numerically_guarded(instance, once, method="pulp-cbc", time_limit=time_limit,
-                               first_margin=_FILE_MARGIN if rounds else 0.0, first=first)
+            time_limit = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
+    answer = guarded_solve(instance, P, once, time_limit=time_limit, normalise=first is None,
+                           first_margin=_FILE_MARGIN if rounds else 0.0, first=first)
+    return finish_answer(instance, answer, method="pulp-cbc")
 
 
 def solve_pulp_highs(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
                      options: dict[str, Any] | None = None) -> Allocation:
     """Exact MILP with HiGHS through PuLP (highspy). Options: ``mip_gap``, ``hint``, ``verbose``."""
-    opts = dict(options or {})
+    opts = pop_options(dict(options or {}), _OPTIONS, "pulp-highs")
+    P = from_instance(instance)
+    hint = hint_vector(instance, opts)
 
-    def once(**kw: Any) -> tuple[Allocation, np.ndarray | None, bool]:
-        return _solve(instance, "highs", threads=threads, seed=seed, options=opts, **kw)
+    def once(**kw: Any) -> BackendAnswer:
+        return _solve(P, "highs", threads=threads, seed=seed, opts=opts, hint=hint, **kw)
 
-    if has_large_rows(from_instance(instance)):
-        return numerically_guarded(instance, once, method="pulp-highs", time_limit=time_limit)
-    t0 = time.perf_counter()
-    first = once(time_limit=time_limit)
-    if first[0].status is not Status.ERROR or first[1] is None:
-        return first[0]
-    left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
-    return numerically_guarded(instance, once, method="pulp-highs", time_limit=left, first=first)
+    answer = guarded_solve(instance, P, once, time_limit=time_limit, normalise=has_large_rows(P))
+    return finish_answer(instance, answer, method="pulp-highs")
