@@ -229,7 +229,14 @@ def finish(
             MappingProxyType(details), f"backend returned an infeasible allocation: {problem}",
         )
     idx = np.flatnonzero(x)
-    welfare = float(instance.values[idx].sum())
+    with np.errstate(over="ignore"):
+        welfare = float(instance.values[idx].sum())
+    if not math.isfinite(welfare):
+        # values near the float maximum (1e308) whose sum overflows: no welfare can be reported
+        return Allocation(
+            Status.ERROR, (), 0.0, method, Timing(build, solve, total), None, None, MappingProxyType(details),
+            "the winners' values add up beyond the largest float (about 1.8e308); scale the values down",
+        )
     column_id = instance.column_id if isinstance(instance, MatrixProblem) else (lambda j: instance.bids[j].id)
     if bound is not None:
         bound = float(bound) + 0.0  # + 0.0: no "-0.0" bound (HiGHS negates a zero objective)

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-__all__ = ["CAPACITY_TOL", "BACKEND_FEASIBILITY_TOL", "DEFAULT_MIP_GAP", "LARGE_ROW", "TIGHT_MARGIN",
+__all__ = ["CAPACITY_TOL", "BACKEND_FEASIBILITY_TOL", "DEFAULT_MIP_GAP", "LARGE_ROW", "LARGE_OBJECTIVE", "TIGHT_MARGIN",
            "ROW_SCALE_POWER", "VALUE_SCALE_POWER", "within_mip_gap", "power_of_two_scales", "row_lift",
            "row_lifts", "objective_lift", "integer_scale", "integer_row", "certified_value_scale", "objective_scale",
            "value_downscale"]
@@ -45,6 +45,9 @@ DEFAULT_MIP_GAP = 1e-9
 #: backends: SCIP and CBC returned wrong "optimal" answers on rows of size 1e9 (their absolute
 #: tolerances fall below the data's floating-point resolution there)
 LARGE_ROW = 2.0**20
+#: objective values this large are brought down by a power of two for the floating-point MIP
+#: backends (:func:`objective_lift`), well below their "infinity" (1e20 for SCIP)
+LARGE_OBJECTIVE = 2.0**60
 #: relative tightening of normalised rows for an answer that surely fits after a normalised
 #: solve's answer did not (above :data:`BACKEND_FEASIBILITY_TOL`)
 TIGHT_MARGIN = 2e-6
@@ -76,7 +79,9 @@ def power_of_two_scales(top: np.ndarray, *, above: float = math.inf) -> np.ndarr
     top = np.abs(np.asarray(top, dtype=np.float64))
     f = np.ones(top.size)
     move = (top > 0.0) & np.isfinite(top) & ((top < 1.0) | (top >= above))
-    f[move] = 2.0 ** (-np.floor(np.log2(top[move])))
+    # the exact binary exponent (frexp), not floor(log2(top)): log2 rounds 1.797e308 up to 1024
+    _, e = np.frexp(top[move])
+    f[move] = np.ldexp(1.0, np.minimum(1 - e, 1023))  # subnormal tops: as far as a finite factor goes
     return f
 
 
@@ -111,11 +116,15 @@ def row_lifts(rows: "object", cap: np.ndarray) -> np.ndarray:
 
 
 def objective_lift(values: np.ndarray) -> float:
-    """:func:`row_lift` for the objective: values all below 1 (``1e-6`` credits) are scaled by
-    a power of two into ``[1, 2)``, as the MIP backends' absolute gap tolerances (HiGHS stops
-    within ``1e-6``) would otherwise call any answer optimal. Divide objective values and
-    bounds read back from the backend by it."""
-    return row_lift(np.asarray(values, dtype=np.float64), 0.0)
+    """Power of two for the objective of the floating-point MIP backends: values all below 1
+    (``1e-6`` credits) are scaled into ``[1, 2)``, as the backends' absolute gap tolerances
+    (HiGHS stops within ``1e-6``) would otherwise call any answer optimal; values reaching
+    :data:`LARGE_OBJECTIVE` are brought down into ``[1, 2)`` as well, as the backends take
+    coefficients near their "infinity" (``1e20`` for SCIP, ``1e30`` for CBC) for unbounded and
+    fail on values near ``1e308``. Divide objective values and bounds read back by it."""
+    vals = np.abs(np.asarray(values, dtype=np.float64))
+    top = float(vals.max()) if vals.size else 0.0
+    return float(power_of_two_scales(np.array([top]), above=LARGE_OBJECTIVE)[0])
 
 
 def integer_scale(values: np.ndarray, max_power: int, limit: float = _INT_LIMIT) -> tuple[float, bool]:
