@@ -1,4 +1,4 @@
-"""The anytime engine behind ``auto``: certificates for its bounds, pivots and compact path.
+"""The anytime engine behind ``auto``: certificates for its bounds, restricted MIPs and compact path.
 
 Every expected value comes from an independent certificate: brute-force enumeration
 (:func:`gensolver.verify.brute_force`), the feasibility checker, or SciPy's LP on the full
@@ -16,19 +16,17 @@ from scipy.optimize import linprog
 
 from gensolver import check_allocation, solve
 from gensolver.model import GpuRound, GpuSpec, Task
-from gensolver.mechanisms.pivots import SolutionPool, lp_state, pivot_solve
 from gensolver.solvers.anytime import column_generation as cg_module
 from gensolver.solvers.anytime import exact_restricted, restricted_mip
 from gensolver.solvers.anytime.column_generation import column_generation
 from gensolver.solvers.anytime.exact_restricted import solve_exact_restricted
 from gensolver.solvers.anytime.lns import row_neighbourhood
-from gensolver.solvers.anytime.restricted_mip import (solve_restricted, solve_restricted_cpsat,
-                                                      solve_restricted_highs)
+from gensolver.solvers.anytime.restricted_mip import solve_restricted, solve_restricted_cpsat, solve_restricted_highs
+from gensolver.solvers.auto import solve_round
 from gensolver.solvers.formulation import scales
 from gensolver.solvers.formulation.bounds import lagrangian_bound
 from gensolver.solvers.formulation.problem import MatrixProblem, fit_mask, from_instance, from_round
 from gensolver.solvers.heuristics import first_fit_matrix, los_order, upgrade_swaps
-from gensolver.solvers.auto import solve_round
 from gensolver.testing import instances
 from gensolver.verify import brute_force
 
@@ -39,47 +37,6 @@ def _full_lp(inst) -> float:
     res = linprog(-inst.values, A_ub=A, b_ub=b, bounds=(0, 1), method="highs")
     assert res.status == 0
     return -res.fun
-
-
-@settings(max_examples=40, deadline=None)
-@given(instances(max_slots=3, max_bidders=4, max_bids_per_bidder=2), st.booleans())
-def test_vcg_pivots_equal_brute_force(inst, shared_pool):
-    """Each pivot's welfare without one winner equals brute force on the reduced instance,
-    also when the pivots share a solution pool (each pivot adds its answer to it)."""
-
-    opt, winners = brute_force(inst)
-    P = from_instance(inst)
-    x = np.zeros(P.n)
-    for w in winners:
-        x[inst.bid_index[w]] = 1.0
-    lp = lp_state(P)
-    pool = SolutionPool(P, x) if shared_pool else None
-    for i, name in enumerate(inst.bidder_ids):
-        if not any(inst.bids[inst.bid_index[w]].bidder == name for w in winners):
-            continue
-        expected, _ = brute_force(inst.without_bidder(name))
-        res = pivot_solve(P, i, x, lp, upper=opt, pool=pool)
-        assert res.exact
-        assert res.welfare == pytest.approx(expected, rel=1e-9, abs=1e-9)
-        assert res.bound >= expected - 1e-9
-
-
-def test_pivot_reduced_cost_fixing_uses_the_dual_objective():
-    """Regression: fixing with a bound tighter than the duals' own objective drops the optimum.
-
-    B0 {s0, s1} = 1, B1 {s0} = 2, B2 {s1} = 0.5. Without B1 the optimum is B0 alone (1), which
-    the warm start {B2} (0.5) does not reach; the LP duals price B0 at -1.5.
-    """
-    from gensolver.model import SCHEMA, from_dict
-
-    inst = from_dict({"schema": SCHEMA,
-                      "slots": [{"id": "s0", "capacity": {"units": 1}}, {"id": "s1", "capacity": {"units": 1}}],
-                      "bids": [{"id": "a", "bidder": "B0", "value": 1.0, "demand": {"s0": {"units": 1}, "s1": {"units": 1}}},
-                               {"id": "b", "bidder": "B1", "value": 2.0, "demand": {"s0": {"units": 1}}},
-                               {"id": "c", "bidder": "B2", "value": 0.5, "demand": {"s1": {"units": 1}}}]})
-    P = from_instance(inst)
-    res = pivot_solve(P, 1, np.array([0.0, 1.0, 1.0]), lp_state(P), upper=2.5)
-    assert res.welfare == pytest.approx(brute_force(inst.without_bidder("B1"))[0]) == pytest.approx(1.0)
 
 
 @settings(max_examples=25, deadline=None)
@@ -203,28 +160,6 @@ def test_chunked_first_fit_on_a_large_round_equals_sequential():
     assert P.n > 1000
     x = first_fit_matrix(P, order)
     assert np.flatnonzero(x > 0.5).tolist() == _naive_first_fit(inst, order.tolist())
-
-
-def test_solution_pool_offers_only_solutions_without_the_owner():
-    """best_without never returns a solution that gives the excluded owner a column."""
-    from gensolver.instances.gpu import gpu_round
-
-    inst = gpu_round(n_gpus=2, steps=4, n_tasks=6, seed=5).expand()
-    P = from_instance(inst)
-    rng = np.random.default_rng(0)
-
-    sols = [first_fit_matrix(P, rng.permutation(P.n)) for _ in range(10)]
-    pool = SolutionPool(P, sols[0], size=5)
-    for x in sols[1:]:
-        pool.add(x)
-    for owner in range(P.n_owners):
-        best = pool.best_without(owner, P.values)
-        allowed = [x for x in sols if not np.any(x[P.owner == owner] > 0.5)]
-        if best is None:
-            # the pool keeps the 5 best only; nothing kept may be free of this owner
-            continue
-        assert not np.any(best[P.owner == owner] > 0.5)
-        assert any(np.array_equal(best, x) for x in allowed)
 
 
 @settings(max_examples=30, deadline=None)
@@ -392,49 +327,6 @@ def test_chunked_fit_mask_and_sizes_equal_per_column_loops(n, rows, chunk, seed)
     got = P.normalised_size(chunk)
     assert np.array_equal(np.isinf(got), np.isinf(ref))
     assert np.allclose(got[~np.isinf(ref)], ref[~np.isinf(ref)])
-
-
-def test_vcg_pivots_with_settled_owners_match_an_independent_solver(monkeypatch):
-    """Pivots that make settled owners win give the same optimum
-    as the plain CP-SAT backend (``method="cpsat"``, its own model) on the instance without
-    the bidder, and the must-win path is really taken.
-
-    CATS instances of 150 bids: their pivots need MIPs (a 15 % LP gap), so the settled-pivot
-    constraints of :func:`pivot_solve` decide them.
-    """
-    from gensolver.instances.cats import arbitrary
-
-    calls = []
-    real = exact_restricted.solve_restricted_cpsat
-
-    def counting(*args, **kwargs):
-        res = real(*args, **kwargs)
-        if kwargs.get("must_win") is not None and len(kwargs["must_win"]):
-            calls.append(res.infeasible)
-        return res
-
-    monkeypatch.setattr(exact_restricted, "solve_restricted_cpsat", counting)
-    checked = 0
-    for seed in range(4):
-        inst = arbitrary(40, 150, seed=seed)
-        main = solve(inst, method="cpsat")
-        assert main.optimal
-        P = from_instance(inst)
-        x = np.zeros(P.n)
-        for w in main.winners:
-            x[inst.bid_index[w]] = 1.0
-        lp = lp_state(P)
-        pool = SolutionPool(P, x)
-        value = {inst.bids[inst.bid_index[w]].bidder: inst.bids[inst.bid_index[w]].value for w in main.winners}
-        for name in sorted(value, key=lambda b: -value[b]):
-            expected = solve(inst.without_bidder(name), method="cpsat")
-            assert expected.optimal
-            res = pivot_solve(P, inst.bidder_ids.index(name), x, lp, upper=main.welfare, pool=pool)
-            assert res.exact
-            assert res.welfare == pytest.approx(expected.welfare, rel=1e-9, abs=1e-9), (seed, name)
-            checked += 1
-    assert checked >= 20
-    assert len(calls) >= 5, "too few pivots used the must-win constraints"
 
 
 def test_must_win_constraints_report_infeasibility():
