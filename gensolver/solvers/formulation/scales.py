@@ -26,8 +26,12 @@ Perron & Didier, "CP-SAT", OR-Tools (Google), https://developers.google.com/opti
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["CAPACITY_TOL", "BACKEND_FEASIBILITY_TOL", "DEFAULT_MIP_GAP", "LARGE_ROW", "LARGE_OBJECTIVE", "TIGHT_MARGIN",
            "ROW_SCALE_POWER", "VALUE_SCALE_POWER", "within_mip_gap", "power_of_two_scales", "row_lift",
@@ -103,15 +107,15 @@ def row_lift(coefs: np.ndarray, cap: float, *, normalise: bool = False) -> float
     return float(power_of_two_scales(np.array([top]), above=2.0 if normalise else math.inf)[0])
 
 
-def row_lifts(rows: "object", cap: np.ndarray) -> np.ndarray:
+def row_lifts(rows: "sp.csr_matrix", cap: np.ndarray) -> np.ndarray:
     """Per-row power-of-two scale of ``rows x <= cap`` (a sparse matrix) for the floating-point
     backends: rows whose entries are all below 1 are lifted into ``[1, 2)`` (:func:`row_lift`),
     so the absolute feasibility tolerance is relative to them, and rows reaching
     :data:`LARGE_ROW` (bytes) are brought down to ``[1, 2)``, where SCIP and CBC stay accurate;
     the caller checks the answer against the true rows."""
     top = np.abs(np.asarray(cap, dtype=np.float64)).copy()
-    if rows.nnz:  # type: ignore[attr-defined]
-        top = np.maximum(top, abs(rows).max(axis=1).toarray().ravel())  # type: ignore[operator]
+    if rows.nnz:
+        top = np.maximum(top, abs(rows).max(axis=1).toarray().ravel())
     return power_of_two_scales(top, above=LARGE_ROW)
 
 
