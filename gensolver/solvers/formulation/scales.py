@@ -100,7 +100,7 @@ def row_lift(coefs: np.ndarray, cap: float, *, normalise: bool = False) -> float
     exact in binary floating point and adds no decimal places); rows with an entry of 1 or more
     are left as they are (``1.0``), so the absolute tolerance there stays as strict as the
     format's, unless ``normalise``: then every row is scaled into ``[1, 2)`` (see
-    :func:`~gensolver.solvers.exact.common.numerically_guarded`, which checks the answer
+    :func:`~gensolver.solvers.exact.common.guarded_solve`, which checks the answer
     against the true rows).
     """
     top = max(float(np.abs(coefs).max()) if len(coefs) else 0.0, abs(float(cap)))
