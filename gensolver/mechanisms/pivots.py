@@ -26,6 +26,7 @@ from ..solvers.anytime.driver import anytime_solve
 from ..solvers.anytime.exact_restricted import solve_exact_restricted
 from ..solvers.formulation.bounds import owner_best_alone, trivial_bound
 from ..solvers.formulation.problem import MatrixProblem
+from ..solvers.formulation.scales import DEFAULT_MIP_GAP
 from ..solvers.heuristics import first_fit_matrix, los_order, upgrade_swaps
 
 __all__ = ["PivotResult", "SolutionPool", "lp_state", "pivot_solve", "owner_best_alone"]
@@ -150,7 +151,7 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState 
     trivial = (trivial_bound(Pi) if best_alone is None
                else float(best_alone.sum() - best_alone[owner]))
     W = float(vals @ start)
-    if W >= min(trivial, upper) - 1e-9 * max(1.0, abs(W)):
+    if W >= min(trivial, upper) - DEFAULT_MIP_GAP * max(1.0, abs(W)):
         return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
     order = los_order(Pi, 0.5, Pi.normalised_size())
     x = first_fit_matrix(Pi, order, start=start)
@@ -160,14 +161,14 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState 
         x2 = first_fit_matrix(Pi, order, start=pooled)
         if float(vals @ x2) > W:
             x, W = x2, float(vals @ x2)
-    if W >= min(trivial, upper) - 1e-9 * max(1.0, abs(W)):
+    if W >= min(trivial, upper) - DEFAULT_MIP_GAP * max(1.0, abs(W)):
         return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
     # cheap local search: with a bidder gone, the others' bundles can often grow; the main
     # duals' bound is frequently met right after
     x2 = first_fit_matrix(Pi, order, start=upgrade_swaps(Pi, x))
     if float(vals @ x2) > W + 1e-12:
         x, W = x2, float(vals @ x2)
-        if W >= min(trivial, upper) - 1e-9 * max(1.0, abs(W)):
+        if W >= min(trivial, upper) - DEFAULT_MIP_GAP * max(1.0, abs(W)):
             return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
     if callable(lp):
         lp = lp()
@@ -176,7 +177,7 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState 
     # this value (v.x <= B_dual + sum_j min(rc_j, 0) x_j), not a smaller bound from elsewhere
     B_dual = float(P.cap @ lp.y + lp.u.sum() - lp.u[owner] + np.maximum(rc, 0.0).sum())
     B = min(B_dual, upper, trivial)
-    tol = 1e-9 * max(1.0, abs(B))
+    tol = DEFAULT_MIP_GAP * max(1.0, abs(B))
     if W >= B - tol:
         return PivotResult(W, W, True, time.perf_counter() - t0, "dual-bound")
     eligible = np.flatnonzero(rc >= -(B_dual - W) - 1e-9)

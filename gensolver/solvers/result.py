@@ -12,7 +12,11 @@ import numpy as np
 
 from ..model import Instance
 from .formulation.problem import MatrixProblem, violation
-from .formulation.scales import CAPACITY_TOL
+from .formulation.scales import CAPACITY_TOL, DEFAULT_MIP_GAP
+
+#: how far a reported bound may lie below the welfare, or a claimed optimum's own bound above
+#: it, and still be taken as round-off (relative, absolute below 1); far beyond the MIP gap
+BOUND_ROUNDOFF = 1e-6
 
 __all__ = ["Status", "Timing", "Allocation", "BackendAnswer", "relative_gap", "finish", "finish_answer",
            "feasibility_violation", "CAPACITY_TOL"]
@@ -244,19 +248,19 @@ def finish(
             bound = None
         elif bound < welfare:
             # A valid bound is never below a feasible welfare; allow only round-off.
-            if welfare - bound > 1e-6 * max(1.0, abs(welfare)):
+            if welfare - bound > BOUND_ROUNDOFF * max(1.0, abs(welfare)):
                 details["bound_below_welfare"] = bound
                 bound = None
             else:
                 bound = welfare
     gap = relative_gap(welfare, bound)
-    if proven_optimal and bound is not None and bound - welfare > 1e-6 * max(1.0, abs(bound)):
+    if proven_optimal and bound is not None and bound - welfare > BOUND_ROUNDOFF * max(1.0, abs(bound)):
         # a claim of optimality that its own bound contradicts (far beyond the backends' 1e-9
         # gap) is not a proof: report the answer as feasible, with the bound
         details["optimality_claim_rejected"] = gap
         proven_optimal = False
         message = message or f"the backend reported optimal, but its bound leaves a gap of {gap:.3g}"
-    if proven_optimal or (gap is not None and gap <= 1e-9):
+    if proven_optimal or (gap is not None and gap <= DEFAULT_MIP_GAP):
         st = Status.OPTIMAL
         if bound is None:
             bound = welfare

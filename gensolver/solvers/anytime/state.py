@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..formulation.problem import MatrixProblem
+from ..formulation.scales import DEFAULT_MIP_GAP
 from .budget import WorkClock
 
 logger = logging.getLogger(__name__)
@@ -18,8 +19,9 @@ __all__ = ["SearchState", "AnytimeResult", "proven_by_bound"]
 
 
 def proven_by_bound(welfare: float, bound: float) -> bool:
-    """Whether ``welfare`` meets ``bound`` within ``1e-9`` relative (absolute below 1)."""
-    return welfare >= bound - 1e-9 * max(1.0, bound)
+    """Whether ``welfare`` meets ``bound`` within the MIP gap ``1e-9`` (relative; absolute
+    below 1)."""
+    return welfare >= bound - DEFAULT_MIP_GAP * max(1.0, bound)
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,12 @@ _EXACT_MAX = 2.0**40  # no value is called integral above this magnitude
 #: integer units of slack when rounding a scaled row that is integral up to round-off (a
 #: guard against ``0.3 * 10 = 3.0000000000000004`` rounding the wrong way)
 _ROUNDING_GUARD = 1e-9
+#: integer units a relaxed row moves each number by, beyond its rounding: ample room for the
+#: round-off of the scaled float (so no feasible allocation is cut off)
+_RELAX_GUARD = 1e-6
+#: largest residual (in scaled units) of values called integral that is still floating-point
+#: noise of decimal prices rather than a coarse rounding
+_VALUE_NOISE = 1e-6
 
 
 def within_mip_gap(bound: float, value: float) -> bool:
@@ -179,8 +185,8 @@ def integer_row(coefs: np.ndarray, cap: float, *, relax: bool = False) -> tuple[
     lift = row_lift(coefs, cap)
     scale = integer_scale(np.append(coefs, cap) * lift, ROW_SCALE_POWER)[0] * lift
     if relax:
-        icoef = np.maximum(np.floor(coefs * scale - 1e-6), 0).astype(np.int64)
-        icap = int(np.ceil((cap + CAPACITY_TOL) * scale + 1e-6))
+        icoef = np.maximum(np.floor(coefs * scale - _RELAX_GUARD), 0).astype(np.int64)
+        icap = int(np.ceil((cap + CAPACITY_TOL) * scale + _RELAX_GUARD))
     else:
         icoef = np.ceil(coefs * scale - _ROUNDING_GUARD).astype(np.int64)
         icap = int(np.floor(cap * scale + _ROUNDING_GUARD))
@@ -247,7 +253,7 @@ def objective_scale(values: np.ndarray, owners: np.ndarray) -> tuple[float, bool
     scale, exact = integer_scale(vals, VALUE_SCALE_POWER, limit=2.0**53)
     if exact:
         resid = float(np.abs(vals * scale - np.round(vals * scale)).max()) if vals.size else 0.0
-        if resid <= 1e-6:  # floating-point noise of decimal prices, not a coarse rounding
+        if resid <= _VALUE_NOISE:  # floating-point noise of decimal prices, not a coarse rounding
             return scale, True, resid / scale
     scale = certified_value_scale(vals, owners)
     return scale, False, 0.5 / scale
