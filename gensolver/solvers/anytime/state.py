@@ -66,7 +66,8 @@ class SearchState:
     def offer(self, x: np.ndarray, *, margin: float = 0.0, check: bool = True) -> bool:
         """Take ``x`` as the incumbent when it is worth more than ``W + margin`` (and, with
         ``check``, passes the feasibility check); returns whether it was taken."""
-        w = float(self.P.values @ x)
+        with np.errstate(over="ignore"):  # values near 1e308: finish reports the overflow
+            w = float(self.P.values @ x)
         if w > self.W + margin and (not check or self.P.feasible(x)):
             self.x, self.W = x, w
             return True
