@@ -119,7 +119,7 @@ def test_verbose_logs_the_solve_stages_and_quiet_silences_warnings(capsys: pytes
         assert main(["-vv", "solve", inst, "-m", "auto", "-t", "5", "--json"]) == 0
         err = capsys.readouterr().err
         assert "INFO: gensolver.solvers.api: solve: 20 bids" in err
-        assert "DEBUG: gensolver.solvers.anytime.engine: auto: stage=greedy" in err
+        assert "DEBUG: gensolver.solvers.anytime: auto: stage=greedy" in err
         assert main(["solve", inst, "-m", "greedy", "--json"]) == 0
         assert capsys.readouterr().err == ""  # default: warnings only
         assert main(["-q", "solve", inst, "-m", "greedy", "--json"]) == 0

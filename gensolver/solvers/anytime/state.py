@@ -13,7 +13,8 @@ from ..formulation.problem import MatrixProblem
 from ..formulation.scales import DEFAULT_MIP_GAP
 from .budget import WorkClock
 
-logger = logging.getLogger(__name__)
+#: the stages are logged as the anytime engine's (``gensolver.solvers.anytime``)
+logger = logging.getLogger(__name__.rpartition(".")[0])
 
 __all__ = ["SearchState", "AnytimeResult", "proven_by_bound"]
 
