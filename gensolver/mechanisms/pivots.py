@@ -103,7 +103,7 @@ class SolutionPool:
         return max(cands, key=lambda x: float(values @ x))
 
 
-def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState | Callable[[], LpState]", *, upper: float,
+def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState | Callable[[], LpState], *, upper: float,
                 time_limit: float | None = None, threads: int | None = None, max_restricted: int = 20_000,
                 seed: int = 0, pool: SolutionPool | None = None, best_alone: np.ndarray | None = None) -> PivotResult:
     """``max welfare`` with every column of ``owner`` removed, warm-started from ``x_star``.
@@ -137,7 +137,7 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState |
     return r
 
 
-def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: "LpState | Callable[[], LpState]", *, upper: float,
+def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState | Callable[[], LpState], *, upper: float,
                 time_limit: float | None = None, threads: int | None = None, max_restricted: int = 20_000,
                 seed: int = 0, pool: SolutionPool | None = None,
                 best_alone: np.ndarray | None = None) -> PivotResult:

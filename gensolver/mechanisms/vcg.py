@@ -62,8 +62,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..model import Bid, Instance, Slot
-from ..model.validate import _mark
-
+from ..model.validate import mark_validated
 from ..solvers import Status
 from ..solvers.approximation.greedy import trivial_bound
 from ..solvers.formulation.problem import from_instance
@@ -80,7 +79,7 @@ def _instance_from_doc(doc: Mapping[str, Any]) -> Instance:
     """Rebuild a (previously validated) instance from its plain dict form, without re-checking."""
     slots = tuple(Slot(s["id"], s["capacity"], s.get("gpu"), s.get("start"), s.get("end")) for s in doc["slots"])
     bids = tuple(Bid(b["id"], b["bidder"], b["value"], b["demand"]) for b in doc["bids"])
-    return _mark(Instance(slots, bids, (), doc.get("name", "")))
+    return mark_validated(Instance(slots, bids, (), doc.get("name", "")))
 
 
 def pivot_welfare(
@@ -360,7 +359,10 @@ def vcg(
         res = results[bidder]
         ok = res["status"] in (Status.OPTIMAL.value, Status.FEASIBLE.value)
         inc = max(res["welfare"] if ok else 0.0, others)
-        bnd = res["bound"] if (ok and res["bound"] is not None) else trivial_bound(jobs[bidder][0] if bidder in jobs else instance.without_bidder(bidder))
+        if ok and res["bound"] is not None:
+            bnd = res["bound"]
+        else:
+            bnd = trivial_bound(jobs[bidder][0] if bidder in jobs else instance.without_bidder(bidder))
         bnd = min(bnd, main_bound)
         exact_i = res["status"] == Status.OPTIMAL.value
         if exact_i:

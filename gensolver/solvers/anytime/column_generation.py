@@ -156,7 +156,7 @@ class _HighsMaster:
                 np.asarray(sol.row_dual, dtype=np.float64))
 
 
-def _new_master(P: MatrixProblem, cols: np.ndarray, vertex_duals: bool = False) -> "_HighsMaster | _ScipyMaster":
+def _new_master(P: MatrixProblem, cols: np.ndarray, vertex_duals: bool = False) -> _HighsMaster | _ScipyMaster:
     try:
         return _HighsMaster(P, cols, vertex_duals)
     except ImportError:  # pragma: no cover - highspy ships with the 'solvers' extra
@@ -195,7 +195,7 @@ def column_generation(P: MatrixProblem, *, init_cols: np.ndarray, deadline: floa
     in_set = np.zeros(P.n, dtype=bool)
     in_set[master.cols] = True
     it = 0
-    for it in range(1, max_iterations + 1):
+    for it in range(1, max_iterations + 1):  # noqa: B007 - the count is read after the loop
         remaining = clock.left(until)
         if remaining is not None and remaining <= 0:
             break

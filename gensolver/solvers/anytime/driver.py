@@ -77,10 +77,11 @@ def _working_set(P: MatrixProblem, size: np.ndarray, x: np.ndarray, full_lp_nnz:
     return np.union1d(np.flatnonzero(first_k), np.flatnonzero(x))
 
 
-def _lp_stage(S: SearchState, init: np.ndarray, lp_share: float, time_limit: float | None) -> LpState:
+def _lp_stage(S: SearchState, init: np.ndarray, lp_share: float) -> LpState:
     """Stages 2 and 3: the LP bound (a share of the budget left), then LP-guided rounding."""
     P, clock = S.P, S.clock
-    lp_until = None if time_limit is None else clock.now() + lp_share * max(0.0, clock.left())
+    left = clock.left()  # None exactly when there is no time limit
+    lp_until = None if left is None else clock.now() + lp_share * max(0.0, left)
     lp = column_generation(P, init_cols=init, deadline=None, clock=clock, until=lp_until, rel_tol=1e-4)
     S.tighten(lp.bound)
     S.note("lp-bound", bound=lp.bound, lp_value=lp.lp_value, converged=lp.converged, iterations=lp.iterations,
@@ -167,7 +168,7 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
     if S.meets_bound():
         S.proven = True
         return S.result()
-    lp = _lp_stage(S, _working_set(P, size, S.x, full_lp_nnz), lp_share, time_limit)
+    lp = _lp_stage(S, _working_set(P, size, S.x, full_lp_nnz), lp_share)
     try:
         import ortools  # noqa: F401
     except ImportError:

@@ -8,7 +8,7 @@ a floating-point problem is wanted without a time limit (:func:`race_exact`).
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -36,7 +36,7 @@ def race_exact(P: MatrixProblem, cols: np.ndarray, *, hint: np.ndarray | None, t
     workers = max(1, (int(threads) if threads else (os.cpu_count() or 2)) - 1)
     results: list[SubResult] = []
     with ThreadPoolExecutor(2) as ex:
-        pending = {
+        pending: set[Future[SubResult | None]] = {
             ex.submit(solve_restricted_cpsat, P, cols, time_limit=None, hint=hint, threads=workers, seed=seed,
                       exact=True, race=race),
             ex.submit(solve_restricted_highs, P, cols, time_limit=None, hint=hint, threads=1, race=race),
@@ -119,8 +119,10 @@ def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     if deterministic and time_limit is not None:
         # capacities that do not scale exactly, under a budget: HiGHS would stop on the wall
         # clock, so CP-SAT searches with conservatively scaled capacities (no bound claimed)
-        return solve_restricted_cpsat(P, cols, time_limit=time_limit, hint=hint, threads=threads, seed=seed,
-                                      deterministic=True)
+        heuristic = solve_restricted_cpsat(P, cols, time_limit=time_limit, hint=hint, threads=threads, seed=seed,
+                                           deterministic=True)
+        assert heuristic is not None  # only exact mode declines a problem
+        return heuristic
     try:  # floating-point data: HiGHS (several times faster than SCIP here), else SCIP
         return solve_restricted_highs(P, cols, time_limit=time_limit, hint=hint, threads=threads)
     except ImportError:  # pragma: no cover - highspy ships with the 'solvers' extra

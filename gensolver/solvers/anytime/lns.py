@@ -108,12 +108,15 @@ def lns_search(S: SearchState, lp: LpState, *, K: int, threads: int | None, seed
             slice_s = min(remaining, max(0.5, min(1.0, remaining / 4)))
             hoods = [row_neighbourhood(P, S.x, rng, free_target, K, score) for _ in range(n_par)]
 
-            def run(k: int, hood: tuple[np.ndarray, np.ndarray, np.ndarray], x_inc: np.ndarray = S.x) -> SubResult:
+            def run(k: int, hood: tuple[np.ndarray, np.ndarray, np.ndarray], x_inc: np.ndarray = S.x,
+                    slice_s: float = slice_s, it: int = it) -> SubResult:
                 cols, residual, fixed = hood
                 if sub_solver == "cpsat" or det:  # SCIP stops on the wall clock only
-                    return solve_restricted_cpsat(P, cols, time_limit=slice_s, hint=x_inc, threads=sub_threads,
-                                                  cap=residual, fixed=fixed, seed=seed + n_par * it + k,
-                                                  deterministic=det)
+                    sub = solve_restricted_cpsat(P, cols, time_limit=slice_s, hint=x_inc, threads=sub_threads,
+                                                 cap=residual, fixed=fixed, seed=seed + n_par * it + k,
+                                                 deterministic=det)
+                    assert sub is not None  # only exact mode declines a problem
+                    return sub
                 return solve_restricted(P, cols, time_limit=slice_s, hint=x_inc, threads=sub_threads, cap=residual,
                                         fixed=fixed)
 

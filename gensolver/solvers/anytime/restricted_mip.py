@@ -29,8 +29,15 @@ import scipy.sparse as sp
 
 from ..exact.common import new_highs, quiet_native_output
 from ..formulation.problem import MatrixProblem, xor_groups
-from ..formulation.scales import (CAPACITY_TOL, DEFAULT_MIP_GAP, integer_row, objective_lift, objective_scale,
-                                  row_lifts, within_mip_gap)
+from ..formulation.scales import (
+    CAPACITY_TOL,
+    DEFAULT_MIP_GAP,
+    integer_row,
+    objective_lift,
+    objective_scale,
+    row_lifts,
+    within_mip_gap,
+)
 from .budget import cpsat_work_factor
 
 __all__ = ["SubResult", "Race", "solve_restricted", "solve_restricted_highs", "solve_restricted_cpsat"]
@@ -100,8 +107,8 @@ def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | 
         for j in group:
             ct.SetCoefficient(x[j], 1.0)
     obj = solver.Objective()
-    lift = objective_lift(P.values[cols])  # tiny values scaled up (absolute gap tolerances)
-    for j, v in enumerate((P.values[cols] * lift).tolist()):
+    lift_obj = objective_lift(P.values[cols])  # tiny values scaled up (absolute gap tolerances)
+    for j, v in enumerate((P.values[cols] * lift_obj).tolist()):
         obj.SetCoefficient(x[j], v)
     obj.SetMaximization()
     if hint is not None:
@@ -120,7 +127,7 @@ def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | 
     if status in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
         xs = np.fromiter((v.solution_value() for v in x), dtype=np.float64, count=len(x))
         full[cols[xs > 0.5]] = 1.0
-        bound = float(solver.Objective().BestBound()) / lift
+        bound = float(solver.Objective().BestBound()) / lift_obj
         if fixed is not None:
             bound += float(P.values @ full) - float(P.values[cols] @ (xs > 0.5))
         # the backend's feasibility tolerance is not the format's: its point is checked here
@@ -130,7 +137,7 @@ def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | 
 
 def solve_restricted_highs(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
                            threads: int | None = None, cap: np.ndarray | None = None,
-                           fixed: np.ndarray | None = None, race: "Race | None" = None) -> SubResult:
+                           fixed: np.ndarray | None = None, race: Race | None = None) -> SubResult:
     """Exact MIP over the columns ``cols`` with HiGHS (``highspy``), built from arrays in one call.
 
     Same contract as :func:`solve_restricted`: original (floating-point) data, so its
@@ -214,7 +221,7 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
                            fixed: np.ndarray | None = None, seed: int = 0,
                            exact: bool = False,
                            deterministic: bool = False, must_win: np.ndarray | None = None,
-                           race: "Race | None" = None) -> SubResult | None:
+                           race: Race | None = None) -> SubResult | None:
     """The restricted MIP with CP-SAT.
 
     Heuristic mode (default, for LNS): capacities scaled to integers (conservatively when not
@@ -227,7 +234,8 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     (:func:`~gensolver.solvers.exact.cpsat.objective_scale`); the bound is widened by the
     largest total rounding error (half a unit per possible winner), so it stays valid, and
     optimality is claimed when that widened bound is within the MIP backends' gap of the
-    solution's true value (:func:`~gensolver.solvers.exact.common.within_mip_gap`). ``rounded_optimal`` says CP-SAT solved the rounded problem to optimality.
+    solution's true value (:func:`~gensolver.solvers.formulation.scales.within_mip_gap`).
+    ``rounded_optimal`` says CP-SAT solved the rounded problem to optimality.
     ``deterministic=True``: ``time_limit`` is CP-SAT's deterministic time (several workers
     then interleave their search deterministically), so the answer is the same on every run;
     exactly scalable values are never rounded.
@@ -254,7 +262,7 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     else:
         vscale = 1e6 / vmax if vmax > 0 else 1.0
     m = cp_model.CpModel()
-    x = [m.NewBoolVar("") for _ in range(cols.size)]
+    x = [m.new_bool_var("") for _ in range(cols.size)]
     Ac = P.A[:, cols].tocsr()
     for r in np.flatnonzero(np.diff(Ac.indptr)):
         lo, hi = Ac.indptr[r], Ac.indptr[r + 1]
@@ -265,17 +273,17 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
         ic, icap, ok = integer_row(coefs, c)  # exact, or rounded conservatively
         if exact and not ok:
             return None
-        m.Add(cp_model.LinearExpr.WeightedSum([x[j] for j in Ac.indices[lo:hi].tolist()], ic.tolist()) <= icap)
+        m.add(cp_model.LinearExpr.WeightedSum([x[j] for j in Ac.indices[lo:hi].tolist()], ic.tolist()) <= icap)
     for group in xor_groups(owners):
-        m.AddAtMostOne([x[j] for j in group])
+        m.add_at_most_one([x[j] for j in group])
     for pos in must:
-        m.AddBoolOr([x[j] for j in pos.tolist()])
+        m.add_bool_or([x[j] for j in pos.tolist()])
     ivals = np.round(vals * vscale).astype(np.int64)
     objective = cp_model.LinearExpr.WeightedSum(x, ivals.tolist())
-    m.Maximize(objective)
+    m.maximize(objective)
     if hint is not None:
         for var, h in zip(x, (hint[cols] > 0.5).tolist()):
-            m.AddHint(var, int(h))
+            m.add_hint(var, int(h))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = int(threads) if threads else (max(1, min(8, os.cpu_count() or 1)) if exact else 1)
     if time_limit is not None:

@@ -15,9 +15,16 @@ import numpy as np
 from ...model import Instance
 from ..formulation.problem import MatrixProblem
 from ..formulation.problem import xor_groups as _owner_groups
+from ..formulation.scales import (
+    DEFAULT_MIP_GAP,
+    LARGE_ROW,
+    TIGHT_MARGIN,
+    objective_lift,
+    power_of_two_scales,
+    row_lift,
+    within_mip_gap,
+)
 from ..result import BackendAnswer, feasibility_violation
-from ..formulation.scales import (DEFAULT_MIP_GAP, LARGE_ROW, TIGHT_MARGIN, objective_lift, power_of_two_scales,
-                                  row_lift, within_mip_gap)
 
 __all__ = ["rows_of", "has_large_rows", "guarded_solve", "xor_groups", "hint_vector", "pop_options",
            "new_highs", "quiet_native_output",
@@ -110,7 +117,7 @@ class quiet_native_output:
         self.enabled = enabled
         self._entered = False
 
-    def __enter__(self) -> "quiet_native_output":
+    def __enter__(self) -> quiet_native_output:
         global _quiet_depth, _quiet_saved
         if not self.enabled:
             return self

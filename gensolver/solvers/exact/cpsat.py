@@ -48,27 +48,27 @@ def build_cpsat(P: MatrixProblem, *, relax: bool = False) -> tuple[Any, list[Any
     from ortools.sat.python import cp_model
 
     model = cp_model.CpModel()
-    x = [model.NewBoolVar(f"x{j}") for j in range(P.n)]
+    x = [model.new_bool_var(f"x{j}") for j in range(P.n)]
     exact_rows = True
     for cap, cols, coefs in rows_of(P):
         icoef, icap, exact = integer_row(coefs, cap, relax=relax)
         exact_rows = exact_rows and exact
         if int(icoef.sum()) <= icap:
             continue  # row can never bind
-        model.Add(cp_model.LinearExpr.WeightedSum([x[j] for j in cols.tolist()], icoef.tolist()) <= icap)
+        model.add(cp_model.LinearExpr.WeightedSum([x[j] for j in cols.tolist()], icoef.tolist()) <= icap)
     for cols in xor_groups(P):
-        model.AddAtMostOne([x[j] for j in cols.tolist()])
+        model.add_at_most_one([x[j] for j in cols.tolist()])
     # floating-point values are rounded finely enough that the widened bound below still
     # proves optimality within the 1e-9 gap (``finish`` reports OPTIMAL then)
     vscale, vexact, err = objective_scale(P.values, P.owner)
     ivals = np.round(P.values * vscale).astype(np.int64)
-    model.Maximize(cp_model.LinearExpr.WeightedSum(x, ivals.tolist()))
+    model.maximize(cp_model.LinearExpr.WeightedSum(x, ivals.tolist()))
     # Largest total rounding error of any solution's objective (at most one winner per bidder).
     slack = min(P.n, P.n_owners) * err
     return model, x, {"value_scale": vscale, "values_exact": vexact, "rows_exact": exact_rows, "bound_slack": slack}
 
 
-def _status_table() -> dict[int, tuple[Status | None, str]]:
+def _status_table() -> dict[Any, tuple[Status | None, str]]:
     from ortools.sat.python import cp_model
 
     return {
@@ -93,7 +93,7 @@ def _relaxed_proof(P: MatrixProblem, xv: np.ndarray, params: Any,
 
     model, x, scaling = build_cpsat(P, relax=True)
     for var, val in zip(x, (xv > 0.5).tolist()):
-        model.AddHint(var, int(val))
+        model.add_hint(var, int(val))
     solver = cp_model.CpSolver()
     for name in ("num_workers", "random_seed", "relative_gap_limit", "log_search_progress"):
         setattr(solver.parameters, name, getattr(params, name))
@@ -126,7 +126,7 @@ def solve_cpsat(instance: Instance, *, time_limit: float | None = None, threads:
     hint = hint_vector(instance, opts)
     if hint is not None:
         for var, val in zip(x, hint.tolist()):
-            model.AddHint(var, int(val))
+            model.add_hint(var, int(val))
     solver = cp_model.CpSolver()
     p = solver.parameters
     if time_limit is not None:

@@ -20,11 +20,20 @@ from typing import Any
 import numpy as np
 
 from ...model import Instance
-from ..formulation.problem import MatrixProblem, from_instance
 from ..formulation.bounds import lp_relaxation
+from ..formulation.problem import MatrixProblem, from_instance
 from ..result import Allocation, BackendAnswer, Status, finish_answer
-from .common import (DEFAULT_MIP_GAP, guarded_solve, has_large_rows, hint_vector, objective_lift, pop_options,
-                     quiet_native_output, rows_of, xor_groups)
+from .common import (
+    DEFAULT_MIP_GAP,
+    guarded_solve,
+    has_large_rows,
+    hint_vector,
+    objective_lift,
+    pop_options,
+    quiet_native_output,
+    rows_of,
+    xor_groups,
+)
 
 __all__ = ["solve_scip", "solve_highs", "solve_cbc", "build_pywraplp", "STATUS_TABLE"]
 
@@ -148,14 +157,13 @@ def _solve_once(P: MatrixProblem, backend: str, *, time_limit: float | None, thr
         status = None
     details.update({"raw_status": raw_name, "threads_accepted": threads_ok, "nodes": solver.nodes(),
                     "seed_note": "backend is deterministic for a fixed model; seed unused"})
-    timing = {"build": t1 - t0, "solve": t2 - t1}
     if status in (Status.ERROR, Status.INFEASIBLE):
         return BackendAnswer(None, backend_status=raw_name, failure=status, details=details,
-                             message=f"{backend} returned {raw_name}", **timing)
+                             message=f"{backend} returned {raw_name}", build=t1 - t0, solve=t2 - t1)
     if status is None:  # no incumbent before the limit: the empty allocation is feasible
         return BackendAnswer(None, backend_status=raw_name, details=details,
                              message=f"{backend} found no solution within the time limit; "
-                                     "returning the empty allocation", **timing)
+                                     "returning the empty allocation", build=t1 - t0, solve=t2 - t1)
     xv = np.fromiter((v.solution_value() for v in x), dtype=np.float64, count=len(x))
     optimal = status is Status.OPTIMAL
     bound: float | None = None
@@ -176,7 +184,7 @@ def _solve_once(P: MatrixProblem, backend: str, *, time_limit: float | None, thr
             bound = None
         if bound is not None and abs(bound) * lift >= solver.infinity():
             bound = None  # the backend's "infinity" (e.g. SCIP's 1e20 before the root LP) bounds nothing
-    return BackendAnswer(xv, bound=bound, proven=optimal, backend_status=raw_name, details=details, **timing)
+    return BackendAnswer(xv, bound=bound, proven=optimal, backend_status=raw_name, details=details, build=t1 - t0, solve=t2 - t1)
 
 
 def solve_scip(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,

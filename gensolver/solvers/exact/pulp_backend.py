@@ -25,8 +25,17 @@ import numpy as np
 from ...model import Instance
 from ..formulation.problem import MatrixProblem, from_instance
 from ..result import Allocation, BackendAnswer, Status, finish_answer
-from .common import (DEFAULT_MIP_GAP, guarded_solve, has_large_rows, hint_vector, objective_lift, pop_options,
-                     quiet_native_output, rows_of, xor_groups)
+from .common import (
+    DEFAULT_MIP_GAP,
+    guarded_solve,
+    has_large_rows,
+    hint_vector,
+    objective_lift,
+    pop_options,
+    quiet_native_output,
+    rows_of,
+    xor_groups,
+)
 
 __all__ = ["solve_pulp_cbc", "solve_pulp_highs", "build_pulp", "SOLUTION_STATUS_TABLE"]
 
@@ -146,16 +155,15 @@ def _solve(P: MatrixProblem, which: str, *, time_limit: float | None, threads: i
         return BackendAnswer(None, backend_status="PulpSolverError", failure=Status.ERROR, details={"backend": name},
                              message=f"PuLP solver error: {exc}", build=t1 - t0, solve=time.perf_counter() - t1)
     t2 = time.perf_counter()
-    timing = {"build": t1 - t0, "solve": t2 - t1}
     status, raw_name = SOLUTION_STATUS_TABLE().get(prob.sol_status, (Status.ERROR, f"UNKNOWN({prob.sol_status})"))
     details = {"backend": name, "raw_status": pulp.LpStatus.get(prob.status, prob.status), "raw_solution_status": raw_name}
     try:
         if status in (Status.ERROR, Status.INFEASIBLE):
             return BackendAnswer(None, backend_status=raw_name, failure=status, details=details,
-                                 message=f"PuLP returned {raw_name}", **timing)
+                                 message=f"PuLP returned {raw_name}", build=t1 - t0, solve=t2 - t1)
         if status is None:
             return BackendAnswer(None, backend_status=raw_name, details=details,
-                                 message="no solution within the time limit; empty allocation", **timing)
+                                 message="no solution within the time limit; empty allocation", build=t1 - t0, solve=t2 - t1)
         xv = np.fromiter(((v.varValue or 0.0) for v in x), dtype=np.float64, count=len(x))
         welfare = float(P.values[xv > 0.5].sum())
         lift = objective_lift(P.values)
@@ -174,7 +182,7 @@ def _solve(P: MatrixProblem, which: str, *, time_limit: float | None, threads: i
             bound = _cbc_bound_from_log(log_path, welfare * lift)
             bound = None if bound is None else bound / lift
         return BackendAnswer(xv, bound=bound, proven=status is Status.OPTIMAL, backend_status=raw_name,
-                             details=details, **timing)
+                             details=details, build=t1 - t0, solve=t2 - t1)
     finally:
         if log_path is not None:
             try:

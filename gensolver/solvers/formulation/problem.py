@@ -116,7 +116,7 @@ class MatrixProblem:
         and gives every owner at most one column."""
         return self.violation(x) is None
 
-    def without_owner(self, owner: int) -> "MatrixProblem":
+    def without_owner(self, owner: int) -> MatrixProblem:
         """The same problem with every column of ``owner`` worth 0 (a VCG pivot)."""
         return MatrixProblem(np.where(self.owner == owner, 0.0, self.values), self.A, self.cap, self.owner,
                              self.n_owners, self.column_id, self.rows)
@@ -231,7 +231,8 @@ def round_columns(rnd: GpuRound) -> RoundColumns:
         gidx_arr = np.asarray(gidx, dtype=np.int64)
         for level, mem in enumerate(task.memory_levels(rnd.memory_levels)):
             length = task_steps(task, float(mem))
-            ok = np.array([bool(np.all(gmem[list(g)] + CAPACITY_TOL >= mem) and np.all(gcomp[list(g)] + CAPACITY_TOL >= task.compute)) for g in groups], dtype=bool)
+            ok = np.array([bool(np.all(gmem[list(g)] + CAPACITY_TOL >= mem)
+                                and np.all(gcomp[list(g)] + CAPACITY_TOL >= task.compute)) for g in groups], dtype=bool)
             if not ok.any():
                 continue
             starts = np.arange(task.release, end_limit - length + 1, dtype=np.int64)

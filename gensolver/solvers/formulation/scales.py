@@ -113,7 +113,7 @@ def row_lift(coefs: np.ndarray, cap: float, *, normalise: bool = False) -> float
     return float(power_of_two_scales(np.array([top]), above=2.0 if normalise else math.inf)[0])
 
 
-def row_lifts(rows: "sp.csr_matrix", cap: np.ndarray) -> np.ndarray:
+def row_lifts(rows: sp.csr_matrix, cap: np.ndarray) -> np.ndarray:
     """Per-row power-of-two scale of ``rows x <= cap`` (a sparse matrix) for the floating-point
     backends: rows whose entries are all below 1 are lifted into ``[1, 2)`` (:func:`row_lift`),
     so the absolute feasibility tolerance is relative to them, and rows reaching
