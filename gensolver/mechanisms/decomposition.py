@@ -23,7 +23,7 @@ Oracles (``oracle=``)
 ``"greedy"``  LOS first fit on the weights ``w`` in three orderings (``w / size**a``,
               ``a = 0.5, 1, 0``) and in the order of ``x*``; microseconds per call.
 ``"auto"``    the greedy first; when it finds no improving column, the anytime engine
-              (:func:`gensolver.solvers.anytime.engine.anytime_solve`: LP bound, reduced-cost
+              (:func:`gensolver.solvers.anytime.driver.anytime_solve`: LP bound, reduced-cost
               fixing, LNS with CP-SAT sub-MIPs) on the support with weights ``w``, which also
               gives an upper bound ``U(w)`` on the best integral ``w . x``, hence a lower bound
               ``w . x* / U(w)`` on the ratio any oracle could verify (``alpha_floor``).
@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from ..solvers.anytime.engine import first_fit_matrix, los_order
-from ..solvers.anytime.problem import MatrixProblem
+from ..solvers.formulation.problem import MatrixProblem
+from ..solvers.heuristics import first_fit_matrix, los_order
 
 __all__ = ["Decomposition", "decompose", "ORACLES"]
 
@@ -223,7 +223,7 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
         calls += 1
         best = max(float(w @ x) for x in cands)
         if best <= 1.0 + 1e-9 and oracle == "auto":
-            from ..solvers.anytime.engine import anytime_solve
+            from ..solvers.anytime.driver import anytime_solve
 
             left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
             if left is None or left > 0.05:

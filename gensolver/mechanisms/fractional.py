@@ -9,7 +9,7 @@ allocations).
 
 :class:`LpRelaxation` keeps one restricted master LP (HiGHS dual simplex, through ``highspy``)
 over a working set of columns and prices the others by column generation, as the anytime
-engine does (:func:`gensolver.solvers.anytime.engine.column_generation`), but with a simplex so
+engine does (:func:`gensolver.solvers.anytime.column_generation.column_generation`), but with a simplex so
 that re-solves are warm-started from the previous basis and the primal ``x*`` is a vertex (a
 sparse support, which the decomposition needs). Every answer carries a certified dual bound
 ``cap.y + sum_i max(u_i, max_{j of i} (v_j - A_j.y))``, valid for any ``y >= 0``, so the LP
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..solvers.anytime.problem import MatrixProblem, column_ranges
+from ..solvers.formulation.problem import MatrixProblem, column_ranges
 from ..solvers.result import CAPACITY_TOL
 
 __all__ = ["LpSolution", "LpRelaxation", "fits_alone", "FractionalVcg", "fractional_vcg"]

@@ -77,7 +77,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..model import Instance
-from ..solvers.anytime.problem import from_instance
+from ..solvers.formulation.problem import from_instance
 from ..solvers.result import finish
 from .common import check_call, check_options, make_outcome
 from .decomposition import ORACLES, decompose, decomposition_summary

@@ -277,7 +277,7 @@ def test_the_lottery_certificates_catch_a_wrong_lottery():
 
 def test_a_time_limit_that_stops_the_lp_is_reported_inexact():
     from gensolver.mechanisms.fractional import fractional_vcg
-    from gensolver.solvers.anytime.problem import from_instance
+    from gensolver.solvers.formulation.problem import from_instance
 
     inst = goods_instance([("ab", "1", 2, ["A", "B"]), ("bc", "2", 2, ["B", "C"]), ("ca", "3", 2.5, ["C", "A"]),
                            ("a", "4", 1, ["A"])], ["A", "B", "C"])
