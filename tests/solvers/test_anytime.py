@@ -407,7 +407,7 @@ def test_must_win_solves_put_the_clauses_in_the_lp():
 
     inst = cats.matching(60, 300, seed=11)
     P = from_instance(inst)
-    main = solve(inst, method="cpsat")  # not "highs": refused once PuLP has loaded highspy in this worker
+    main = solve(inst, method="cpsat", threads=1)  # not "highs": refused once PuLP has loaded highspy in this worker
     win_owners = P.owner[[inst.bid_index[w] for w in main.winners]]
     for k in win_owners[:3]:
         Pk = MatrixProblem(np.where(P.owner == k, 0.0, P.values), P.A, P.cap, P.owner, P.n_owners, P.column_id)
