@@ -14,13 +14,18 @@ Nemhauser & Wolsey, *Integer and Combinatorial Optimization*, Wiley 1988 (reduce
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import os
 import threading
 import time
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..solvers.anytime.budget import WORK_PER_NNZ_GREEDY, WorkClock
 from ..solvers.anytime.column_generation import LpState, column_generation
 from ..solvers.anytime.driver import anytime_solve
 from ..solvers.anytime.exact_restricted import solve_exact_restricted
@@ -29,25 +34,99 @@ from ..solvers.formulation.problem import MatrixProblem
 from ..solvers.formulation.scales import DEFAULT_MIP_GAP
 from ..solvers.heuristics import first_fit_matrix, los_order, upgrade_swaps
 
-__all__ = ["PivotResult", "SolutionPool", "lp_state", "pivot_solve", "owner_best_alone"]
+__all__ = ["PivotResult", "PivotBudget", "SolutionPool", "lp_state", "pivot_solve", "run_pivots",
+           "owner_best_alone", "MIN_PIVOT_SOLVE"]
+
+#: a pivot whose share of the budget is below this (seconds, or work units in deterministic
+#: mode) gets no MIP solve: its interval comes from the free incumbent and the LP duals
+MIN_PIVOT_SOLVE = 0.05
 
 
 @dataclass(frozen=True)
 class PivotResult:
-    """Optimal welfare without one owner (``exact``), or an interval ``[welfare, bound]``."""
+    """Optimal welfare without one owner (``exact``), or an interval ``[welfare, bound]``.
+
+    ``work``: the work units charged (deterministic mode; an estimate of the same footing in
+    wall mode); ``limit``: the share of the budget the pivot was given (``None``: none).
+    """
 
     welfare: float
     bound: float
     exact: bool
     seconds: float
     method: str
+    work: float = 0.0
+    limit: float | None = None
 
 
-def lp_state(P: MatrixProblem, *, time_limit: float | None = None) -> LpState:
-    """The LP relaxation of ``P`` (all columns when small, column generation otherwise)."""
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+def lp_state(P: MatrixProblem, *, time_limit: float | None = None, deterministic: bool = False) -> LpState:
+    """The LP relaxation of ``P`` (all columns when small, column generation otherwise).
+
+    ``deterministic=True``: ``time_limit`` is in work units (see :func:`lp_state_work`, which
+    also returns the work charged).
+    """
+    return lp_state_work(P, time_limit=time_limit, deterministic=deterministic)[0]
+
+
+def lp_state_work(P: MatrixProblem, *, time_limit: float | None = None,
+                  deterministic: bool = False) -> tuple[LpState, float]:
+    """:func:`lp_state` and the work units it charged (``0.0`` in wall mode)."""
     init = np.arange(P.n) if P.A.nnz <= 400_000 else np.flatnonzero(P.values > 0)[: 20 * P.n_owners]
-    return column_generation(P, init_cols=init, deadline=deadline, vertex_duals=True)
+    if deterministic and time_limit is not None:
+        clock = WorkClock(time_limit, True)
+        lp = column_generation(P, init_cols=init, deadline=None, vertex_duals=True, clock=clock, until=time_limit)
+        return lp, clock.used
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    return column_generation(P, init_cols=init, deadline=deadline, vertex_duals=True), 0.0
+
+
+class PivotBudget:
+    """The budget the pivots of one VCG run share: wall seconds, or work units (deterministic).
+
+    Each pivot takes its share when it starts (:meth:`share`): what is left, split evenly. In
+    wall mode over the *waves* of ``slots`` pivots running side by side (``ceil(n / slots)``
+    for ``n`` pivots not yet started); in deterministic mode over the pivots themselves, since
+    work adds up whatever runs in parallel, and the shares of running pivots are held back
+    until they report what they used (:meth:`done`). A pivot that settles early (from the
+    trivial bound, the LP duals or the shared pool) leaves its share to those after it, so
+    the budget is re-split as pivots settle. ``total=None``: no limit.
+    """
+
+    def __init__(self, total: float | None, n: int, *, slots: int = 1, deterministic: bool = False) -> None:
+        self.total, self.pending = total, int(n)
+        self.slots, self.det = max(1, int(slots)), bool(deterministic)
+        self.t0 = time.perf_counter()
+        self.spent = self.reserved = 0.0
+        self._lock = threading.Lock()
+
+    def left(self) -> float | None:
+        """Seconds (work units) not yet spent or held by running pivots; ``None``: no limit."""
+        if self.total is None:
+            return None
+        if self.det:
+            return self.total - self.spent - self.reserved
+        return self.total - (time.perf_counter() - self.t0)
+
+    def share(self) -> float | None:
+        """The share of one pivot that starts now."""
+        with self._lock:
+            n = max(1, self.pending)
+            self.pending -= 1
+            left = self.left()
+            if left is None:
+                return None
+            left = max(0.0, left)
+            s = left / n if self.det else left / math.ceil(n / self.slots)
+            if self.det:
+                self.reserved += s
+            return s
+
+    def done(self, share: float | None, work: float) -> None:
+        """A pivot given ``share`` finished having charged ``work`` units."""
+        with self._lock:
+            if self.det and share is not None:
+                self.reserved -= share
+            self.spent += max(0.0, work)
 
 
 class SolutionPool:
@@ -89,6 +168,14 @@ class SolutionPool:
             self._sols.sort(key=lambda t: -t[0])
             del self._sols[self.size:]
 
+    def copy(self) -> "SolutionPool":
+        """A snapshot (for a pivot that must not see what others find meanwhile)."""
+        new = SolutionPool.__new__(SolutionPool)
+        new.P, new.size, new._lock = self.P, self.size, threading.Lock()
+        with self._lock:
+            new._sols, new._pivot_ub = list(self._sols), dict(self._pivot_ub)
+        return new
+
     def solutions(self) -> list[np.ndarray]:
         """The pooled solutions, best first."""
         with self._lock:
@@ -105,8 +192,16 @@ class SolutionPool:
 
 def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState | Callable[[], LpState], *, upper: float,
                 time_limit: float | None = None, threads: int | None = None, max_restricted: int = 20_000,
-                seed: int = 0, pool: SolutionPool | None = None, best_alone: np.ndarray | None = None) -> PivotResult:
+                seed: int = 0, pool: SolutionPool | None = None, best_alone: np.ndarray | None = None,
+                deterministic: bool = False) -> PivotResult:
     """``max welfare`` with every column of ``owner`` removed, warm-started from ``x_star``.
+
+    ``time_limit`` is this pivot's share of the budget: seconds, or work units with
+    ``deterministic=True`` (CP-SAT on deterministic time; first-fit passes charged at
+    ``WORK_PER_NNZ_GREEDY`` per non-zero and skipped when the share does not cover them).
+    Below :data:`MIN_PIVOT_SOLVE` no MIP is started and the answer is the interval
+    ``[incumbent, bound]`` of the steps before it (``exact`` when they meet). The result's
+    ``work`` is the work charged.
 
     0. When ``x_star`` without the owner's column already meets the trivial bound below (as
        when everyone won their best bid), that is the answer, before any search; with
@@ -131,7 +226,9 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState | 
     4. If too many columns survive, the anytime solver runs on the pivot problem.
     """
     r = _pivot_solve(P, owner, x_star, lp, upper=upper, time_limit=time_limit, threads=threads,
-                     max_restricted=max_restricted, seed=seed, pool=pool, best_alone=best_alone)
+                     max_restricted=max_restricted, seed=seed, pool=pool, best_alone=best_alone,
+                     deterministic=deterministic)
+    r = dataclasses.replace(r, limit=time_limit)
     if pool is not None:
         pool.settle(owner, r.bound)
     return r
@@ -140,46 +237,66 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState | 
 def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState | Callable[[], LpState], *, upper: float,
                 time_limit: float | None = None, threads: int | None = None, max_restricted: int = 20_000,
                 seed: int = 0, pool: SolutionPool | None = None,
-                best_alone: np.ndarray | None = None) -> PivotResult:
+                best_alone: np.ndarray | None = None, deterministic: bool = False) -> PivotResult:
     t0 = time.perf_counter()
     mine = P.owner == owner
     Pi = P.without_owner(owner)
     vals = Pi.values
     start = np.where(mine, 0.0, x_star)
+    ff_work = WORK_PER_NNZ_GREEDY * P.A.nnz  # one first-fit pass
+    work = 0.0
+
+    def afford(units: float) -> bool:  # the share covers ``units`` more work
+        return time_limit is None or (work + units <= time_limit if deterministic
+                                      else time.perf_counter() - t0 < time_limit)
+
     # the cheapest bound first: each other owner's best column alone (from ``best_alone``,
     # computed once per VCG run, when given); x_star minus the owner may already meet it
     trivial = (trivial_bound(Pi) if best_alone is None
                else float(best_alone.sum() - best_alone[owner]))
-    W = float(vals @ start)
+    x, W = start, float(vals @ start)
     if W >= min(trivial, upper) - DEFAULT_MIP_GAP * max(1.0, abs(W)):
         return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
-    order = los_order(Pi, 0.5, Pi.normalised_size())
-    x = first_fit_matrix(Pi, order, start=start)
-    W = float(vals @ x)
     pooled = pool.best_without(owner, vals) if pool is not None else None
-    if pooled is not None and float(vals @ pooled) > W:
-        x2 = first_fit_matrix(Pi, order, start=pooled)
-        if float(vals @ x2) > W:
-            x, W = x2, float(vals @ x2)
+    if pooled is not None and float(vals @ pooled) > W:  # pooled solutions are feasible without owner
+        x, W = pooled, float(vals @ pooled)
+    order = None
+    if afford(ff_work):
+        order = los_order(Pi, 0.5, Pi.normalised_size())
+        for s0 in ((start,) if pooled is None else (start, pooled)):
+            if not afford(ff_work):
+                break
+            x2 = first_fit_matrix(Pi, order, start=s0)
+            work += ff_work
+            if float(vals @ x2) > W:
+                x, W = x2, float(vals @ x2)
     if W >= min(trivial, upper) - DEFAULT_MIP_GAP * max(1.0, abs(W)):
-        return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
+        return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound", work)
     # cheap local search: with a bidder gone, the others' bundles can often grow; the main
     # duals' bound is frequently met right after
-    x2 = first_fit_matrix(Pi, order, start=upgrade_swaps(Pi, x))
-    if float(vals @ x2) > W + 1e-12:
-        x, W = x2, float(vals @ x2)
-        if W >= min(trivial, upper) - DEFAULT_MIP_GAP * max(1.0, abs(W)):
-            return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
+    if order is not None and afford(2 * ff_work):
+        x2 = first_fit_matrix(Pi, order, start=upgrade_swaps(Pi, x))
+        work += 2 * ff_work
+        if float(vals @ x2) > W + 1e-12:
+            x, W = x2, float(vals @ x2)
+            if W >= min(trivial, upper) - DEFAULT_MIP_GAP * max(1.0, abs(W)):
+                return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound", work)
     if callable(lp):
         lp = lp()
     rc = np.where(mine, -np.inf, lp.rc)
-    # the dual objective of (y, u) on the pivot problem; reduced-cost fixing must use exactly
-    # this value (v.x <= B_dual + sum_j min(rc_j, 0) x_j), not a smaller bound from elsewhere
+    # the dual objective of (y, u) on the pivot problem (valid for any y, u >= 0, so for the
+    # duals of an LP stopped early too); reduced-cost fixing must use exactly this value
+    # (v.x <= B_dual + sum_j min(rc_j, 0) x_j), not a smaller bound from elsewhere
     B_dual = float(P.cap @ lp.y + lp.u.sum() - lp.u[owner] + np.maximum(rc, 0.0).sum())
     B = min(B_dual, upper, trivial)
     tol = DEFAULT_MIP_GAP * max(1.0, abs(B))
     if W >= B - tol:
-        return PivotResult(W, W, True, time.perf_counter() - t0, "dual-bound")
+        return PivotResult(W, W, True, time.perf_counter() - t0, "dual-bound", work)
+    left = None if time_limit is None else (time_limit - work if deterministic
+                                            else time_limit - (time.perf_counter() - t0))
+    if left is not None and left < MIN_PIVOT_SOLVE:
+        # no share left for a solve: the interval of the free steps
+        return PivotResult(W, max(W, B), False, time.perf_counter() - t0, "budget-spent", work)
     eligible = np.flatnonzero(rc >= -(B_dual - W) - 1e-9)
     if eligible.size <= max_restricted:
         cols = np.union1d(eligible, np.flatnonzero(x > 0.5))
@@ -187,20 +304,111 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
         # owners whose own pivot is settled at or below W must win (see the docstring)
         must = np.asarray([o for o, b in settled.items() if b <= W], dtype=np.int64) if settled else None
         # no objective cap at B: as a CP-SAT constraint it slowed CATS pivots by a third
-        sub = solve_exact_restricted(Pi, cols, time_limit=time_limit, hint=x, threads=threads, seed=seed,
-                                     must_win=must)
+        sub = solve_exact_restricted(Pi, cols, time_limit=left, hint=x, threads=threads, seed=seed,
+                                     must_win=must, deterministic=deterministic)
+        work += sub.work
         w = float(vals @ sub.x)
         if w > W and Pi.feasible(sub.x):
             W = w
             if pool is not None:
                 pool.add(sub.x)
         if sub.optimal:
-            return PivotResult(W, W, True, time.perf_counter() - t0, "reduced-cost-fixing")
+            return PivotResult(W, W, True, time.perf_counter() - t0, "reduced-cost-fixing", work)
         if sub.bound is not None:
             B = min(B, max(W, sub.bound))
-        return PivotResult(W, max(W, B), W >= B - tol, time.perf_counter() - t0, "reduced-cost-fixing")
-    remaining = None if time_limit is None else max(0.05, time_limit - (time.perf_counter() - t0))
-    res = anytime_solve(Pi, time_limit=remaining, seed=seed, threads=threads)
+        return PivotResult(W, max(W, B), W >= B - tol, time.perf_counter() - t0, "reduced-cost-fixing", work)
+    res = anytime_solve(Pi, time_limit=left, seed=seed, threads=threads, deterministic=deterministic)
+    work += res.work
+    if res.welfare > W and pool is not None:
+        pool.add(np.where(mine, 0.0, res.x))
     W = max(W, res.welfare)
     B = min(B, res.bound)
-    return PivotResult(W, max(W, B), res.proven or W >= B - tol, time.perf_counter() - t0, "anytime")
+    return PivotResult(W, max(W, B), res.proven or W >= B - tol, time.perf_counter() - t0, "anytime", work)
+
+
+def _pivot_task(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState, upper: float,
+                time_limit: float | None, threads: int | None, best_alone: np.ndarray,
+                settled: Mapping[int, float], start: np.ndarray | None,
+                deterministic: bool) -> tuple[PivotResult, list[np.ndarray]]:
+    """One pivot with a snapshot of the pool (module level, so it pickles for processes).
+
+    ``settled`` (proven bounds of finished pivots) and ``start`` (the best solution known
+    without ``owner``) stand in for the shared pool; the solutions the pivot finds go back as
+    column indices.
+    """
+    pool = SolutionPool(P, x_star)
+    if start is not None:
+        pool.add(start)
+    for o, b in settled.items():
+        pool.settle(o, b)
+    r = pivot_solve(P, owner, x_star, lp, upper=upper, time_limit=time_limit, threads=threads, pool=pool,
+                    best_alone=best_alone, deterministic=deterministic)
+    known = [x_star] if start is None else [x_star, start]
+    found = [np.flatnonzero(x > 0.5) for x in pool.solutions() if not any(np.array_equal(x, k) for k in known)]
+    return r, found
+
+
+def executor_width(executor: Executor | None) -> int:
+    """How many tasks ``executor`` runs at once (``os.cpu_count()`` when it does not say)."""
+    if executor is None:
+        return 1
+    return max(1, int(getattr(executor, "_max_workers", 0) or (os.cpu_count() or 1)))
+
+
+def run_pivots(P: MatrixProblem, owners: list[int], x_star: np.ndarray, lp: "LpState | Callable[[], LpState]", *,
+               upper: float, budget: PivotBudget, pool: SolutionPool, best_alone: np.ndarray,
+               executor: Executor | None = None, threads: int | None = None,
+               deterministic: bool = False) -> dict[int, PivotResult]:
+    """Solve the pivots of ``owners`` (in that order) within ``budget``, on ``executor``.
+
+    As many run at once as the executor has workers (one, in this thread, with
+    ``executor=None``); each is given its share of the budget when it starts
+    (:meth:`PivotBudget.share`). On threads in wall mode the pivots share ``pool`` as they run;
+    on other executors (processes, a cluster) each gets the bounds settled so far and the best
+    solution known without its owner, and its findings join the pool when it returns. In
+    deterministic mode the pivots run in waves of that width, each on a snapshot of the pool
+    taken at the start of its wave, and results join in submission order, so the answer
+    depends on the seed, thread count and width only, not on timing.
+    """
+    width = executor_width(executor) if executor is not None else 1
+    width = max(1, min(width, len(owners) or 1))
+    shared = executor is None or (isinstance(executor, ThreadPoolExecutor) and not deterministic)
+    if not shared and callable(lp):
+        lp = lp()
+    Pp = P if isinstance(executor, ThreadPoolExecutor) or executor is None else dataclasses.replace(P, column_id=str)
+    out: dict[int, PivotResult] = {}
+    pending = list(owners)
+    running: dict[Any, tuple[int, float | None]] = {}
+
+    def collect(o: int, share: float | None, r: PivotResult, found: list[np.ndarray]) -> None:
+        for idx in found:
+            x = np.zeros(P.n)
+            x[idx] = 1.0
+            pool.add(x)
+        pool.settle(o, r.bound)
+        budget.done(share, r.work)
+        out[o] = r
+
+    while pending or running:
+        while pending and len(running) < width:
+            o = pending.pop(0)
+            share = budget.share()
+            if executor is None:
+                collect(o, share, pivot_solve(P, o, x_star, lp, upper=upper, time_limit=share, threads=threads,
+                                              pool=pool, best_alone=best_alone, deterministic=deterministic), [])
+            elif shared:
+                running[executor.submit(pivot_solve, P, o, x_star, lp, upper=upper, time_limit=share,
+                                        threads=threads, pool=pool, best_alone=best_alone)] = (o, share)
+            else:
+                start = pool.best_without(o, np.where(P.owner == o, 0.0, P.values))
+                running[executor.submit(_pivot_task, Pp, o, x_star, lp, upper, share, threads, best_alone,
+                                        pool.settled_bounds(o), start, deterministic)] = (o, share)
+        if not running:
+            continue
+        done, _ = wait(list(running), return_when=ALL_COMPLETED if deterministic else FIRST_COMPLETED)
+        for f in [f for f in running if f in done]:  # submission order
+            o, share = running.pop(f)
+            res = f.result()
+            r, found = (res, []) if isinstance(res, PivotResult) else res
+            collect(o, share, r, found)
+    return out

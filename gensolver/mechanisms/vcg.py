@@ -52,9 +52,7 @@ Yokoo, Sakurai & Matsubara, "The effect of false-name bids in combinatorial auct
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import threading
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable, Mapping
@@ -68,11 +66,11 @@ from ..solvers.approximation.greedy import trivial_bound
 from ..solvers.formulation.problem import from_instance
 from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
-from .pivots import SolutionPool, lp_state, owner_best_alone, pivot_solve
+from .pivots import PivotBudget, SolutionPool, executor_width, lp_state_work, owner_best_alone, run_pivots
 
 __all__ = ["vcg", "pivot_welfare"]
 
-_DEFAULTS: dict[str, Any] = {"warm_start": True, "threads": None}
+_DEFAULTS: dict[str, Any] = {"warm_start": True, "threads": None, "main_share": 0.5, "deterministic": False}
 
 
 def _instance_from_doc(doc: Mapping[str, Any]) -> Instance:
@@ -108,80 +106,36 @@ def pivot_welfare(
     }
 
 
-def _pivot_task(P: Any, owner: int, x_star: np.ndarray, lp: Any, upper: float, time_limit: float | None,
-                threads: int | None, best_alone: np.ndarray, settled: Mapping[int, float],
-                start: np.ndarray | None) -> dict[str, Any]:
-    """One fast-path pivot in a worker process (module level, so it pickles).
+def _main_auto(instance: Instance, P: Any, *, time_limit: float | None, threads: int | None,
+               deterministic: bool) -> tuple[Any, Any]:
+    """The main solve with the anytime engine (as :func:`gensolver.solvers.auto.solve_auto`),
+    keeping its LP, incumbents and work for the pivots."""
+    from ..solvers.anytime.driver import anytime_solve
+    from ..solvers.result import finish
 
-    ``settled`` (proven bounds of finished pivots) and ``start`` (the best solution known
-    without ``owner``) stand in for the shared pool of the threaded path; the solutions the
-    pivot finds go back (as column indices) for the pivots submitted after it.
-    """
-    pool = SolutionPool(P, x_star)
-    if start is not None:
-        pool.add(start)
-    for o, b in settled.items():
-        pool.settle(o, b)
-    r = pivot_solve(P, owner, x_star, lp, upper=upper, time_limit=time_limit, threads=threads, pool=pool,
-                    best_alone=best_alone)
-    known = [x_star] if start is None else [x_star, start]
-    found = [np.flatnonzero(x > 0.5) for x in pool.solutions() if not any(np.array_equal(x, k) for k in known)]
-    return {"status": Status.OPTIMAL.value if r.exact else Status.FEASIBLE.value, "welfare": r.welfare,
-            "bound": r.bound, "winners": [], "seconds": r.seconds, "message": r.method, "found": found}
+    t0 = time.perf_counter()
+    res = anytime_solve(P, time_limit=time_limit, threads=threads, deterministic=deterministic)
+    main = finish(instance, res.x, method="auto", proven_optimal=res.proven, bound=res.bound, build=0.0,
+                  solve=time.perf_counter() - t0, details={"stages": list(res.stages)})
+    return main, res
 
 
-def _pivots_in_workers(P: Any, order: list[str], owner_of: Mapping[str, int], x_star: np.ndarray, lp: Any,
-                       upper: float, best_alone: np.ndarray, *, time_limit: float | None, threads: int,
-                       executor: Executor) -> dict[str, dict[str, Any]]:
-    """Fast-path pivots on an executor whose workers share no memory (processes, a cluster).
-
-    As many pivots run at once as the executor has workers (``os.cpu_count()`` when it does
-    not say); each new one is given the bounds settled so far and the best solution known
-    without its bidder, so later pivots search smaller problems, as on threads.
-    """
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    Pp = dataclasses.replace(P, column_id=str)  # pivots never name columns; a picklable stand-in
-    pool = SolutionPool(P, x_star)
-    pending = list(order)
-    width = max(1, min(len(pending), int(getattr(executor, "_max_workers", 0) or (os.cpu_count() or 1))))
-    running: dict[Any, str] = {}
-    out: dict[str, dict[str, Any]] = {}
-    while pending or running:
-        while pending and len(running) < width:
-            b = pending.pop(0)
-            o = owner_of[b]
-            start = pool.best_without(o, np.where(P.owner == o, 0.0, P.values))
-            running[executor.submit(_pivot_task, Pp, o, x_star, lp, upper, time_limit, threads, best_alone,
-                                    pool.settled_bounds(o), start)] = b
-        done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-        for f in done:
-            b = running.pop(f)
-            res = f.result()
-            for idx in res.pop("found"):
-                x = np.zeros(P.n)
-                x[idx] = 1.0
-                pool.add(x)
-            pool.settle(owner_of[b], res["bound"])
-            out[b] = res
-    return out
-
-
-def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_limit: float | None,
-                 threads: int | None, executor: Executor | None) -> dict[str, dict[str, Any]]:
-    """Pivots through the anytime engine, reusing one LP's duals for every winner.
+def _fast_pivots(instance: Instance, P: Any, main: Any, run: Any, won: Mapping[str, Bid], *,
+                 budget: PivotBudget, threads: int | None, executor: Executor | None,
+                 deterministic: bool) -> tuple[dict[str, dict[str, Any]], float]:
+    """Pivots through the anytime engine, reusing the main run's LP, incumbents and bound.
 
     The main LP's dual solution stays feasible when a bidder's columns are removed, so each
     pivot starts with a bound for free; the main winners minus the bidder (extended first
     fit) give the incumbent; reduced-cost fixing then leaves a small exact restricted MIP, or
     nothing at all when the incumbent meets the bound. Pivots share a
-    :class:`~gensolver.mechanisms.pivots.SolutionPool`: its solutions warm-start them,
-    and each settled ``W(-k)`` lets later pivots require ``k`` to win (see
-    :func:`~gensolver.mechanisms.pivots.pivot_solve`), so they run largest winning bid
-    first. Threads share the pool directly; other executors go through
-    :func:`_pivots_in_workers`.
+    :class:`~gensolver.mechanisms.pivots.SolutionPool`, seeded with the main run's
+    incumbents: its solutions warm-start them, and each settled ``W(-k)`` lets later pivots
+    require ``k`` to win (see :func:`~gensolver.mechanisms.pivots.pivot_solve`), so they run
+    largest winning bid first. Pivots the trivial bound settles cost nothing; the others share
+    ``budget`` (:func:`~gensolver.mechanisms.pivots.run_pivots`). Returns the pivots and the
+    work units charged outside them (an LP solved here when the main run has none).
     """
-    P = from_instance(instance)
     x_star = np.zeros(P.n)
     index = instance.bid_index
     for w in main.winners:
@@ -189,49 +143,71 @@ def _fast_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], *, time_
     owner_of = {name: i for i, name in enumerate(instance.bidder_ids)}
     upper = float(main.bound if main.bound is not None else main.welfare)
     best_alone = owner_best_alone(P)  # the trivial bound of every pivot, computed once
-    if executor is not None and not isinstance(executor, ThreadPoolExecutor):
-        # workers without shared memory (processes, a cluster): pivots the trivial bound
-        # settles are done here; the rest get the main LP (solved here, once), the main
-        # allocation, and what earlier pivots settled and found (_pivots_in_workers)
-        out = _trivial_pivots(instance, main, won, upper, best_alone)
-        rest = [b for b in sorted(won, key=lambda b: (-won[b].value, b)) if b not in out]
-        if rest:
-            out.update(_pivots_in_workers(P, rest, owner_of, x_star, lp_state(P), upper, best_alone,
-                                          time_limit=time_limit, threads=threads or 1, executor=executor))
-        return out
-    cache: list[Any] = []
-    lock = threading.Lock()
-
-    def lp() -> Any:  # computed once, on the first pivot that needs it
-        with lock:
-            if not cache:
-                cache.append(lp_state(P))
-            return cache[0]
-
+    out = _trivial_pivots(instance, main, won, upper, best_alone)
+    rest = [b for b in sorted(won, key=lambda b: (-won[b].value, b)) if b not in out]
+    budget.pending = len(rest)
+    if not rest:
+        return out, 0.0
+    extra = 0.0
+    lp = getattr(run, "lp", None)
+    if lp is None:  # the main run stopped before its LP: one LP here, on the pivots' budget
+        limit = budget.left()
+        lp, extra = lp_state_work(P, time_limit=None if limit is None else max(limit, 0.0) / 2,
+                                  deterministic=deterministic)
+        budget.spent += extra
     pool = SolutionPool(P, x_star)
+    for x in getattr(run, "found", ()):
+        pool.add(x)
     own_pool = None
-    if executor is None and len(won) > 1 and (os.cpu_count() or 1) > 1:
+    if executor is None and not deterministic and len(rest) > 1 and (os.cpu_count() or 1) > 1:
         # the pivots are independent: one solver thread each, as many at once as CPUs
-        own_pool = executor = ThreadPoolExecutor(min(len(won), os.cpu_count() or 1))
+        own_pool = executor = ThreadPoolExecutor(min(len(rest), os.cpu_count() or 1))
         threads = threads or 1
-
-    def one(bidder: str) -> dict[str, Any]:
-        r = pivot_solve(P, owner_of[bidder], x_star, lp, upper=upper, time_limit=time_limit, threads=threads,
-                        pool=pool, best_alone=best_alone)
-        return {"status": Status.OPTIMAL.value if r.exact else Status.FEASIBLE.value, "welfare": r.welfare,
-                "bound": r.bound, "winners": [], "seconds": r.seconds, "message": r.method}
-
-    # largest winning bids first: their pivots tend to settle lowest, and every settled pivot
-    # at or below another pivot's incumbent makes that pivot's search smaller (pivot_solve)
-    order = sorted(won, key=lambda b: (-won[b].value, b))
-    if executor is None:
-        return {b: one(b) for b in order}
+    if executor is not None and not isinstance(executor, ThreadPoolExecutor):
+        threads = threads or 1
+    budget.slots = max(1, min(len(rest), executor_width(executor)))
     try:
-        futures = {b: executor.submit(one, b) for b in order}
-        return {b: f.result() for b, f in futures.items()}
+        res = run_pivots(P, [owner_of[b] for b in rest], x_star, lp, upper=upper, budget=budget, pool=pool,
+                         best_alone=best_alone, executor=executor, threads=threads, deterministic=deterministic)
     finally:
         if own_pool is not None:
             own_pool.shutdown()
+    for b in rest:
+        r = res[owner_of[b]]
+        out[b] = {"status": Status.OPTIMAL.value if r.exact else Status.FEASIBLE.value, "welfare": r.welfare,
+                  "bound": r.bound, "winners": [], "seconds": r.seconds, "message": r.method, "work": r.work,
+                  "limit": r.limit}
+    return out, extra
+
+
+def _plain_pivots(jobs: Mapping[str, tuple[Instance, list[str] | None]], *, solver: Any, budget: PivotBudget,
+                  threads: int | None, executor: Executor | None) -> dict[str, dict[str, Any]]:
+    """Pivots re-solved by ``solver`` from scratch, each given its share of ``budget`` when it
+    starts (serially, or as many at once as ``executor`` has workers)."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    budget.pending = len(jobs)
+    budget.slots = max(1, min(len(jobs), executor_width(executor)))
+    plain = executor is not None and not isinstance(executor, ThreadPoolExecutor)
+    out: dict[str, dict[str, Any]] = {}
+    pending = list(jobs)
+    running: dict[Any, str] = {}
+    while pending or running:
+        while pending and (executor is None or len(running) < budget.slots):
+            bidder = pending.pop(0)
+            inst_i, hint = jobs[bidder]
+            share = budget.share()
+            limit = None if share is None else max(share, 0.05)
+            if executor is None:
+                out[bidder] = pivot_welfare(inst_i, solver=solver, time_limit=limit, threads=threads, hint=hint)
+                continue
+            running[executor.submit(pivot_welfare, inst_i.to_dict() if plain else inst_i, solver=solver,
+                                    time_limit=limit, threads=threads, hint=hint)] = bidder
+        if running:
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for f in done:
+                out[running.pop(f)] = f.result()
+    return out
 
 
 def _trivial_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], upper: float,
@@ -258,6 +234,8 @@ def _trivial_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], upper
     return out
 
 
+
+
 def vcg(
     instance: Instance,
     *,
@@ -277,7 +255,8 @@ def vcg(
         pivots. ``"auto"`` (the anytime method) proves optimality without a time limit, is never
         worse than the greedy with one, and enables the LP-dual fast path for the pivots.
     time_limit : float, optional
-        Seconds for *each* solve (the main one and every pivot).
+        The whole budget, main solve and every pivot together (see "One budget" in the module
+        docstring): seconds, or work units with ``options={"deterministic": True}``.
     executor : concurrent.futures.Executor, optional
         Runs the pivot re-solves in parallel (threads or processes). ``None``: the ``"auto"``
         fast path runs them on a private thread pool, one per CPU with one solver thread each
@@ -285,34 +264,66 @@ def vcg(
         ``i`` nothing is a warm start for ``i``'s pivot); other solvers run them serially.
     options : mapping, optional
         ``warm_start`` (bool, default True): hint each pivot with the main winners minus the
-        bidder's bid; with ``solver="auto"`` the pivots also reuse the main LP's duals as a
+        bidder's bid; with ``solver="auto"`` the pivots also reuse the main run's LP duals as a
         free bound and for reduced-cost fixing, on threads or in worker processes (see
         :func:`gensolver.mechanisms.pivots.pivot_solve`); ``threads`` (int): solver
-        threads per solve.
+        threads per solve; ``main_share`` (float in (0, 1], default 0.5): the fraction of
+        ``time_limit`` the main solve may use (the pivots share the rest, and whatever the
+        main solve leaves); ``deterministic`` (bool, default False; ``solver="auto"`` only):
+        ``time_limit`` is a budget of work units and the outcome is the same on every run
+        for a thread count and executor width.
 
     Returns
     -------
     Outcome
         ``exact`` is ``True`` only when every solve is proven optimal; otherwise
-        ``payment_bounds`` certify where the exact payments lie.
+        ``payment_bounds`` certify where the exact payments lie and ``message`` says why.
+        ``details["seconds"]`` and ``details["work"]`` give the main solve's and the pivots'
+        share of the budget (``work`` in deterministic mode).
     """
     instance = check_call(instance, executor)
     opts = check_options(options, _DEFAULTS, "vcg")
-    if not isinstance(opts["warm_start"], bool):
-        raise ValueError(f"vcg option warm_start must be True or False, got {opts['warm_start']!r}")
+    for key in ("warm_start", "deterministic"):
+        if not isinstance(opts[key], bool):
+            raise ValueError(f"vcg option {key} must be True or False, got {opts[key]!r}")
+    share = opts["main_share"]
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 < share <= 1.0:
+        raise ValueError(f"vcg option main_share must be a number in (0, 1], got {share!r}")
+    det = opts["deterministic"]
+    if det and solver != "auto":
+        raise ValueError(f"vcg option deterministic needs solver='auto', got solver={solver!r}")
     threads = opts["threads"]
     t0 = time.perf_counter()
-    main = solve_wdp(instance, solver=solver, time_limit=time_limit, threads=threads)
+    c0 = time.process_time()
+    run = None
+    main_limit = None if time_limit is None else share * float(time_limit)
+    if solver == "auto":
+        P = from_instance(instance)
+        if main_limit is not None and not det:
+            main_limit = max(0.05, main_limit - (time.perf_counter() - t0))
+        main, run = _main_auto(instance, P, time_limit=main_limit, threads=threads, deterministic=det)
+    else:
+        main = solve_wdp(instance, solver=solver, time_limit=main_limit, threads=threads)
     t_main = time.perf_counter() - t0
+    main_work = float(getattr(run, "work", 0.0)) if det else 0.0
     main_ok = main.status is Status.OPTIMAL
     main_bound = main.bound if main.bound is not None else trivial_bound(instance)
     won = winning_bids(instance, main)
+    if time_limit is None:
+        left = None
+    else:
+        left = float(time_limit) - (main_work if det else t_main)
+    budget = PivotBudget(left, 0, deterministic=det)
 
-    fast = solver == "auto" and opts["warm_start"] and main_ok and bool(won)
+    fast = solver == "auto" and opts["warm_start"] and bool(won)
     jobs: dict[str, tuple[Any, list[str] | None]] = {}
     t1 = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
-    if not fast:  # the fast path needs no per-pivot instances
+    extra_work = 0.0
+    if fast:
+        results, extra_work = _fast_pivots(instance, P, main, run, won, budget=budget, threads=threads,
+                                           executor=executor, deterministic=det)
+    else:
         # warm start, any solver: x* minus the bidder's bid is feasible without the bidder;
         # when it meets the trivial bound (every other bidder's best bid that fits alone, as
         # when everyone won their best bid) the pivot is settled here, with no re-solve
@@ -323,24 +334,9 @@ def vcg(
                 continue
             hint = [w for w in main.winners if w != bid.id] if opts["warm_start"] else None
             jobs[bidder] = (instance.without_bidder(bidder), hint)
-    if fast:
-        results = _fast_pivots(instance, main, won, time_limit=time_limit, threads=threads, executor=executor)
-    elif executor is None:
-        for bidder, (inst_i, hint) in jobs.items():
-            results[bidder] = pivot_welfare(inst_i, solver=solver, time_limit=time_limit, threads=threads, hint=hint)
-    else:
-        plain = not isinstance(executor, ThreadPoolExecutor)
-        futures = {
-            bidder: executor.submit(
-                pivot_welfare, inst_i.to_dict() if plain else inst_i,
-                solver=solver, time_limit=time_limit, threads=threads, hint=hint,
-            )
-            for bidder, (inst_i, hint) in jobs.items()
-        }
-        for bidder, fut in futures.items():
-            results[bidder] = fut.result()
+        if jobs:
+            results.update(_plain_pivots(jobs, solver=solver, budget=budget, threads=threads, executor=executor))
     t_pivots = time.perf_counter() - t1
-
     payments: dict[str, float] = {}
     bounds: dict[str, tuple[float, float]] = {}
     pivots: dict[str, Any] = {}
@@ -378,21 +374,33 @@ def vcg(
             lo, hi = 0.0, max(0.0, vmax[bidder] - d_lo)
         bounds[bidder] = (lo, hi)
         pivots[bidder] = {"status": res["status"], "welfare": res["welfare"], "bound": res["bound"],
-                          "seconds": res["seconds"], "how": res.get("message", "")}
+                          "seconds": res["seconds"], "how": res.get("message", ""),
+                          "limit": res.get("limit"), "work": res.get("work")}
         if not exact_i:
             notes.append(bidder)
+    if det:
+        pivot_work = extra_work + sum(float(r.get("work", 0.0)) for r in results.values())
+        details_work = {"main": main_work, "pivots": pivot_work, "total": main_work + pivot_work}
+    else:
+        details_work = None
     message = ""
     if not main_ok:
         message = (f"main solve not proven optimal (status {main.status.value}, gap {main.gap}); "
                    "payment_bounds hold for the Clarke payment at any optimal allocation")
     elif notes:
-        message = f"pivot re-solves not proven optimal for {len(notes)} bidder(s); payment_bounds certify the exact payments"
+        message = (f"pivot re-solves not proven optimal within the budget for {len(notes)} bidder(s) "
+                   f"({', '.join(notes[:5])}{', ...' if len(notes) > 5 else ''}); payment_bounds certify the "
+                   "exact payments")
     details = {
         "solver": getattr(solver, "__name__", solver),
         "warm_start": bool(opts["warm_start"]),
         "executor": type(executor).__name__ if executor is not None else None,
-        "seconds": {"main": t_main, "pivots": t_pivots, "total": time.perf_counter() - t0},
+        "seconds": {"main": t_main, "pivots": t_pivots, "total": time.perf_counter() - t0,
+                    "cpu": time.process_time() - c0},
+        "time_limit": time_limit,
+        "deterministic": det,
         "pivots": pivots,
+        "work": details_work,
     }
     return make_outcome("vcg", instance, main, payments, bounds=bounds, exact=all_exact and main_ok,
                         message=message, details=details)

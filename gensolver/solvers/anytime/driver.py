@@ -84,6 +84,7 @@ def _lp_stage(S: SearchState, init: np.ndarray, lp_share: float) -> LpState:
     lp_until = None if left is None else clock.now() + lp_share * max(0.0, left)
     lp = column_generation(P, init_cols=init, deadline=None, clock=clock, until=lp_until, rel_tol=1e-4)
     S.tighten(lp.bound)
+    S.lp = lp
     S.note("lp-bound", bound=lp.bound, lp_value=lp.lp_value, converged=lp.converged, iterations=lp.iterations,
            working_set=int(lp.cols.size), seconds=round(lp.seconds, 3))
     if lp.x_cols is not None:

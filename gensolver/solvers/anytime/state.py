@@ -27,13 +27,21 @@ def proven_by_bound(welfare: float, bound: float) -> bool:
 
 @dataclass(frozen=True)
 class AnytimeResult:
-    """Best allocation (0/1 over columns), its welfare, a proven bound, and a log of stages."""
+    """Best allocation (0/1 over columns), its welfare, a proven bound, and a log of stages.
+
+    For callers that reuse the run (VCG pivots): ``lp`` is the LP state of the run (``None``
+    when no LP was solved), ``found`` the incumbents it accepted (the last few, best last) and
+    ``work`` the work units charged (deterministic mode; ``0.0`` otherwise).
+    """
 
     x: np.ndarray
     welfare: float
     bound: float
     proven: bool
     stages: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    lp: Any = None
+    found: tuple[np.ndarray, ...] = ()
+    work: float = 0.0
 
 
 @dataclass
@@ -54,6 +62,8 @@ class SearchState:
     settled: bool = False
     log: list[dict[str, Any]] = field(default_factory=list)
     t0: float = field(default_factory=time.perf_counter)
+    lp: Any = None  # the LP state, once solved (kept for callers that reuse the run)
+    found: list[np.ndarray] = field(default_factory=list)  # accepted incumbents, the last 16
 
     def note(self, stage: str, **kw: Any) -> None:
         """Log a stage (with the wall time, and the work charged in deterministic mode)."""
@@ -71,6 +81,8 @@ class SearchState:
             w = float(self.P.values @ x)
         if w > self.W + margin and (not check or self.P.feasible(x)):
             self.x, self.W = x, w
+            self.found.append(x)
+            del self.found[:-16]
             return True
         return False
 
@@ -82,4 +94,5 @@ class SearchState:
         return proven_by_bound(self.W, self.B)
 
     def result(self) -> AnytimeResult:
-        return AnytimeResult(self.x, self.W, self.B, bool(self.proven), tuple(self.log))
+        return AnytimeResult(self.x, self.W, self.B, bool(self.proven), tuple(self.log), self.lp,
+                             tuple(self.found), self.clock.used)
