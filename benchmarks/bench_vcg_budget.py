@@ -76,9 +76,10 @@ def round_table(args: argparse.Namespace) -> None:
         sec = out.details["seconds"]
         gap = out.allocation.gap
         work = out.details.get("work")
+        work_s = "-" if not work else f"{work['total']:.2f}"
         print(f"| {seed} | {inst.n_bids} | {wall:.1f} | {cpu:.1f} | {sec['main']:.1f} | {sec['pivots']:.1f} | "
               f"{out.allocation.status.value} | {'-' if gap is None else f'{gap:.2%}'} | {n} | {exact} | "
-              f"{by_value:.3f} | {by_pay:.3g} | {'-' if not work else f'{work['total']:.2f}'} |", flush=True)
+              f"{by_value:.3f} | {by_pay:.3g} | {work_s} |", flush=True)
 
 
 def ratio_table(args: argparse.Namespace) -> None:
