@@ -36,7 +36,7 @@ def solve_json(result: Allocation, *, outcome: Any = None, mechanism: str | None
 def solve_command(
     file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text."),
     method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Solver method (see `gensolver methods`)."),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver (default: none, run until proven optimal; with --mechanism, for each solve)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver (default: none, run until proven optimal; with --mechanism vcg, the whole budget of the main solve and all pivots; with other mechanisms, for each solve)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Solver threads."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     mechanism: Optional[str] = typer.Option(None, "--mechanism", **choice(MECHANISMS), help="Also compute payments with this mechanism (e.g. vcg)."),

@@ -93,7 +93,9 @@ def run_mechanism(
     solver : str or callable
         Winner determination method (see :func:`gensolver.solve`).
     time_limit : float, optional
-        Seconds for each solve the mechanism makes.
+        The mechanism's time budget: for ``vcg`` the whole budget of the main solve and every
+        pivot together (shared adaptively, see :func:`~gensolver.mechanisms.vcg.vcg`); for the
+        others, seconds for each solve the mechanism makes.
     executor : concurrent.futures.Executor, optional
         Parallelises independent solves (VCG pivots) on threads, processes or a cluster.
     options : mapping, optional

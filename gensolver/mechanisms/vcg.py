@@ -18,6 +18,24 @@ Algorithm
    without a re-solve, whatever the solver.
 3. ``p_i = W*(-i) - (W* - v_i(x*))``, which lies in ``[0, v_i(x*)]``.
 
+One budget
+----------
+``time_limit`` is the budget of the whole run, not of each solve: the main solve may use the
+share ``main_share`` (default one half); the pivots share what is left. With ``"auto"``,
+pivots the trivial bound settles cost nothing and are done first; each other pivot takes,
+when it starts, what is left split evenly over the waves of pivots still to start (as many
+run side by side as the executor has workers), so a pivot that settles early from the LP
+duals or the shared pool leaves its share to the later ones. A pivot whose share cannot pay
+for building its restricted MIP starts none and reports the interval of its free incumbent
+and dual bound. With ``options={"deterministic": True}`` the budget is in work units (see
+:class:`~gensolver.solvers.anytime.budget.WorkClock`): shares are split over the pivots
+themselves (work adds up whatever runs in parallel), pivots run in waves on snapshots of the
+shared pool and join in a fixed order, so the outcome is the same on every run; the work
+charged by the main solve and every pivot together stays within the budget but for the
+last solve's overshoot of its share (CP-SAT stops on its deterministic clock a little after
+the limit), reported in ``details["work"]``.
+(:class:`~gensolver.mechanisms.pivots.PivotBudget`, :func:`~gensolver.mechanisms.pivots.run_pivots`.)
+
 Certified intervals when a solve is not proven optimal
 ------------------------------------------------------
 Every solve gives an incumbent and, where the method has one, a proven bound:
