@@ -310,6 +310,8 @@ def vcg(
     det = opts["deterministic"]
     if det and solver != "auto":
         raise ValueError(f"vcg option deterministic needs solver='auto', got solver={solver!r}")
+    if det and not opts["warm_start"]:
+        raise ValueError("vcg option deterministic needs warm_start=True (the pivots of the 'auto' fast path)")
     threads = opts["threads"]
     t0 = time.perf_counter()
     c0 = time.process_time()
@@ -416,6 +418,7 @@ def vcg(
         "seconds": {"main": t_main, "pivots": t_pivots, "total": time.perf_counter() - t0,
                     "cpu": time.process_time() - c0},
         "time_limit": time_limit,
+        "main_share": share,
         "deterministic": det,
         "pivots": pivots,
         "work": details_work,

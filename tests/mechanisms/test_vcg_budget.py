@@ -131,3 +131,5 @@ def test_options_checked():
         run_mechanism(inst, mechanism="vcg", options={"main_share": 0})
     with pytest.raises(ValueError, match="deterministic"):
         run_mechanism(inst, mechanism="vcg", solver="greedy", options={"deterministic": True})
+    with pytest.raises(ValueError, match="warm_start"):
+        run_mechanism(inst, mechanism="vcg", options={"deterministic": True, "warm_start": False})
