@@ -15,8 +15,9 @@ shows how much of the wall time the machine's load took), the main solve's statu
 how many winners' payments are exact (a degenerate certified interval), and the widest
 interval relative to the bidder's largest bid (the most it can be charged; 1.0 is the
 uninformative ``[0, largest bid]`` that is all one can certify while the main solve is not
-proven optimal) and to the payment charged (``inf`` for a payment of 0). Issue 17's goal: at most 30 s of wall time on 2 cores at ``--time-limit 10``; before
-the budget, each pivot was given the whole limit again (10 min 18 s).
+proven optimal) and to the payment charged (``inf`` for a payment of 0). Issue 17's goal: at
+most 30 s of wall time on 2 cores at ``--time-limit 10``; before the budget, each pivot was
+given the whole limit again (10 min 18 s).
 
 Table 2 runs ``vcg`` without a time limit (every solve proven) on ``bench_vcg.py``'s
 instances and prints the seconds of the main solve and of the pivots and their ratio (goal:

@@ -173,7 +173,7 @@ class SolutionPool:
             self._sols.sort(key=lambda t: -t[0])
             del self._sols[self.size:]
 
-    def copy(self) -> "SolutionPool":
+    def copy(self) -> SolutionPool:
         """A snapshot (for a pivot that must not see what others find meanwhile)."""
         new = SolutionPool.__new__(SolutionPool)
         new.P, new.size, new._lock = self.P, self.size, threading.Lock()
@@ -366,7 +366,7 @@ def executor_width(executor: Executor | None) -> int:
     return max(1, int(getattr(executor, "_max_workers", 0) or (os.cpu_count() or 1)))
 
 
-def run_pivots(P: MatrixProblem, owners: list[int], x_star: np.ndarray, lp: "LpState | Callable[[], LpState]", *,
+def run_pivots(P: MatrixProblem, owners: list[int], x_star: np.ndarray, lp: LpState | Callable[[], LpState], *,
                upper: float, budget: PivotBudget, pool: SolutionPool, best_alone: np.ndarray,
                executor: Executor | None = None, threads: int | None = None,
                deterministic: bool = False) -> dict[int, PivotResult]:
@@ -384,8 +384,9 @@ def run_pivots(P: MatrixProblem, owners: list[int], x_star: np.ndarray, lp: "LpS
     width = executor_width(executor) if executor is not None else 1
     width = max(1, min(width, len(owners) or 1))
     shared = executor is None or (isinstance(executor, ThreadPoolExecutor) and not deterministic)
-    if not shared and callable(lp):
-        lp = lp()
+    lp_now: LpState | None = None  # what workers without shared memory are sent
+    if not shared:
+        lp_now = lp if isinstance(lp, LpState) else lp()
     Pp = P if isinstance(executor, ThreadPoolExecutor) or executor is None else dataclasses.replace(P, column_id=str)
     out: dict[int, PivotResult] = {}
     pending = list(owners)
@@ -412,7 +413,8 @@ def run_pivots(P: MatrixProblem, owners: list[int], x_star: np.ndarray, lp: "LpS
                                         threads=threads, pool=pool, best_alone=best_alone)] = (o, share)
             else:
                 start = pool.best_without(o, np.where(P.owner == o, 0.0, P.values))
-                running[executor.submit(_pivot_task, Pp, o, x_star, lp, upper, share, threads, best_alone,
+                assert lp_now is not None
+                running[executor.submit(_pivot_task, Pp, o, x_star, lp_now, upper, share, threads, best_alone,
                                         pool.settled_bounds(o), start, deterministic)] = (o, share)
         if not running:
             continue
