@@ -106,7 +106,7 @@ def ratio_table(args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=10.0, help="the whole VCG budget (default 10)")
-    ap.add_argument("--main-share", type=float, default=0.5, help="vcg option main_share (default 0.5)")
+    ap.add_argument("--main-share", type=float, default=0.7, help="vcg option main_share (default 0.7)")
     ap.add_argument("--deterministic", action="store_true", help="the budget in work units")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1], help="GPU round seeds")
     ap.add_argument("--large", action="store_true",

@@ -21,7 +21,8 @@ Algorithm
 One budget
 ----------
 ``time_limit`` is the budget of the whole run, not of each solve: the main solve may use the
-share ``main_share`` (default one half); the pivots share what is left. With ``"auto"``,
+share ``main_share`` (default 0.7: an unproven main solve leaves every interval wide, so it
+comes first); the pivots share what is left. With ``"auto"``,
 pivots the trivial bound settles cost nothing and are done first; each other pivot takes,
 when it starts, what is left split evenly over the waves of pivots still to start (as many
 run side by side as the executor has workers), so a pivot that settles early from the LP
@@ -88,7 +89,7 @@ from .pivots import PivotBudget, SolutionPool, executor_width, lp_state_work, ow
 
 __all__ = ["vcg", "pivot_welfare"]
 
-_DEFAULTS: dict[str, Any] = {"warm_start": True, "threads": None, "main_share": 0.5, "deterministic": False}
+_DEFAULTS: dict[str, Any] = {"warm_start": True, "threads": None, "main_share": 0.7, "deterministic": False}
 
 
 def _instance_from_doc(doc: Mapping[str, Any]) -> Instance:
@@ -285,7 +286,7 @@ def vcg(
         bidder's bid; with ``solver="auto"`` the pivots also reuse the main run's LP duals as a
         free bound and for reduced-cost fixing, on threads or in worker processes (see
         :func:`gensolver.mechanisms.pivots.pivot_solve`); ``threads`` (int): solver
-        threads per solve; ``main_share`` (float in (0, 1], default 0.5): the fraction of
+        threads per solve; ``main_share`` (float in (0, 1], default 0.7): the fraction of
         ``time_limit`` the main solve may use (the pivots share the rest, and whatever the
         main solve leaves); ``deterministic`` (bool, default False; ``solver="auto"`` only):
         ``time_limit`` is a budget of work units and the outcome is the same on every run
