@@ -5,7 +5,8 @@ Usage::
 
     python benchmarks/bench_vcg_budget.py                      # GPU round 8x16x60 at 10 s + quick instances
     python benchmarks/bench_vcg_budget.py --time-limit 10 --seeds 1 2
-    python benchmarks/bench_vcg_budget.py --large              # ratio table on bench_vcg.py's default (+ large) instances
+    python benchmarks/bench_vcg_budget.py --no-round --set default   # ratio table on bench_vcg.py's default instances
+    python benchmarks/bench_vcg_budget.py --no-round --set large     # ... and CATS 100 x 500 (minutes)
     python benchmarks/bench_vcg_budget.py --deterministic      # the budget in work units
 
 Table 1 runs ``vcg`` with ``solver="auto"`` and ``time_limit`` as the whole budget (main
@@ -93,7 +94,7 @@ def ratio_table(args: argparse.Namespace) -> None:
     head = ("instance", "bids", "winners", "main s", "pivots s", "pivots/main", "CPU s", "exact")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head), flush=True)
-    for label, inst in _instances(not args.large, args.large):
+    for label, inst in _instances(args.set == "quick", args.set == "large"):
         c0 = time.process_time()
         out = run_mechanism(inst, mechanism="vcg", solver="auto")
         cpu = time.process_time() - c0
@@ -109,8 +110,9 @@ def main() -> None:
     ap.add_argument("--main-share", type=float, default=0.7, help="vcg option main_share (default 0.7)")
     ap.add_argument("--deterministic", action="store_true", help="the budget in work units")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1], help="GPU round seeds")
-    ap.add_argument("--large", action="store_true",
-                    help="ratio table on bench_vcg.py's default instances and CATS 100 x 500 (minutes)")
+    ap.add_argument("--set", choices=("quick", "default", "large"), default="quick",
+                    help="bench_vcg.py's instances for the ratio table: --quick ones (default), its default "
+                         "ones, or those and CATS 100 x 500 (minutes)")
     ap.add_argument("--no-round", action="store_true", help="only the ratio table")
     args = ap.parse_args()
     if not args.no_round:

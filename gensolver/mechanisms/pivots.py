@@ -73,10 +73,17 @@ def lp_state(P: MatrixProblem, *, time_limit: float | None = None, deterministic
     return lp_state_work(P, time_limit=time_limit, deterministic=deterministic)[0]
 
 
-def lp_state_work(P: MatrixProblem, *, time_limit: float | None = None,
-                  deterministic: bool = False) -> tuple[LpState, float]:
-    """:func:`lp_state` and the work units it charged (``0.0`` in wall mode)."""
-    init = np.arange(P.n) if P.A.nnz <= 400_000 else np.flatnonzero(P.values > 0)[: 20 * P.n_owners]
+def lp_state_work(P: MatrixProblem, *, time_limit: float | None = None, deterministic: bool = False,
+                  init: np.ndarray | None = None) -> tuple[LpState, float]:
+    """:func:`lp_state` and the work units it charged (``0.0`` in wall mode).
+
+    ``init``: the first working set of column generation when ``P`` is too large to take all
+    columns at once (the main run's LP columns, say); by default the first positive ones.
+    """
+    if P.A.nnz <= 400_000:
+        init = np.arange(P.n)
+    elif init is None:
+        init = np.flatnonzero(P.values > 0)[: 20 * P.n_owners]
     if deterministic and time_limit is not None:
         clock = WorkClock(time_limit, True)
         lp = column_generation(P, init_cols=init, deadline=None, vertex_duals=True, clock=clock, until=time_limit)

@@ -167,13 +167,19 @@ def _fast_pivots(instance: Instance, P: Any, main: Any, run: Any, won: Mapping[s
     budget.pending = len(rest)
     if not rest:
         return out, 0.0
-    extra = 0.0
-    lp = getattr(run, "lp", None)
-    if lp is None:  # the main run stopped before its LP: one LP here, on the pivots' budget
-        limit = budget.left()
-        lp, extra = lp_state_work(P, time_limit=None if limit is None else max(limit, 0.0) / 2,
-                                  deterministic=deterministic)
-        budget.spent += extra
+    # the pivots' LP: the main run's duals are valid but come from an interior point stopped at
+    # a 1e-4 gap; a vertex solution of the whole LP settles many more pivots by its bound alone
+    # (GPU round 8 x 32: 17 of 31 against none, pivots 0.4 s against 1.4 s), so one is solved
+    # here, warm-started from the main LP's columns, on at most a quarter of the pivots' budget;
+    # the duals with the smaller dual objective are used
+    main_lp = getattr(run, "lp", None)
+    limit = budget.left()
+    init = None if main_lp is None else np.union1d(main_lp.cols, np.flatnonzero(x_star > 0.5))
+    lp, extra = lp_state_work(P, time_limit=None if limit is None else max(limit, 0.0) / 4,
+                              deterministic=deterministic, init=init)
+    budget.spent += extra
+    if main_lp is not None and main_lp.dual_objective < lp.dual_objective:
+        lp = main_lp
     pool = SolutionPool(P, x_star)
     for x in getattr(run, "found", ()):
         pool.add(x)
