@@ -28,7 +28,8 @@ when it starts, what is left split evenly over the waves of pivots still to star
 run side by side as the executor has workers), so a pivot that settles early from the LP
 duals or the shared pool leaves its share to the later ones. A pivot whose share cannot pay
 for building its restricted MIP starts none and reports the interval of its free incumbent
-and dual bound. With ``options={"deterministic": True}`` the budget is in work units (see
+and dual bound. Budget left at the end goes to a second pass over the pivots still open,
+widest interval first. With ``options={"deterministic": True}`` the budget is in work units (see
 :class:`~gensolver.solvers.anytime.budget.WorkClock`): shares are split over the pivots
 themselves (work adds up whatever runs in parallel), pivots run in waves on snapshots of the
 shared pool and join in a fixed order, so the outcome is the same on every run; the work
@@ -71,6 +72,7 @@ Yokoo, Sakurai & Matsubara, "The effect of false-name bids in combinatorial auct
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -85,7 +87,15 @@ from ..solvers.approximation.greedy import trivial_bound
 from ..solvers.formulation.problem import from_instance
 from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
-from .pivots import PivotBudget, SolutionPool, executor_width, lp_state_work, owner_best_alone, run_pivots
+from .pivots import (
+    MIN_PIVOT_SOLVE,
+    PivotBudget,
+    SolutionPool,
+    executor_width,
+    lp_state_work,
+    owner_best_alone,
+    run_pivots,
+)
 
 __all__ = ["vcg", "pivot_welfare"]
 
@@ -194,6 +204,21 @@ def _fast_pivots(instance: Instance, P: Any, main: Any, run: Any, won: Mapping[s
     try:
         res = run_pivots(P, [owner_of[b] for b in rest], x_star, lp, upper=upper, budget=budget, pool=pool,
                          best_alone=best_alone, executor=executor, threads=threads, deterministic=deterministic)
+        # a second pass: pivots left open while later ones settled early and left budget get
+        # that budget, widest interval first, restarting from the pool (which now holds their
+        # best solutions and every settled bound)
+        open_ = sorted((o for o, r in res.items() if not r.exact), key=lambda o: (res[o].welfare - res[o].bound, o))
+        left = budget.left()
+        if open_ and left is not None and left >= MIN_PIVOT_SOLVE * len(open_):
+            budget.pending = len(open_)
+            again = run_pivots(P, open_, x_star, lp, upper=upper, budget=budget, pool=pool, best_alone=best_alone,
+                               executor=executor, threads=threads, deterministic=deterministic)
+            for o, r in again.items():
+                old = res[o]
+                W, B = max(old.welfare, r.welfare), min(old.bound, r.bound)
+                res[o] = dataclasses.replace(r, welfare=W, bound=max(W, B), exact=r.exact or old.exact or W >= B,
+                                             seconds=old.seconds + r.seconds, work=old.work + r.work,
+                                             method=f"{old.method}+{r.method}")
     finally:
         if own_pool is not None:
             own_pool.shutdown()
