@@ -30,12 +30,13 @@ from typing import Any
 from ..model import Instance
 from ..model.tasks import GpuRound
 from .anytime.driver import anytime_solve
+from .anytime.incremental import warm_start_for
 from .formulation.problem import from_instance, from_round
 from .result import Allocation, finish
 
 __all__ = ["solve_auto", "solve_round"]
 
-_OPTIONS = {"lp_share", "k0", "full_lp_nnz", "sub_solver", "exact_share", "deterministic"}
+_OPTIONS = {"lp_share", "k0", "full_lp_nnz", "sub_solver", "exact_share", "deterministic", "warm_start"}
 
 
 def _opts(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -68,14 +69,19 @@ def solve_auto(instance: Instance, *, time_limit: float | None = None, threads: 
     ``deterministic`` (default False: ``time_limit`` is wall-clock seconds; True: it is a
     budget of work units, about a second each on a 2-core reference machine, and the answer
     is the same on every run for a seed and a thread count; see
-    :func:`~gensolver.solvers.anytime.driver.anytime_solve`).
+    :func:`~gensolver.solvers.anytime.driver.anytime_solve`),
+    ``warm_start`` (a previous round's :class:`Allocation` or winning bid ids: the hint is
+    mapped by bid id, repaired to fit, and the answer is never worse than it; see
+    :mod:`gensolver.solvers.anytime.incremental`).
     """
     opts = _opts(options)
+    previous = opts.pop("warm_start", None)
     t0 = time.perf_counter()
     P = from_instance(instance)
+    warm = None if previous is None else warm_start_for(instance, previous)
     t1 = time.perf_counter()
     remaining = _budget_left(time_limit, t1 - t0, opts)
-    res = anytime_solve(P, time_limit=remaining, seed=seed, threads=threads, **opts)
+    res = anytime_solve(P, time_limit=remaining, seed=seed, threads=threads, warm=warm, **opts)
     t2 = time.perf_counter()
     return finish(instance, res.x, method="auto", proven_optimal=res.proven, bound=res.bound, build=t1 - t0,
                   solve=t2 - t1, details={"stages": list(res.stages)})
@@ -91,11 +97,15 @@ def solve_round(rnd: GpuRound, *, time_limit: float | None = None, threads: int 
     expansion.
     """
     opts = _opts(options)
+    previous = opts.pop("warm_start", None)
     t0 = time.perf_counter()
     P, _cols = from_round(rnd)
+    warm = None
+    if previous is not None:
+        warm = warm_start_for({P.column_id(j): j for j in range(P.n)}, previous)
     t1 = time.perf_counter()
     remaining = _budget_left(time_limit, t1 - t0, opts)
-    res = anytime_solve(P, time_limit=remaining, seed=seed, threads=threads, **opts)
+    res = anytime_solve(P, time_limit=remaining, seed=seed, threads=threads, warm=warm, **opts)
     t2 = time.perf_counter()
     details = {"stages": list(res.stages), "columns": P.n, "nnz": int(P.A.nnz), "compact": True}
     # the status is decided as for every method: by ``finish``, on the matrix form

@@ -7,7 +7,8 @@
 - :mod:`.exact_restricted`: which backend proves a restricted MIP, and the race of two;
 - :mod:`.lns`: neighbourhoods and the large-neighbourhood search loop;
 - :mod:`.state` and :mod:`.driver`: :func:`anytime_solve`, its stages over one
-  incumbent/bound state.
+  incumbent/bound state;
+- :mod:`.incremental`: :class:`IncrementalSolver`, round ``k + 1`` warm-started from round ``k``.
 
 The problem form is :mod:`gensolver.solvers.formulation`; the greedy heuristics are
 :mod:`gensolver.solvers.heuristics`; VCG pivots on this engine are
@@ -18,8 +19,9 @@ from ..formulation.bounds import lagrangian_bound
 from ..formulation.problem import MatrixProblem, from_instance, from_round
 from ..heuristics import first_fit_matrix
 from .column_generation import LpState
-from .driver import anytime_solve
+from .driver import WarmStart, anytime_solve
+from .incremental import IncrementalSolver, warm_start_for
 from .state import AnytimeResult
 
-__all__ = ["AnytimeResult", "anytime_solve", "LpState", "first_fit_matrix", "lagrangian_bound",
+__all__ = ["AnytimeResult", "anytime_solve", "WarmStart", "IncrementalSolver", "warm_start_for", "LpState", "first_fit_matrix", "lagrangian_bound",
            "MatrixProblem", "from_instance", "from_round"]

@@ -17,6 +17,11 @@ Stages (each yields a better incumbent or a tighter proven bound; all work on a
 5. **Large-neighbourhood search** (:mod:`.lns`) with the budget left; without a time limit,
    the restricted MIP over every eligible column instead, which proves the optimum.
 
+A :class:`WarmStart` (previous round's answer mapped onto this problem, see
+:mod:`.incremental`) adds two things: its incumbent, repaired by first fit in its own order
+(so a feasible hint is taken whole and the answer is never worse than it), is offered right
+after the greedy stage; its LP columns join the master's first working set.
+
 Budgets are kept by a :class:`~.budget.WorkClock`: wall-clock seconds by default, or, in
 deterministic mode, work units charged by every stage, so that every decision taken on the
 budget is the same on every run.
@@ -32,6 +37,8 @@ problems", CP 1998 (large neighbourhood search).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..formulation.bounds import trivial_bound
@@ -43,7 +50,35 @@ from .exact_restricted import solve_exact_restricted
 from .lns import lns_search
 from .state import AnytimeResult, SearchState
 
-__all__ = ["anytime_solve", "AnytimeResult"]
+__all__ = ["anytime_solve", "AnytimeResult", "WarmStart"]
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """A warm start over the columns of one :class:`MatrixProblem`.
+
+    Attributes
+    ----------
+    x : int64 array
+        Columns of the hinted incumbent (need not be feasible: it is repaired by first fit).
+    cols : int64 array
+        Columns to put in the first LP working set (a previous round's master).
+    """
+
+    x: np.ndarray
+    cols: np.ndarray
+
+
+def _warm_stage(S: SearchState, warm: WarmStart) -> None:
+    """Offer the hint, repaired by first fit in order of value (a feasible hint fits whole)."""
+    P = S.P
+    hint = np.unique(np.asarray(warm.x, dtype=np.int64))
+    order = hint[np.argsort(-P.values[hint], kind="stable")]
+    x = first_fit_matrix(P, order)
+    S.clock.charge(WORK_PER_NNZ_GREEDY * P.A.nnz)
+    taken = S.offer(x, check=False)  # first fit keeps every answer feasible
+    S.note("warm-start", hinted=int(hint.size), kept=int(np.count_nonzero(x)), welfare=float(P.values @ x),
+           taken=taken)
 
 
 def _greedy_stage(S: SearchState, size: np.ndarray, time_limit: float | None) -> None:
@@ -150,7 +185,8 @@ def _proof_stage(S: SearchState, lp: LpState, *, threads: int | None, seed: int)
 
 def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, threads: int | None = None,
                   lp_share: float = 0.35, k0: int | None = None, full_lp_nnz: int = 20_000,
-                  sub_solver: str = "cpsat", exact_share: float = 0.5, deterministic: bool = False) -> AnytimeResult:
+                  sub_solver: str = "cpsat", exact_share: float = 0.5, deterministic: bool = False,
+                  warm: WarmStart | None = None) -> AnytimeResult:
     """Run the stages within ``time_limit`` seconds (``None``: until proven optimal).
 
     ``deterministic=True``: ``time_limit`` is a budget of work units (about a second each on a
@@ -158,18 +194,27 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
     and the answer is the same on every run for a seed and a thread count. The wall time then
     varies with the machine; restricted MIPs run on CP-SAT's deterministic time, and a rounded
     CP-SAT solve is not re-proven by HiGHS (which only has a wall-clock limit).
+
+    ``warm``: a :class:`WarmStart` (``None``, the default, is a cold start and changes
+    nothing): its repaired incumbent is offered after the greedy stage, and its columns join
+    the LP's first working set.
     """
     clock = WorkClock(time_limit, deterministic and time_limit is not None)
     S = SearchState(P, clock, np.zeros(P.n), t0=clock.t0)
     rng = np.random.default_rng(seed)
     size = P.normalised_size()
     _greedy_stage(S, size, time_limit)
+    if warm is not None:
+        _warm_stage(S, warm)
     S.B = trivial_bound(P)
     S.note("trivial-bound", bound=S.B)
     if S.meets_bound():
         S.proven = True
         return S.result()
-    lp = _lp_stage(S, _working_set(P, size, S.x, full_lp_nnz), lp_share)
+    init = _working_set(P, size, S.x, full_lp_nnz)
+    if warm is not None and init.size < P.n:
+        init = np.union1d(init, np.asarray(warm.cols, dtype=np.int64))
+    lp = _lp_stage(S, init, lp_share)
     try:
         import ortools  # noqa: F401
     except ImportError:

@@ -42,6 +42,13 @@ class AnytimeResult:
     lp: Any = None
     found: tuple[np.ndarray, ...] = ()
     work: float = 0.0
+    #: ``(seconds since the start, welfare)`` at every incumbent improvement
+    trace: tuple[tuple[float, float], ...] = field(default_factory=tuple)
+
+    @property
+    def lp_cols(self) -> np.ndarray | None:
+        """The columns of the last LP master (``None`` when no LP was solved): a warm start's seed."""
+        return None if self.lp is None else self.lp.cols
 
 
 @dataclass
@@ -64,6 +71,7 @@ class SearchState:
     t0: float = field(default_factory=time.perf_counter)
     lp: Any = None  # the LP state, once solved (kept for callers that reuse the run)
     found: list[np.ndarray] = field(default_factory=list)  # accepted incumbents, the last 16
+    trace: list[tuple[float, float]] = field(default_factory=list)  # (seconds, welfare) per improvement
 
     def note(self, stage: str, **kw: Any) -> None:
         """Log a stage (with the wall time, and the work charged in deterministic mode)."""
@@ -83,6 +91,7 @@ class SearchState:
             self.x, self.W = x, w
             self.found.append(x)
             del self.found[:-16]
+            self.trace.append((time.perf_counter() - self.t0, w))
             return True
         return False
 
@@ -95,4 +104,4 @@ class SearchState:
 
     def result(self) -> AnytimeResult:
         return AnytimeResult(self.x, self.W, self.B, bool(self.proven), tuple(self.log), self.lp,
-                             tuple(self.found), self.clock.used)
+                             tuple(self.found), self.clock.used, tuple(self.trace))

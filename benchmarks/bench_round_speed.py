@@ -1,0 +1,228 @@
+"""Anytime ``auto`` at market-round speed (issue 19): the goals side by side in one run.
+
+Rows:
+
+- ``gpu-8x16x60`` at 2 s and ``gpu-16x24x150`` (about 110,000 bids) at 10 s: ``auto``'s
+  welfare, its percentage of the best welfare known, and its certified gap
+  (``(bound - welfare) / bound``), in wall-clock mode and in deterministic mode with the same
+  number as its budget of work units, side by side with their *elapsed* seconds (the
+  deterministic run is compared with a wall run given exactly the deterministic run's elapsed
+  time, so "within 1 % at equal elapsed time" is read off one row);
+- ``warm 5 %``: a round re-solved after 5 % of its tasks change (half of them leave and are
+  replaced by new tasks, half change their values by a factor in [0.5, 2]): the time ``auto``
+  from scratch needs to reach its own final welfare, against the time the warm start
+  (:class:`gensolver.solvers.anytime.IncrementalSolver`, seeded with the previous round's
+  answer) needs to reach the same welfare;
+- with ``--cats``: CATS arbitrary 256 goods x 2,000 bids, ``auto`` against the raw backends
+  (from ``bench_anytime.py``) at 60 s, welfare and bound.
+
+The **best known** welfare is, unless given with ``--best-known NAME=VALUE``, the best of every
+run this script makes on the instance *and* of a reference run of ``auto`` with
+``--reference-factor`` times the largest budget (default 5 x). Issue 19 quotes CP-SAT at 10
+minutes as its reference; pass such values with ``--best-known`` to compare on that footing.
+
+Every time is given twice: wall seconds and this process's CPU seconds
+(``time.process_time``, solver threads included); on a shared, loaded machine the wall
+figure is inflated and the CPU figure is the fairer one.
+
+Usage::
+
+    python benchmarks/bench_round_speed.py --quick      # small instances, short limits (< 1 min)
+    python benchmarks/bench_round_speed.py              # the issue's instances and budgets
+    python benchmarks/bench_round_speed.py --cats       # adds the CATS 256x2000 comparison (long)
+    python benchmarks/bench_round_speed.py --best-known gpu-8x16x60=12345.6
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from gensolver import solve
+from gensolver.model import Instance
+from gensolver.solvers.anytime import IncrementalSolver
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_anytime import RAW, gpu  # noqa: E402
+
+INSTANCES: dict[str, tuple[Callable[[], Any], float]] = {  # name -> (maker, budget in seconds)
+    "gpu-8x16x60": (lambda: gpu(8, 16, 60, 4), 2.0),
+    "gpu-16x24x150": (lambda: gpu(16, 24, 150, 6), 10.0),
+}
+QUICK: dict[str, tuple[Callable[[], Any], float]] = {
+    "gpu-4x8x20": (lambda: gpu(4, 8, 20, 3), 1.0),
+    "gpu-8x12x40": (lambda: gpu(8, 12, 40, 4), 2.0),
+}
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - w0, time.process_time() - c0
+
+
+def _gap(res: Any) -> float | None:
+    return res.gap
+
+
+def perturb(inst: Instance, frac: float, seed: int) -> Instance:
+    """The next round: ``frac`` of the tasks change. Half of them leave and as many new tasks
+    (the bids of leaving tasks, values re-drawn, under new ids) arrive; the other half change
+    every bid's value by one factor in [0.5, 2] (their bids keep their ids)."""
+    rng = np.random.default_rng(seed)
+    bidders = sorted({b.bidder for b in inst.bids})
+    k = max(2, int(round(frac * len(bidders))))
+    picked = rng.choice(len(bidders), size=k, replace=False)
+    leave = {bidders[i] for i in picked[: k // 2]}
+    change = {bidders[i]: float(rng.uniform(0.5, 2.0)) for i in picked[k // 2:]}
+    bids = []
+    for b in inst.bids:
+        if b.bidder in leave:
+            f = float(rng.uniform(0.5, 2.0))
+            bids.append(dataclasses.replace(b, id=f"new-{b.id}", bidder=f"new-{b.bidder}", value=b.value * f))
+        elif b.bidder in change:
+            bids.append(dataclasses.replace(b, value=b.value * change[b.bidder]))
+        else:
+            bids.append(b)
+    return dataclasses.replace(inst, bids=tuple(bids), bidders=(), name=f"{inst.name}+{frac:.0%}")
+
+
+def time_to(trace: list[tuple[float, float]], target: float, build: float) -> float | None:
+    """Seconds (the build included) until the incumbent first reached ``target``."""
+    for t, w in trace:
+        if w >= target - 1e-9 * max(1.0, abs(target)):
+            return build + t
+    return None
+
+
+def goal_rows(name: str, inst: Instance, budget: float, ref_factor: float, best_known: float | None,
+              seed: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    wall, ws, cs = _timed(lambda: solve(inst, method="auto", time_limit=budget, seed=seed))
+    det, ds, dc = _timed(lambda: solve(inst, method="auto", time_limit=budget, seed=seed,
+                                       options={"deterministic": True}))
+    # the wall mode at the deterministic run's elapsed time
+    eq, es, ec = _timed(lambda: solve(inst, method="auto", time_limit=ds, seed=seed))
+    runs = [("auto wall", budget, wall, ws, cs), ("auto deterministic", budget, det, ds, dc),
+            ("auto wall @ det elapsed", round(ds, 2), eq, es, ec)]
+    ref_w, ref_note = best_known, "given (--best-known)"
+    if best_known is None:
+        ref, rs, rc = _timed(lambda: solve(inst, method="auto", time_limit=ref_factor * budget, seed=seed))
+        runs.append((f"auto reference ({ref_factor:g}x)", ref_factor * budget, ref, rs, rc))
+        ref_w = max(r[2].welfare for r in runs)
+        ref_note = f"best of these runs, incl. auto at {ref_factor * budget:g} s"
+    for label, b, res, s, c in runs:
+        rows.append({"instance": name, "bids": inst.n_bids, "run": label, "budget": b, "welfare": res.welfare,
+                     "pct_best": 100 * res.welfare / ref_w if ref_w else None, "gap": _gap(res),
+                     "bound": res.bound, "wall_s": s, "cpu_s": c, "best_known": ref_w, "reference": ref_note})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def warm_rows(name: str, inst: Instance, budget: float, frac: float, seed: int) -> list[dict[str, Any]]:
+    inc = IncrementalSolver(time_limit=budget, seed=seed)
+    inc.solve(inst)  # round k
+    nxt = perturb(inst, frac, seed)
+    # from scratch: a fresh solver's first round is exactly solve(method="auto") (with its trace)
+    cold, cs, cc = _timed(lambda: IncrementalSolver(time_limit=budget, seed=seed).solve(nxt))
+    target = cold.welfare
+    t_cold = time_to(cold.details["trace"], target, cold.seconds.build)
+    warm, ws, wc = _timed(lambda: inc.solve(nxt))
+    t_warm = time_to(warm.details["trace"], target, warm.seconds.build)
+    row = {"instance": name, "bids": nxt.n_bids, "run": f"warm {frac:.0%} changed", "budget": budget,
+           "target_welfare": target, "cold_welfare": cold.welfare, "warm_welfare": warm.welfare,
+           "cold_to_target_s": t_cold, "warm_to_target_s": t_warm,
+           "speedup": (t_cold / t_warm) if t_cold and t_warm else None,
+           "cold_wall_s": cs, "cold_cpu_s": cc, "warm_wall_s": ws, "warm_cpu_s": wc}
+    print(json.dumps(row), flush=True)
+    return [row]
+
+
+def cats_rows(budget: float) -> list[dict[str, Any]]:
+    from gensolver.instances.cats import arbitrary
+
+    inst = arbitrary(256, 2000, seed=1)
+    rows = []
+    res, s, c = _timed(lambda: solve(inst, method="auto", time_limit=budget))
+    rows.append({"instance": "cats-arbitrary-256x2000", "run": "auto", "budget": budget, "welfare": res.welfare,
+                 "bound": res.bound, "gap": res.gap, "wall_s": s, "cpu_s": c})
+    print(json.dumps(rows[-1]), flush=True)
+    for backend, fn in RAW.items():
+        (w, bd, _secs), s, c = _timed(lambda fn=fn: fn(inst, budget))
+        rows.append({"instance": "cats-arbitrary-256x2000", "run": f"raw {backend}", "budget": budget, "welfare": w,
+                     "bound": bd, "gap": (bd - w) / bd if bd else None, "wall_s": s, "cpu_s": c})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def _f(v: Any, fmt: str) -> str:
+    return "—" if v is None else format(v, fmt)
+
+
+def tables(goals: list[dict[str, Any]], warm: list[dict[str, Any]], cats: list[dict[str, Any]]) -> str:
+    out = ["| instance | bids | run | budget | welfare | % of best known | certified gap | wall s | CPU s |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in goals:
+        out.append(f"| {r['instance']} | {r['bids']} | {r['run']} | {r['budget']:g} | {r['welfare']:.1f} "
+                   f"| {_f(r['pct_best'], '.2f')} | {_f(None if r['gap'] is None else 100 * r['gap'], '.2f')} % "
+                   f"| {r['wall_s']:.2f} | {r['cpu_s']:.2f} |")
+    refs = {r["instance"]: (r["best_known"], r["reference"]) for r in goals}
+    out += [f"best known {k}: {v:.1f} ({note})" for k, (v, note) in refs.items()]
+    out += ["", "| instance | bids | change | budget | target (cold final) | warm final | cold s to target "
+                "| warm s to target | speed-up | cold wall/CPU s | warm wall/CPU s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in warm:
+        out.append(f"| {r['instance']} | {r['bids']} | {r['run']} | {r['budget']:g} | {r['target_welfare']:.1f} "
+                   f"| {r['warm_welfare']:.1f} | {_f(r['cold_to_target_s'], '.3f')} | {_f(r['warm_to_target_s'], '.3f')} "
+                   f"| {_f(r['speedup'], '.1f')}x | {r['cold_wall_s']:.2f}/{r['cold_cpu_s']:.2f} "
+                   f"| {r['warm_wall_s']:.2f}/{r['warm_cpu_s']:.2f} |")
+    if cats:
+        out += ["", "| instance | run | budget | welfare | bound | gap | wall s | CPU s |", "|---|---|---|---|---|---|---|---|"]
+        for r in cats:
+            out.append(f"| {r['instance']} | {r['run']} | {r['budget']:g} | {r['welfare']:.1f} | {_f(r['bound'], '.1f')} "
+                       f"| {_f(None if r['gap'] is None else 100 * r['gap'], '.2f')} % | {r['wall_s']:.1f} "
+                       f"| {r['cpu_s']:.1f} |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small instances, short limits (under a minute)")
+    ap.add_argument("--cats", action="store_true", help="add CATS arbitrary 256x2000 vs raw backends (long)")
+    ap.add_argument("--cats-budget", type=float, default=60.0)
+    ap.add_argument("--best-known", nargs="*", default=[], metavar="NAME=VALUE",
+                    help="reference welfare per instance (else: auto run --reference-factor x longer)")
+    ap.add_argument("--reference-factor", type=float, default=5.0)
+    ap.add_argument("--change", type=float, default=0.05, help="fraction of tasks changed for the warm rows")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", help="also write the rows to this JSON file")
+    args = ap.parse_args(argv)
+    known = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.best_known)}
+    cases = QUICK if args.quick else INSTANCES
+    ref_factor = 2.0 if args.quick else args.reference_factor
+    goals, warm = [], []
+    for name, (make, budget) in cases.items():
+        made = make()
+        inst = made.expand() if hasattr(made, "expand") else made
+        goals += goal_rows(name, inst, budget, ref_factor, known.get(name), args.seed)
+        warm += warm_rows(name, inst, budget, args.change, args.seed)
+    cats = cats_rows(args.cats_budget) if args.cats else []
+    print()
+    print(f"machine: {os.cpu_count()} CPUs (shared: see the load average {os.getloadavg()[0]:.1f}); "
+          f"python {sys.version.split()[0]}")
+    print(tables(goals, warm, cats))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"goals": goals, "warm": warm, "cats": cats}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
