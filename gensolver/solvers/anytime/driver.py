@@ -37,7 +37,7 @@ problems", CP 1998 (large neighbourhood search).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -63,22 +63,42 @@ class WarmStart:
         Columns of the hinted incumbent (need not be feasible: it is repaired by first fit).
     cols : int64 array
         Columns to put in the first LP working set (a previous round's master).
+    changed : int64 array
+        Columns new or changed since the previous round (empty: unknown); the first LNS
+        neighbourhoods grow from the rows of those the LP prices best.
     """
 
     x: np.ndarray
     cols: np.ndarray
+    changed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
-def _warm_stage(S: SearchState, warm: WarmStart) -> None:
-    """Offer the hint, repaired by first fit in order of value (a feasible hint fits whole)."""
+def _focus_rows(S: SearchState, lp: LpState, changed: np.ndarray) -> np.ndarray:
+    """Rows of the changed columns with a positive reduced cost whose owner is not winning."""
+    P = S.P
+    changed = np.asarray(changed, dtype=np.int64)
+    won = np.zeros(P.n_owners, dtype=bool)
+    won[P.owner[S.x > 0.5]] = True
+    cols = changed[(lp.rc[changed] > 1e-9) & ~won[P.owner[changed]]]
+    if cols.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(P.A[:, cols].indices)
+
+
+def _warm_stage(S: SearchState, warm: WarmStart, size: np.ndarray) -> None:
+    """Offer the hint, repaired by first fit in order of value (a feasible hint fits whole),
+    then filled by first fit of every other column in LOS order (new bids take the capacity
+    that leaving ones freed)."""
     P = S.P
     hint = np.unique(np.asarray(warm.x, dtype=np.int64))
     order = hint[np.argsort(-P.values[hint], kind="stable")]
     x = first_fit_matrix(P, order)
-    S.clock.charge(WORK_PER_NNZ_GREEDY * P.A.nnz)
+    kept = int(np.count_nonzero(x))
+    x = first_fit_matrix(P, los_order(P, 0.5, size), start=x)
+    S.clock.charge(2 * WORK_PER_NNZ_GREEDY * P.A.nnz)
     taken = S.offer(x, check=False)  # first fit keeps every answer feasible
-    S.note("warm-start", hinted=int(hint.size), kept=int(np.count_nonzero(x)), welfare=float(P.values @ x),
-           taken=taken)
+    S.note("warm-start", hinted=int(hint.size), kept=kept, filled=int(np.count_nonzero(x)) - kept,
+           welfare=float(P.values @ x), taken=taken)
 
 
 def _greedy_stage(S: SearchState, size: np.ndarray, time_limit: float | None) -> None:
@@ -205,7 +225,7 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
     size = P.normalised_size()
     _greedy_stage(S, size, time_limit)
     if warm is not None:
-        _warm_stage(S, warm)
+        _warm_stage(S, warm, size)
     S.B = trivial_bound(P)
     S.note("trivial-bound", bound=S.B)
     if S.meets_bound():
@@ -230,6 +250,7 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
         if clock.left() is None:
             _proof_stage(S, lp, threads=threads, seed=seed)
         else:
-            lns_search(S, lp, K=K, threads=threads, seed=seed, sub_solver=sub_solver, rng=rng)
+            focus = None if warm is None or warm.changed.size == 0 else _focus_rows(S, lp, warm.changed)
+            lns_search(S, lp, K=K, threads=threads, seed=seed, sub_solver=sub_solver, rng=rng, focus_rows=focus)
     S.B = max(S.B, S.W)
     return S.result()

@@ -41,7 +41,8 @@ def _columns(index: Mapping[str, int], ids: Iterable[str]) -> np.ndarray:
     return np.asarray(sorted(set(cols)), dtype=np.int64)
 
 
-def warm_start_for(instance: Instance | Mapping[str, int], previous: Any, lp_ids: Iterable[str] = ()) -> WarmStart:
+def warm_start_for(instance: Instance | Mapping[str, int], previous: Any, lp_ids: Iterable[str] = (),
+                   changed_ids: Iterable[str] = ()) -> WarmStart:
     """Map a previous answer onto ``instance``'s columns by bid id.
 
     Parameters
@@ -52,6 +53,8 @@ def warm_start_for(instance: Instance | Mapping[str, int], previous: Any, lp_ids
         The previous round's answer (its winners are the hint) or winning bid ids.
     lp_ids : iterable of str
         Bid ids of the previous round's LP master (seed columns of the new LP).
+    changed_ids : iterable of str
+        Bid ids new or changed since the previous round (where LNS looks first).
 
     Returns
     -------
@@ -63,7 +66,7 @@ def warm_start_for(instance: Instance | Mapping[str, int], previous: Any, lp_ids
         raise ValueError("warm_start: expected an Allocation or an iterable of bid ids, "
                          f"got {type(previous).__name__}")
     index = instance.bid_index if isinstance(instance, Instance) else instance
-    return WarmStart(_columns(index, winners), _columns(index, lp_ids))
+    return WarmStart(_columns(index, winners), _columns(index, lp_ids), _columns(index, changed_ids))
 
 
 class IncrementalSolver:
@@ -81,7 +84,8 @@ class IncrementalSolver:
     Notes
     -----
     The state kept between rounds, keyed by bid id: :attr:`winners` (the incumbent) and
-    :attr:`lp_ids` (the last LP master's columns). The first round, or one after
+    :attr:`lp_ids` (the last LP master's columns), and the bids themselves (to tell which
+    are new or changed: LNS searches around those first). The first round, or one after
     :meth:`reset`, is a cold start and gives exactly ``solve(method="auto")``'s answer.
     """
 
@@ -93,11 +97,12 @@ class IncrementalSolver:
             raise ValueError("IncrementalSolver keeps its own warm start; do not pass options['warm_start']")
         self.winners: tuple[str, ...] = ()
         self.lp_ids: tuple[str, ...] = ()
+        self._bids: dict[str, Any] = {}
         self.rounds = 0
 
     def reset(self) -> None:
         """Forget the previous round: the next one starts cold."""
-        self.winners, self.lp_ids = (), ()
+        self.winners, self.lp_ids, self._bids = (), (), {}
 
     def solve(self, instance: Instance, *, time_limit: float | None = None) -> Allocation:
         """Solve ``instance`` warm-started from the last round; remember its answer."""
@@ -107,7 +112,9 @@ class IncrementalSolver:
         t1 = time.perf_counter()
         warm = None
         if self.winners or self.lp_ids:
-            warm = warm_start_for(instance, self.winners, self.lp_ids)
+            prev = self._bids
+            changed = [b.id for b in instance.bids if prev.get(b.id) != b]
+            warm = warm_start_for(instance, self.winners, self.lp_ids, changed)
         det = bool(self.options.get("deterministic"))
         remaining = None if limit is None else (float(limit) if det else max(0.05, limit - (t1 - t0)))
         res = anytime_solve(P, time_limit=remaining, seed=self.seed, threads=self.threads, warm=warm, **self.options)
@@ -118,5 +125,6 @@ class IncrementalSolver:
         self.winners = alloc.winners
         bids = instance.bids
         self.lp_ids = tuple(bids[j].id for j in res.lp_cols) if res.lp_cols is not None else ()
+        self._bids = {b.id: b for b in bids}
         self.rounds += 1
         return alloc
