@@ -12,7 +12,9 @@ Rows:
   replaced by new tasks, half change their values by a factor in [0.5, 2]): the time ``auto``
   from scratch needs to reach its own final welfare, against the time the warm start
   (:class:`gensolver.solvers.anytime.IncrementalSolver`, seeded with the previous round's
-  answer) needs to reach the same welfare;
+  answer) needs to reach the same welfare. ``round 2``: the previous round was the market's
+  first (solved cold, same budget); ``round 5`` (``--chain 3``): three warm-started rounds,
+  each 5 % changed, came before it, as in a market that has been clearing for a while;
 - with ``--cats``: CATS arbitrary 256 goods x 2,000 bids, ``auto`` against the raw backends
   (from ``bench_anytime.py``) at 60 s, welfare and bound.
 
@@ -126,9 +128,12 @@ def goal_rows(name: str, inst: Instance, budget: float, ref_factor: float, best_
     return rows
 
 
-def warm_rows(name: str, inst: Instance, budget: float, frac: float, seed: int) -> list[dict[str, Any]]:
+def warm_rows(name: str, inst: Instance, budget: float, frac: float, seed: int, chain: int) -> list[dict[str, Any]]:
     inc = IncrementalSolver(time_limit=budget, seed=seed)
-    inc.solve(inst)  # round k
+    inc.solve(inst)  # the market's first round: cold
+    for k in range(chain):  # rounds before the measured one, each warm-started from the last
+        inst = perturb(inst, frac, 1000 * seed + k + 1)
+        inc.solve(inst)
     nxt = perturb(inst, frac, seed)
     # from scratch: a fresh solver's first round is exactly solve(method="auto") (with its trace)
     cold, cs, cc = _timed(lambda: IncrementalSolver(time_limit=budget, seed=seed).solve(nxt))
@@ -136,7 +141,7 @@ def warm_rows(name: str, inst: Instance, budget: float, frac: float, seed: int) 
     t_cold = time_to(cold.details["trace"], target, cold.seconds.build)
     warm, ws, wc = _timed(lambda: inc.solve(nxt))
     t_warm = time_to(warm.details["trace"], target, warm.seconds.build)
-    row = {"instance": name, "bids": nxt.n_bids, "run": f"warm {frac:.0%} changed", "budget": budget,
+    row = {"instance": name, "bids": nxt.n_bids, "run": f"warm {frac:.0%} changed, round {chain + 2}", "budget": budget,
            "target_welfare": target, "cold_welfare": cold.welfare, "warm_welfare": warm.welfare,
            "cold_to_target_s": t_cold, "warm_to_target_s": t_warm,
            "speedup": (t_cold / t_warm) if t_cold and t_warm else None,
@@ -201,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="reference welfare per instance (else: auto run --reference-factor x longer)")
     ap.add_argument("--reference-factor", type=float, default=5.0)
     ap.add_argument("--change", type=float, default=0.05, help="fraction of tasks changed for the warm rows")
+    ap.add_argument("--chain", type=int, nargs="+", default=[0, 3],
+                    help="warm-started rounds before the measured one (0: round 2 of the market)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="also write the rows to this JSON file")
     args = ap.parse_args(argv)
@@ -212,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         made = make()
         inst = made.expand() if hasattr(made, "expand") else made
         goals += goal_rows(name, inst, budget, ref_factor, known.get(name), args.seed)
-        warm += warm_rows(name, inst, budget, args.change, args.seed)
+        for chain in args.chain:
+            warm += warm_rows(name, inst, budget, args.change, args.seed, chain)
     cats = cats_rows(args.cats_budget) if args.cats else []
     print()
     print(f"machine: {os.cpu_count()} CPUs (shared: see the load average {os.getloadavg()[0]:.1f}); "
