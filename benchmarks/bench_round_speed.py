@@ -33,6 +33,7 @@ Usage::
     python benchmarks/bench_round_speed.py              # the issue's instances and budgets
     python benchmarks/bench_round_speed.py --cats       # adds the CATS 256x2000 comparison (long)
     python benchmarks/bench_round_speed.py --best-known gpu-8x16x60=12345.6
+    python benchmarks/bench_round_speed.py --warm-only --chain 0 3 --repeats 3   # warm/cold rows only
 """
 
 from __future__ import annotations
@@ -128,13 +129,15 @@ def goal_rows(name: str, inst: Instance, budget: float, ref_factor: float, best_
     return rows
 
 
-def warm_rows(name: str, inst: Instance, budget: float, frac: float, seed: int, chain: int) -> list[dict[str, Any]]:
+def warm_rows(name: str, inst: Instance, budget: float, frac: float, seed: int, chain: int,
+              repeat: int = 0) -> list[dict[str, Any]]:
     inc = IncrementalSolver(time_limit=budget, seed=seed)
     inc.solve(inst)  # the market's first round: cold
+    base = 1000 * (1000 * seed + repeat)  # each repeat draws other changes
     for k in range(chain):  # rounds before the measured one, each warm-started from the last
-        inst = perturb(inst, frac, 1000 * seed + k + 1)
+        inst = perturb(inst, frac, base + k + 1)
         inc.solve(inst)
-    nxt = perturb(inst, frac, seed)
+    nxt = perturb(inst, frac, base)
     # from scratch: a fresh solver's first round is exactly solve(method="auto") (with its trace)
     cold, cs, cc = _timed(lambda: IncrementalSolver(time_limit=budget, seed=seed).solve(nxt))
     target = cold.welfare
@@ -145,7 +148,7 @@ def warm_rows(name: str, inst: Instance, budget: float, frac: float, seed: int, 
            "target_welfare": target, "cold_welfare": cold.welfare, "warm_welfare": warm.welfare,
            "cold_to_target_s": t_cold, "warm_to_target_s": t_warm,
            "speedup": (t_cold / t_warm) if t_cold and t_warm else None,
-           "cold_wall_s": cs, "cold_cpu_s": cc, "warm_wall_s": ws, "warm_cpu_s": wc}
+           "cold_wall_s": cs, "cold_cpu_s": cc, "warm_wall_s": ws, "warm_cpu_s": wc, "repeat": repeat}
     print(json.dumps(row), flush=True)
     return [row]
 
@@ -188,6 +191,13 @@ def tables(goals: list[dict[str, Any]], warm: list[dict[str, Any]], cats: list[d
                    f"| {r['warm_welfare']:.1f} | {_f(r['cold_to_target_s'], '.3f')} | {_f(r['warm_to_target_s'], '.3f')} "
                    f"| {_f(r['speedup'], '.1f')}x | {r['cold_wall_s']:.2f}/{r['cold_cpu_s']:.2f} "
                    f"| {r['warm_wall_s']:.2f}/{r['warm_cpu_s']:.2f} |")
+    kinds = sorted({(r["instance"], r["run"]) for r in warm})
+    for inst_name, run in kinds:
+        sp = [r["speedup"] if r["speedup"] is not None else 0.0 for r in warm
+              if (r["instance"], r["run"]) == (inst_name, run)]
+        if len(sp) > 1:
+            out.append(f"median speed-up {inst_name}, {run}: {float(np.median(sp)):.1f}x over {len(sp)} "
+                       f"(min {min(sp):.1f}x, max {max(sp):.1f}x; 0 = the warm start never reached the target)")
     if cats:
         out += ["", "| instance | run | budget | welfare | bound | gap | wall s | CPU s |", "|---|---|---|---|---|---|---|---|"]
         for r in cats:
@@ -208,19 +218,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--change", type=float, default=0.05, help="fraction of tasks changed for the warm rows")
     ap.add_argument("--chain", type=int, nargs="+", default=[0, 3],
                     help="warm-started rounds before the measured one (0: round 2 of the market)")
+    ap.add_argument("--instances", nargs="+", choices=list(INSTANCES) + list(QUICK), help="a subset of the instances")
+    ap.add_argument("--repeats", type=int, default=1, help="warm/cold pairs per row kind (other changes each)")
+    ap.add_argument("--warm-only", action="store_true", help="only the warm-start rows")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="also write the rows to this JSON file")
     args = ap.parse_args(argv)
     known = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.best_known)}
     cases = QUICK if args.quick else INSTANCES
+    if args.instances:
+        cases = {k: v for k, v in cases.items() if k in args.instances}
     ref_factor = 2.0 if args.quick else args.reference_factor
     goals, warm = [], []
     for name, (make, budget) in cases.items():
         made = make()
         inst = made.expand() if hasattr(made, "expand") else made
-        goals += goal_rows(name, inst, budget, ref_factor, known.get(name), args.seed)
+        if not args.warm_only:
+            goals += goal_rows(name, inst, budget, ref_factor, known.get(name), args.seed)
         for chain in args.chain:
-            warm += warm_rows(name, inst, budget, args.change, args.seed, chain)
+            for rep in range(args.repeats):
+                warm += warm_rows(name, inst, budget, args.change, args.seed, chain, rep)
     cats = cats_rows(args.cats_budget) if args.cats else []
     print()
     print(f"machine: {os.cpu_count()} CPUs (shared: see the load average {os.getloadavg()[0]:.1f}); "

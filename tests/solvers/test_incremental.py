@@ -117,3 +117,25 @@ def test_a_better_hint_than_the_budget_allows_is_kept():
     assert check_allocation(inst, warm.winners, welfare=warm.welfare).feasible
     assert warm.welfare >= long.welfare - 1e-9
     assert warm.bound is not None and warm.bound >= long.welfare - 1e-9
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_focused_neighbourhood_frees_the_winners_on_its_start_row(seed):
+    """``start_row`` (a warm start's changed rows) decides where the neighbourhood grows: every
+    winner using that row is freed first."""
+    import numpy as np
+
+    from gensolver.instances.gpu import gpu_round
+    from gensolver.solvers.anytime.lns import row_neighbourhood
+    from gensolver.solvers.formulation.problem import from_round
+    from gensolver.solvers.heuristics import first_fit_matrix, los_order
+
+    P, _ = from_round(gpu_round(n_gpus=4, n_tasks=24, steps=10, seed=seed))
+    x = first_fit_matrix(P, los_order(P, 0.5, P.normalised_size()))
+    rng = np.random.default_rng(seed)
+    used = np.flatnonzero(P.A[:, np.flatnonzero(x)].sum(axis=1).A1 > 0)
+    row = int(used[-1])
+    on_row = np.flatnonzero((x > 0.5) & (P.A[[row], :].toarray().ravel() > 0))
+    _cols, _residual, fixed = row_neighbourhood(P, x, rng, on_row.size, 500, -P.values, start_row=row)
+    assert np.all(fixed[on_row] == 0)
+    assert np.all(fixed <= x)

@@ -118,9 +118,9 @@ def lns_search(S: SearchState, lp: LpState, *, K: int, threads: int | None, seed
                 break
             it += 1
             slice_s = min(remaining, max(0.5, min(1.0, remaining / 4)))
-            focus = focus_rows is not None and focus_rows.size > 0 and it <= FOCUS_ITERATIONS
+            focus = focus_rows if focus_rows is not None and focus_rows.size and it <= FOCUS_ITERATIONS else None
             hoods = [row_neighbourhood(P, S.x, rng, free_target, K, score,
-                                       int(rng.choice(focus_rows)) if focus else None) for _ in range(n_par)]
+                                       None if focus is None else int(rng.choice(focus))) for _ in range(n_par)]
 
             def run(k: int, hood: tuple[np.ndarray, np.ndarray, np.ndarray], x_inc: np.ndarray = S.x,
                     slice_s: float = slice_s, it: int = it) -> SubResult:
