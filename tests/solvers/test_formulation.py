@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from gensolver import solve
 from gensolver.model import Bid, Instance, Slot
+from gensolver.model.validate import InstanceError
 from gensolver.solvers import Status, get_method
 from gensolver.solvers.formulation import scales
 from gensolver.solvers.formulation.problem import from_instance
@@ -74,17 +75,17 @@ def test_value_scales_stay_positive_and_finite_near_the_float_maximum(top):
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # sums of 1e308 overflow, as expected
 @pytest.mark.parametrize("method", ["auto", "cpsat", "greedy", "lp", "scip", "cbc"])
 def test_huge_values_give_a_clear_answer_not_a_crash(method):
-    """Two bids worth 1e308 on separate slots: their sum overflows, so no welfare can be
-    reported; the solve says so (``error``, naming the cause) instead of raising. One bid of
-    1.7e308 beside small ones is solved normally."""
+    """Two bidders worth 1e308 each on separate slots: their welfare overflows, so the instance
+    is refused up front naming ``/bids`` (validation), never a crash inside a solver. One bidder
+    with two XOR bids of 1e308 and 1.7e308 (their sum overflows inside the solvers' scales and
+    LP bounds, the welfare does not) is solved normally."""
     if not get_method(method).available()[0]:
         pytest.skip(method)
     slots = (Slot("a", {"memory": 1.0}), Slot("b", {"memory": 1.0}))
     both = Instance(slots, (Bid("x", "X", 1e308, {"a": {"memory": 1.0}}), Bid("y", "Y", 1e308, {"b": {"memory": 1.0}})))
-    with np.errstate(over="ignore"):
-        res = solve(both, method=method)
-    assert res.status is Status.ERROR and "largest float" in res.message
-    one = Instance(slots[:1], (Bid("x", "X", 1e308, {"a": {"memory": 1.0}}), Bid("y", "Y", 1.7e308, {"a": {"memory": 1.0}})))
+    with np.errstate(over="ignore"), pytest.raises(InstanceError, match="/bids"):
+        solve(both, method=method)
+    one = Instance(slots, (Bid("x", "Y", 1e308, {"a": {"memory": 1.0}}), Bid("y", "Y", 1.7e308, {"b": {"memory": 1.0}})))
     res = solve(one, method=method)
     assert res.status in (Status.OPTIMAL, Status.FEASIBLE) and res.winners == ("y",) and res.welfare == 1.7e308
 
