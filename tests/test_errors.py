@@ -211,6 +211,4 @@ def test_one_json_sanitiser() -> None:
     root = Path(gensolver.__file__).parent
     pattern = re.compile(r"^def (_jsonable|_clean|_json_safe|json_safe)\b", re.M)
     found = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if pattern.search(p.read_text()))
-    # solvers/result.py keeps its private copy until the solver-core split lands (owned there)
-    assert set(found) <= {"model/io.py", "solvers/result.py"}
-    assert "model/io.py" in found
+    assert found == ["model/io.py"]

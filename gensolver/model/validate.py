@@ -326,4 +326,3 @@ def mark_validated(instance: Instance) -> Instance:
 
 
 #: the former private name, still imported by mechanisms/vcg.py (kept until that module moves)
-_mark = mark_validated

@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..errors import check_time_limit
 from ..model import Bid, Bidder, Instance, Slot, coerce_instance
 from .registry import get_method
 from .result import Allocation, Status, finish
@@ -21,10 +22,7 @@ __all__ = ["solve"]
 
 
 def _check_args(time_limit: Any, threads: Any, seed: Any, options: Any) -> dict[str, Any]:
-    if time_limit is not None:  # NumPy scalars are numbers too; bool is not
-        if (isinstance(time_limit, (bool, np.bool_)) or not isinstance(time_limit, numbers.Real)
-                or not math.isfinite(time_limit) or time_limit <= 0):
-            raise ValueError(f"time_limit must be a positive finite number of seconds or None, got {time_limit!r}")
+    check_time_limit(time_limit)  # NumPy scalars are numbers too; bool is not
     if threads is not None:
         if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral) or threads < 1:
             raise ValueError(f"threads must be a positive integer or None, got {threads!r}")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..errors import check_options
 from ..model import Instance
 from ..model.tasks import GpuRound
 from .anytime.driver import anytime_solve
@@ -40,11 +41,7 @@ _OPTIONS = {"lp_share", "k0", "full_lp_nnz", "sub_solver", "exact_share", "deter
 
 
 def _opts(options: dict[str, Any] | None) -> dict[str, Any]:
-    opts = dict(options or {})
-    unknown = set(opts) - _OPTIONS
-    if unknown:
-        raise ValueError(f"method 'auto' does not take option(s) {sorted(unknown)}; valid options: {sorted(_OPTIONS)}")
-    return opts
+    return check_options(options, _OPTIONS, "method 'auto'")
 
 
 def _budget_left(time_limit: float | None, build_s: float, opts: dict[str, Any]) -> float | None:

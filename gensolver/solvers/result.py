@@ -11,6 +11,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..model import Instance
+from ..model.io import json_safe
 from .formulation.problem import MatrixProblem, violation
 from .formulation.scales import CAPACITY_TOL, DEFAULT_MIP_GAP
 
@@ -104,7 +105,7 @@ class Allocation:
             "winners": list(self.winners),
             "method": self.method,
             "seconds": {"build": self.seconds.build, "solve": self.seconds.solve, "total": self.seconds.total},
-            "details": _jsonable(dict(self.details)),
+            "details": json_safe(dict(self.details), default=str),
             "message": self.message,
         }
 
@@ -143,20 +144,6 @@ class BackendAnswer:
     solve: float = 0.0
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        return float(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, (str, int, float, bool)) or obj is None:
-        return obj
-    return str(obj)
 
 
 def relative_gap(welfare: float, bound: float | None) -> float | None:

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import check_options
 from ...model import Instance
 from ..formulation.bounds import trivial_bound as _trivial_bound
 from ..formulation.problem import from_instance, los_key
@@ -90,10 +91,7 @@ def solve_greedy(instance: Instance, *, time_limit: float | None = None, threads
     ``time_limit``, ``threads`` and ``seed`` are accepted for interface symmetry and unused
     (the method is deterministic and runs in ``O(B log B + nnz)``).
     """
-    opts = dict(options or {})
-    alpha = float(opts.pop("alpha", 0.5))
-    if opts:
-        raise ValueError(f"method 'greedy' does not take option(s) {sorted(opts)}; valid options: ['alpha']")
+    alpha = float(check_options(options, {"alpha": 0.5}, "method 'greedy'")["alpha"])
     t0 = time.perf_counter()
     _ = instance.capacity_matrix, instance.normalised_size  # build once
     t1 = time.perf_counter()

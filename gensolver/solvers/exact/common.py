@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from ...errors import check_options
 from ...model import Instance
 from ..formulation.problem import MatrixProblem
 from ..formulation.problem import xor_groups as _owner_groups
@@ -88,12 +89,7 @@ def hint_vector(instance: Instance, options: dict[str, Any]) -> np.ndarray | Non
 
 def pop_options(options: dict[str, Any], allowed: set[str], method: str) -> dict[str, Any]:
     """Check that ``options`` holds only ``allowed`` keys; return a copy."""
-    unknown = set(options) - allowed
-    if unknown:
-        raise ValueError(
-            f"method {method!r} does not take option(s) {sorted(unknown)}; valid options: {sorted(allowed)}"
-        )
-    return dict(options)
+    return check_options(options, allowed, f"method {method!r}")
 
 
 _QUIET_LOCK = threading.Lock()
