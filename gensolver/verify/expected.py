@@ -17,22 +17,19 @@ deterministic mechanisms :func:`expected_regret` equals :func:`gensolver.verify.
 from __future__ import annotations
 
 import math
-from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..model import Instance, coerce_instance
+from ..model import Instance
 from .regret import (
     DEFAULT_FACTORS,
     FAMILIES,
     MaxRegretResult,
     Misreport,
     RegretResult,
-    _name,
-    _runner,
-    apply_misreport,
+    max_regret,
+    regret,
     true_value,
 )
-from .regret import misreports as _family
 
 __all__ = ["lottery", "expected_utility", "expected_regret", "max_expected_regret"]
 
@@ -100,22 +97,9 @@ def expected_regret(
     Parameters and result as :func:`gensolver.verify.regret`; utilities are
     :func:`expected_utility`.
     """
-    from ..mechanisms import get_mechanism
-
-    get_mechanism(mechanism)
-    instance = coerce_instance(instance)
-    run = _runner(mechanism, solver, time_limit, executor, options)
-    base = truthful if truthful is not None else run(instance)
-    u0 = expected_utility(instance, bidder, instance, base)
-    tries = misreports if misreports is not None else _family(instance, bidder, families=families, factors=factors)
-    best_u, best_m, n = -math.inf, None, 0
-    for m in tries:
-        reported = apply_misreport(instance, m)
-        u = expected_utility(instance, bidder, reported, run(reported), m.identities)
-        n += 1
-        if u > best_u:
-            best_u, best_m = u, m
-    return RegretResult(bidder, _name(mechanism), max(0.0, best_u - u0) if n else 0.0, u0, best_u, best_m, n)
+    return regret(mechanism, instance, bidder, misreports=misreports, families=families, factors=factors,
+                  solver=solver, time_limit=time_limit, executor=executor, options=options, truthful=truthful,
+                  utility=expected_utility)
 
 
 def max_expected_regret(
@@ -131,11 +115,5 @@ def max_expected_regret(
     options: Mapping[str, Any] | None = None,
 ) -> MaxRegretResult:
     """:func:`expected_regret` of every bidder (or of ``bidders``); the largest and who has it."""
-    instance = coerce_instance(instance)
-    base = _runner(mechanism, solver, time_limit, executor, options)(instance)
-    per = {b: expected_regret(mechanism, instance, b, families=families, factors=factors, solver=solver,
-                              time_limit=time_limit, executor=executor, options=options, truthful=base)
-           for b in (bidders if bidders is not None else instance.bidder_ids)}
-    worst = max(per.values(), key=lambda r: r.regret, default=None)
-    return MaxRegretResult(_name(mechanism), worst.regret if worst else 0.0, worst, MappingProxyType(per))
-
+    return max_regret(mechanism, instance, bidders=bidders, families=families, factors=factors, solver=solver,
+                      time_limit=time_limit, executor=executor, options=options, utility=expected_utility)

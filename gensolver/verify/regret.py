@@ -311,6 +311,7 @@ def regret(
     executor: Any = None,
     options: Mapping[str, Any] | None = None,
     truthful: Any = None,
+    utility: Callable[..., float] | None = None,
 ) -> RegretResult:
     """Largest utility gain of ``bidder`` from misreporting, over a finite family.
 
@@ -329,6 +330,10 @@ def regret(
         Passed to the mechanism on every run.
     truthful : Outcome, optional
         The mechanism's outcome on the truthful reports, if already computed.
+    utility : callable, optional
+        ``utility(instance, bidder, reported, outcome, identities)``, how an outcome is worth
+        to ``bidder`` under its true values: :func:`true_utility` by default;
+        :func:`gensolver.verify.expected_utility` for a randomised mechanism (exact expectation).
 
     Returns
     -------
@@ -340,14 +345,15 @@ def regret(
     get_mechanism(mechanism)  # fail early on unknown names
     instance = coerce_instance(instance)
     run = _runner(mechanism, solver, time_limit, executor, options)
+    worth = true_utility if utility is None else utility
     base = truthful if truthful is not None else run(instance)
-    u0 = true_utility(instance, bidder, instance, base)
+    u0 = worth(instance, bidder, instance, base)
     tries = misreports if misreports is not None else _family(instance, bidder, families=families, factors=factors)
     best_u, best_m, n = -math.inf, None, 0
     for m in tries:
         reported = apply_misreport(instance, m)
         out = run(reported)
-        u = true_utility(instance, bidder, reported, out, m.identities)
+        u = worth(instance, bidder, reported, out, m.identities)
         n += 1
         if u > best_u:
             best_u, best_m = u, m
@@ -366,11 +372,12 @@ def max_regret(
     executor: Any = None,
     options: Mapping[str, Any] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    utility: Callable[..., float] | None = None,
 ) -> MaxRegretResult:
     """:func:`regret` of every bidder (or of ``bidders``); the largest one and who has it.
 
     ``progress(bidder, done, total)``, when given, is called after each bidder (the CLI shows
-    a progress bar with it).
+    a progress bar with it); ``utility`` as in :func:`regret`.
     """
     if not families or isinstance(families, str):
         raise ValueError(f"families must be a non-empty sequence of family names from {', '.join(FAMILIES)}")
@@ -381,7 +388,7 @@ def max_regret(
     todo = list(bidders if bidders is not None else instance.bidder_ids)
     for k, b in enumerate(todo, 1):
         per[b] = regret(mechanism, instance, b, families=families, factors=factors, solver=solver,
-                        time_limit=time_limit, executor=executor, options=options, truthful=base)
+                        time_limit=time_limit, executor=executor, options=options, truthful=base, utility=utility)
         if progress is not None:
             progress(b, k, len(todo))
     worst = max(per.values(), key=lambda r: r.regret, default=None)
