@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..solvers.anytime.column_generation import highs_rerun
 from ..solvers.formulation.problem import MatrixProblem, column_ranges
 from ..solvers.result import CAPACITY_TOL
 
@@ -162,16 +163,8 @@ class _HighsMaster:
     def solve(self, time_limit: float | None, primal: bool = True) -> tuple[float, np.ndarray, np.ndarray] | None:
         """Re-optimise from the current basis: primal simplex after columns were added (the
         basis stays primal feasible), dual simplex after columns were fixed at 0."""
-        h = self.h
-        h.setOptionValue("simplex_strategy", 4 if primal else 1)
-        limit = self._hs.kHighsInf if time_limit is None else h.getRunTime() + max(1e-3, float(time_limit))
-        h.setOptionValue("time_limit", float(limit))
-        h.run()
-        if h.getModelStatus() != self._hs.HighsModelStatus.kOptimal:
-            return None
-        sol = h.getSolution()
-        return (float(h.getInfo().objective_function_value), np.asarray(sol.col_value, dtype=np.float64),
-                np.asarray(sol.row_dual, dtype=np.float64))
+        self.h.setOptionValue("simplex_strategy", 4 if primal else 1)
+        return highs_rerun(self.h, time_limit)
 
 
 class _ScipyMaster:

@@ -144,16 +144,25 @@ class _HighsMaster:
         return WORK_PER_NNZ_IPM * its * self.nnz
 
     def solve(self, time_limit: float | None) -> tuple[float, np.ndarray, np.ndarray] | None:
-        h = self.h
-        # HiGHS measures time_limit on the object's cumulative run clock
-        limit = self._hs.kHighsInf if time_limit is None else h.getRunTime() + max(1e-3, float(time_limit))
-        h.setOptionValue("time_limit", float(limit))
-        h.run()
-        if h.getModelStatus() != self._hs.HighsModelStatus.kOptimal:
-            return None
-        sol = h.getSolution()
-        return (float(h.getInfo().objective_function_value), np.asarray(sol.col_value, dtype=np.float64),
-                np.asarray(sol.row_dual, dtype=np.float64))
+        return highs_rerun(self.h, time_limit)
+
+
+def highs_rerun(h: Any, time_limit: float | None) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """Re-run the ``highspy.Highs`` model ``h`` for at most ``time_limit`` more seconds.
+
+    Returns ``(objective, primal x, row duals)`` at an optimum, ``None`` otherwise. HiGHS
+    measures ``time_limit`` on the object's cumulative run clock, hence the offset.
+    """
+    import highspy
+
+    limit = highspy.kHighsInf if time_limit is None else h.getRunTime() + max(1e-3, float(time_limit))
+    h.setOptionValue("time_limit", float(limit))
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    sol = h.getSolution()
+    return (float(h.getInfo().objective_function_value), np.asarray(sol.col_value, dtype=np.float64),
+            np.asarray(sol.row_dual, dtype=np.float64))
 
 
 def _new_master(P: MatrixProblem, cols: np.ndarray, vertex_duals: bool = False) -> _HighsMaster | _ScipyMaster:
