@@ -128,13 +128,26 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"gensolver serve exited with {self.proc.returncode}: {self.log.read_text()}")
             try:
-                if httpx.get(self.url + "/healthz", timeout=1.0).status_code == 200:
+                if httpx.get(self.url + "/healthz", timeout=1.0).status_code == 200 and self._listening():
                     return self
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"gensolver serve did not answer within {timeout} s: {self.log.read_text()}")
+
+    def _listening(self) -> bool:
+        """Whether *this* process holds the port: with tests on two workers, a port found free
+        can be taken by another worker's server before ours binds it, and that server would
+        answer ``/healthz`` for ours."""
+        import psutil
+
+        assert self.proc is not None
+        try:
+            conns = psutil.Process(self.proc.pid).net_connections(kind="tcp")
+        except psutil.Error:
+            return False
+        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == self.port for c in conns)
 
     def kill9(self) -> None:
         assert self.proc is not None
@@ -157,9 +170,15 @@ def server_factory(tmp_path: Path) -> Iterator[Any]:
     started: list[Server] = []
 
     def make(*args: str, db: Path | None = None) -> Server:
-        srv = Server(db or tmp_path / "market.db", free_port(), list(args))
-        started.append(srv)
-        return srv.start()
+        for attempt in range(3):  # a port found free may be taken before the server binds it
+            srv = Server(db or tmp_path / "market.db", free_port(), list(args))
+            started.append(srv)
+            try:
+                return srv.start()
+            except RuntimeError as exc:
+                if attempt == 2 or "address already in use" not in str(exc).lower():
+                    raise
+        raise AssertionError("unreachable")
 
     yield make
     for srv in started:
