@@ -70,34 +70,30 @@ References
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
-import re
 import signal
-import subprocess
 import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
-from ..errors import InputError
-from ..model.io import atomic_write
 from .backends import GpuBackend
+from .devices import resolve_devices
 from .journal import Journal, JournalError
-from .plan import ExecutionPlan, PreemptionPoint, Run
+from .launch import _signal_tree
+from .plan import ExecutionPlan, Run
+from .policy import DEFAULT_LOG_MAX_BYTES, OVER_GRANT_POLICIES, ExecutorError, ExecutorPolicy
 from .procs import (
-    descendants,
     find_all_by_env,
     find_by_env,
     is_same_process,
     proc_start_time,
-    proc_stat,
-    safe_file_name,
 )
+from .report import FEEDBACK_SCHEMA, SUCCESS_OUTCOMES, ExecutionReport, UsageFeedback
+from .taskstate import _Proc, _Task
+from .usage import _UsageSampler
 
 logger = logging.getLogger(__name__)
 #: journal fields shown in the log lines of the executor
@@ -115,286 +111,12 @@ __all__ = [
     "resolve_devices",
 ]
 
-OVER_GRANT_POLICIES = ("warn", "suspend", "terminate")
 _DEPRECATED_EXECUTOR = ("gensolver.executor.Executor is deprecated; use gensolver.executor.PlanRunner (the old name "
                         "clashed with the executor= arguments, which take a concurrent.futures.Executor)")
-#: default cap of one task log file (bytes)
-DEFAULT_LOG_MAX_BYTES = 64 * 2 ** 20
-#: task outcomes that count as success for the CLI's exit status
-SUCCESS_OUTCOMES = frozenset({"completed", "expired", "exited"})
-FEEDBACK_SCHEMA = "gensolver.feedback/v1"
 _EPS = 1e-9
 
 
-class ExecutorError(InputError):
-    """The plan cannot be executed with this backend (unknown device, task without command, ...)."""
-
-
-@dataclass(frozen=True)
-class ExecutorPolicy:
-    """How the executor treats grants, preemption and lost processes (see the module docstring).
-
-    Attributes
-    ----------
-    over_grant : {"warn", "suspend", "terminate"}
-    over_grant_tolerance : int
-        Bytes a process may use beyond its grant before it is over.
-    grace : float
-        Wall seconds between SIGTERM and SIGKILL.
-    preempt : {"plan", "checkpoint"}
-        Follow each point's mode, or always checkpoint (SIGTERM and relaunch).
-    lost : {"restart", "skip"}
-        What a restarted executor does with a run whose process vanished.
-    include_descendants : bool
-        Count the memory of the launched process's descendants too.
-    """
-
-    over_grant: str = "warn"
-    over_grant_tolerance: int = 0
-    grace: float = 10.0
-    preempt: str = "plan"
-    lost: str = "restart"
-    include_descendants: bool = True
-
-    def __post_init__(self) -> None:
-        if self.over_grant not in OVER_GRANT_POLICIES:
-            raise ValueError(f"over_grant must be one of {OVER_GRANT_POLICIES}, got {self.over_grant!r}")
-        if self.preempt not in ("plan", "checkpoint"):
-            raise ValueError(f"preempt must be 'plan' or 'checkpoint', got {self.preempt!r}")
-        if self.lost not in ("restart", "skip"):
-            raise ValueError(f"lost must be 'restart' or 'skip', got {self.lost!r}")
-        if not (isinstance(self.grace, (int, float)) and math.isfinite(self.grace) and self.grace >= 0):
-            raise ValueError(f"grace must be a non-negative number of seconds, got {self.grace!r}")
-        if isinstance(self.over_grant_tolerance, bool) or not isinstance(self.over_grant_tolerance, int) or self.over_grant_tolerance < 0:
-            raise ValueError(f"over_grant_tolerance must be a non-negative integer (bytes), got {self.over_grant_tolerance!r}")
-
-
-@dataclass(frozen=True)
-class UsageFeedback:
-    """What a task really used: the record the market reads for the next round.
-
-    Attributes
-    ----------
-    task : str
-    outcome : str
-        See the module docstring.
-    exit_code : int or None
-        Of the last process (negative: killed by that signal; ``None``: unknown or never run).
-    peak_memory : int or None
-        Largest per-device memory observed (bytes); ``None`` when never observed.
-    granted_memory : int
-        Largest per-device memory grant of the task (bytes).
-    run_seconds : float
-        Wall seconds its processes ran, excluding suspensions.
-    attempts : int
-        Processes launched (including relaunches after checkpoints or losses).
-    over_grant : bool
-        Whether it was ever seen over its grant.
-    devices : tuple of str
-        Backend UUIDs it ran on.
-    """
-
-    task: str
-    outcome: str
-    exit_code: int | None
-    peak_memory: int | None
-    granted_memory: int
-    run_seconds: float
-    attempts: int
-    over_grant: bool
-    devices: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"task": self.task, "outcome": self.outcome, "exit_code": self.exit_code,
-                "peak_memory": self.peak_memory, "granted_memory": self.granted_memory,
-                "run_seconds": self.run_seconds, "attempts": self.attempts,
-                "over_grant": self.over_grant, "devices": list(self.devices)}
-
-
-@dataclass(frozen=True)
-class ExecutionReport:
-    """Frozen result of :meth:`PlanRunner.run`.
-
-    Attributes
-    ----------
-    plan : str
-        The plan's name.
-    digest : str
-        The plan's digest.
-    journal : str or None
-    feedback : tuple of UsageFeedback
-        One per task, in plan order.
-    restarts : int
-        How many times the journal was reopened by a restarted executor.
-    seconds : float
-        Wall seconds of this :meth:`PlanRunner.run` call.
-    """
-
-    plan: str
-    digest: str
-    journal: str | None
-    feedback: tuple[UsageFeedback, ...]
-    restarts: int
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        """``True`` when every task's outcome is in :data:`SUCCESS_OUTCOMES`."""
-        return all(f.outcome in SUCCESS_OUTCOMES for f in self.feedback)
-
-    @property
-    def outcomes(self) -> Mapping[str, str]:
-        """Task id to outcome."""
-        return MappingProxyType({f.task: f.outcome for f in self.feedback})
-
-    def for_task(self, task: str) -> UsageFeedback:
-        """The feedback record of ``task`` (``KeyError`` if absent)."""
-        for f in self.feedback:
-            if f.task == task:
-                return f
-        raise KeyError(task)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``gensolver.feedback/v1`` document: plan, digest, restarts and task records."""
-        return {"schema": FEEDBACK_SCHEMA, "plan": self.plan, "digest": self.digest, "restarts": self.restarts,
-                "seconds": self.seconds, "tasks": [f.to_dict() for f in self.feedback]}
-
-    def write_feedback(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`to_dict` as JSON, atomically."""
-        with atomic_write(path) as fh:
-            json.dump(self.to_dict(), fh, indent=2)
-            fh.write("\n")
-
-
-# ---------------------------------------------------------------------- device names
-_INDEXED = re.compile(r"^(?:cuda:|gpu|GPU|sim|SIM-GPU-)?(\d+)$")
-
-
-def resolve_devices(names: Sequence[str], backend: GpuBackend, device_map: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Map plan device names to backend UUIDs.
-
-    Rules, in order: ``device_map[name]`` (a UUID or an index); a backend UUID equal to the name;
-    a decimal index (``"0"``); an indexed name ``gpu<N>``, ``cuda:<N>`` or ``SIM-GPU-<N>``.
-
-    Raises
-    ------
-    ExecutorError
-        A name matches no device (the message lists the backend's devices).
-    """
-    devs = backend.devices()
-    by_uuid = {d.uuid: d for d in devs}
-    out = {}
-    for name in names:
-        key = (device_map or {}).get(name, name)
-        if key in by_uuid:
-            out[name] = key
-            continue
-        m = _INDEXED.match(key)
-        if m and int(m.group(1)) < len(devs):
-            out[name] = devs[int(m.group(1))].uuid
-            continue
-        listing = ", ".join(f"{d.index}={d.uuid}" for d in devs) or "none"
-        raise ExecutorError(f"plan device {name!r} matches no {backend.name} device (devices: {listing}); "
-                            f"use a UUID, an index, or a device map")
-    return out
-
-
-# ---------------------------------------------------------------------- state
-@dataclass
-class _Proc:
-    pid: int
-    pid_start: int | None
-    attempt: int
-    run_id: str
-    run: int
-    devices: tuple[str, ...]            # plan device names
-    grants: dict[str, int]              # plan device -> bytes
-    t_started: float
-    state: str = "running"              # running | suspended | stopped | terminating
-    term_reason: str = ""
-    term_deadline: float = 0.0
-    killed: bool = False
-    susp_since: float = 0.0
-    susp_seconds: float = 0.0
-    peak: int | None = None
-    warned: bool = False
-    last_usage: dict[str, int] = field(default_factory=dict)
-    popen: subprocess.Popen[bytes] | None = None
-
-
-@dataclass
-class _Task:
-    id: str
-    runs: tuple[Run, ...]
-    points: tuple[PreemptionPoint, ...]
-    idx: int = 0
-    proc: _Proc | None = None
-    attempts: int = 0
-    pending: tuple[str, int, int] | None = None   # run_id, run, attempt of a 'launching'
-    waiting: set[int] = field(default_factory=set)
-    peak: int | None = None
-    seconds: float = 0.0
-    exit_code: int | None = None
-    last_outcome: str = ""
-    over_grant: bool = False
-    lost: int = 0
-    outcome: str | None = None
-    devices: set[str] = field(default_factory=set)
-
-    def point_after(self, run: int) -> PreemptionPoint | None:
-        if run + 1 >= len(self.runs):
-            return None
-        end = self.runs[run].end
-        for p in self.points:
-            if abs(p.time - end) <= 1e-6:
-                return p
-        nxt = self.runs[run + 1]
-        kind = "gap" if nxt.devices == self.runs[run].devices else "move"
-        return PreemptionPoint(self.id, end, nxt.start, self.runs[run].devices, nxt.devices, kind, "checkpoint")
-
-
-def _killpg(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _signal_tree(pid: int, run_id: str, sig: int) -> None:
-    """Send ``sig`` to a task's process group and to every other process of it: descendants
-    that left the group or session (``setsid``), and orphans still tagged with its run id."""
-    _killpg(pid, sig)
-    try:
-        group = os.getpgid(pid)
-    except OSError:
-        group = pid
-    for other in (descendants(pid) | find_all_by_env("GENSOLVER_RUN_ID", run_id)) - {pid}:
-        try:
-            if os.getpgid(other) == group:
-                continue  # already signalled with the group
-            os.kill(other, sig)
-        except OSError:
-            pass
-
-
-def _is_descendant(pid: int, ancestor: int) -> bool:
-    seen = 0
-    while pid > 1 and seen < 64:
-        if pid == ancestor:
-            return True
-        f = proc_stat(pid)
-        if f is None:
-            return False
-        pid = int(f[3])
-        seen += 1
-    return pid == ancestor
-
-
-class PlanRunner:
+class PlanRunner(_UsageSampler):
     """Run a plan as real processes, with a journal that survives crashes.
 
     (Named ``Executor`` before 0.2; that name clashed with the ``executor=`` argument, a
@@ -733,37 +455,6 @@ class PlanRunner:
         self._launch(ts, run)
 
     # ------------------------------------------------------------------ helpers
-    def _log_path(self, task: str, run: int, attempt: int) -> Path | None:
-        if self.log_dir is None:
-            return None
-        return self.log_dir / f"{safe_file_name(task)}.{run}.{attempt}.log"
-
-    def _cap_log(self, task: str, run: int, attempt: int) -> None:
-        """Cut a log over :attr:`log_max_bytes` back to its head and a marker line (the process
-        appends, so its next writes land after the marker and are cut at the next poll)."""
-        path = self._log_path(task, run, attempt)
-        if path is None:
-            return
-        cap = self.log_max_bytes
-        mark = f"\n[gensolver: log cut at {cap} bytes]\n".encode()
-        try:
-            if os.stat(path).st_size <= cap + len(mark):
-                return
-            with open(path, "r+b") as fh:
-                fh.seek(cap)
-                if fh.read(len(mark)) != mark:
-                    fh.seek(cap)
-                    fh.write(mark)
-                fh.truncate(cap + len(mark))
-        except OSError:
-            pass
-
-    def _poll(self, pr: _Proc) -> tuple[bool, int | None]:
-        if pr.popen is not None:
-            code = pr.popen.poll()
-            return (code is not None), code
-        return (not is_same_process(pr.pid, pr.pid_start)), None
-
     def _on_exit(self, ts: _Task, pr: _Proc, code: int | None, now: float) -> None:
         self._cap_log(ts.id, pr.run, pr.attempt)
         if pr.state == "terminating":  # what is left of a process tree told to end goes now
@@ -793,122 +484,6 @@ class PlanRunner:
         if outcome == "preempted" and ts.idx < len(ts.runs):
             return
         self._finish(ts, outcome)
-
-    def _terminate(self, ts: _Task, pr: _Proc, reason: str) -> None:
-        _signal_tree(pr.pid, pr.run_id, signal.SIGTERM)
-        if pr.state in ("suspended", "stopped"):
-            _signal_tree(pr.pid, pr.run_id, signal.SIGCONT)  # a stopped process handles SIGTERM only once continued
-        self._emit("signalled", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid, signal="SIGTERM", reason=reason)
-
-    def _usage(self, uuid: str) -> Mapping[int, int | None]:
-        if uuid not in self._usage_cache:
-            self._usage_cache[uuid] = self.backend.process_memory(uuid)
-        return self._usage_cache[uuid]
-
-    def _sample(self, ts: _Task, pr: _Proc) -> None:
-        over: tuple[str, int, int] | None = None
-        for dev in pr.devices:
-            uuid = self.uuids[dev]
-            usage = self._usage(uuid)
-            used = 0
-            for pid, b in usage.items():
-                if b and (pid == pr.pid or (self.policy.include_descendants and _is_descendant(pid, pr.pid))):
-                    used += b
-            pr.last_usage[dev] = used
-            if used > (pr.peak or 0) and (pr.peak is None or used - pr.peak >= max(1 << 20, pr.peak // 20)):
-                self._emit("usage", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid, peak=used)
-            elif used > (pr.peak or 0):
-                pr.peak = used
-                ts.peak = max(ts.peak or 0, used)
-            grant = ts.runs[ts.idx].grants[dev][0] if dev in ts.runs[ts.idx].grants else pr.grants[dev]
-            if used > grant + self.policy.over_grant_tolerance and over is None:
-                over = (uuid, used, grant)
-        if over is None:
-            return
-        uuid, used, grant = over
-        action = self.policy.over_grant
-        if action == "warn":
-            if not pr.warned:
-                self._emit("over_grant", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid, device=uuid,
-                           used=used, grant=grant, action="warn")
-                warnings.warn(f"task {ts.id!r} (pid {pr.pid}) uses {used} bytes on {uuid}, over its grant of {grant}",
-                              RuntimeWarning, stacklevel=2)
-            return
-        self._emit("over_grant", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid, device=uuid,
-                   used=used, grant=grant, action=action)
-        if action == "suspend":
-            _signal_tree(pr.pid, pr.run_id, signal.SIGSTOP)
-            self._emit("suspended", task=ts.id, run=pr.run, attempt=pr.attempt, pid=pr.pid, reason="over_grant",
-                       next_run=ts.idx)
-        else:
-            self._terminate(ts, pr, "over_grant")
-
-    def _memory_short(self, ts: _Task, run: Run) -> tuple[str, int, int] | None:
-        """``None`` when every device of ``run`` has its grant free, else (device, free, need)."""
-        for dev in run.devices:
-            uuid = self.uuids[dev]
-            need = run.grants[dev][0]
-            info = self.backend.memory_info(uuid)
-            reserved = 0
-            for other in self._tasks.values():
-                op = other.proc
-                if op is None or other is ts or dev not in op.grants:
-                    continue
-                reserved += max(0, op.grants[dev] - op.last_usage.get(dev, 0))
-            free = info.free - reserved
-            if free < need:
-                return dev, free, need
-        return None
-
-    def _launch(self, ts: _Task, run: Run) -> None:
-        attempt = ts.attempts + 1
-        digest = self._journal.records[0]["digest"] if self._journal and self._journal.records else self.plan.digest
-        stamp = int(self._journal.records[0]["t0"] * 1000) if self._journal and self._journal.records else 0
-        run_id = f"{digest}-{stamp}:{ts.id}:{run.index}:{attempt}"
-        uuids = [self.uuids[d] for d in run.devices]
-        mem = run.memory
-        pct = max(1, min(100, int(round(run.compute * 100))))
-        env = dict(os.environ)
-        env.update(self.extra_env)
-        env.update({
-            "CUDA_VISIBLE_DEVICES": ",".join(uuids),
-            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(pct),
-            "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": ",".join(f"{k}={run.grants[d][0] >> 20}M" for k, d in enumerate(run.devices)),
-            "GENSOLVER_MEMORY_LIMIT": str(mem),
-            "GENSOLVER_COMPUTE_SHARE": repr(run.compute),
-            "GENSOLVER_TASK": ts.id,
-            "GENSOLVER_RUN": str(run.index),
-            "GENSOLVER_ATTEMPT": str(attempt),
-            "GENSOLVER_RUN_ID": run_id,
-            "GENSOLVER_RESUME": "1" if attempt > 1 else "0",
-            "GENSOLVER_RUN_END": repr(self.wall_time(run.end)),
-        })
-        env.update(self.backend.child_env(run_id))
-        self._emit("launching", task=ts.id, run=run.index, attempt=attempt, run_id=run_id)
-        out: Any = None
-        log = self._log_path(ts.id, run.index, attempt)
-        if log is not None:
-            log.parent.mkdir(parents=True, exist_ok=True)
-            out = open(log, "ab")
-        try:
-            # without a log folder the output goes to the executor's stderr: its stdout is its own
-            popen = subprocess.Popen(list(run.command), env=env, stdin=subprocess.DEVNULL,
-                                     stdout=out if out is not None else 2,
-                                     stderr=subprocess.STDOUT if out is not None else None,
-                                     start_new_session=True, close_fds=True)
-        except OSError as exc:
-            self._emit("exited", task=ts.id, run=run.index, attempt=attempt, pid=None, exit_code=127,
-                       outcome="crashed", run_seconds=0.0, peak=None, error=f"{type(exc).__name__}: {exc}")
-            self._finish(ts, "crashed")
-            return
-        finally:
-            if out is not None:
-                out.close()
-        self._emit("started", task=ts.id, run=run.index, attempt=attempt, run_id=run_id, pid=popen.pid,
-                   pid_start=proc_start_time(popen.pid), devices=uuids, grants={d: g[0] for d, g in run.grants.items()},
-                   argv=list(run.command))
-        assert ts.proc is not None
-        ts.proc.popen = popen
 
 
 def __getattr__(name: str) -> Any:
