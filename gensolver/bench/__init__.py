@@ -3,7 +3,9 @@
 - :mod:`.suites`: manifests of seeded instances with checksums and best known values;
   :func:`load_suite`, :func:`materialize`.
 - :mod:`.runner`: :func:`run_suite` over any :class:`concurrent.futures.Executor`, resumable
-  through a journal, writing CSV, JSON, a Markdown report and plots.
+  through a journal, writing CSV, JSON, a Markdown report and plots; built from :mod:`.cell`
+  (one cell in a worker), :mod:`.journal` (``cells.jsonl`` and resume), :mod:`.report` (tables
+  and the files written) and :mod:`.plots`.
 """
 
 from .runner import DEFAULT_METHODS, JOURNAL, BenchResult, CellResult, read_journal, run_cell, run_suite
