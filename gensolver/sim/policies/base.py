@@ -31,6 +31,23 @@ class Policy:
         raise NotImplementedError
 
 
+def pinned_free_capacity(cluster: Cluster) -> dict[str, tuple[float, float]]:
+    """``{gpu: (memory, compute)}`` left on each up GPU by its non-preemptible tasks: what a
+    policy that may preempt can re-plan (preemptible tasks' shares count as free)."""
+    cap: dict[str, tuple[float, float]] = {}
+    for g, gs in cluster.gpus.items():
+        if not gs.up:
+            continue
+        m, c = gs.spec.memory, gs.spec.compute
+        for tid in gs.tasks:
+            s = cluster.tasks[tid]
+            if not s.task.preemptible:
+                m -= s.memory
+                c -= s.compute
+        cap[g] = (m, c)
+    return cap
+
+
 def find_placement(cluster: Cluster, st: TaskState, memory: float, *, fit: str = "best", whole: bool = False,
                    capacity: Mapping[str, tuple[float, float]] | None = None) -> tuple[str, ...] | None:
     """GPUs (one node, ``st.task.gpus`` of them) that can host ``memory`` GiB each, or ``None``.

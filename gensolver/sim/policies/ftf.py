@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..engine import TOL, Cluster, TaskState
-from .base import Policy, find_placement
+from .base import Policy, find_placement, pinned_free_capacity
 
 __all__ = ["FinishTimeFair", "finish_time_rho"]
 
@@ -53,17 +53,7 @@ class FinishTimeFair(Policy):
         movable = [s for s in cluster.running() if s.task.preemptible]
         cands = sorted(cluster.waiting() + movable, key=lambda s: (-finish_time_rho(s, now), s.arrival))
         n_priv = max(1, math.ceil((1 - self.knob) * len(cands))) if cands else 0
-        cap: dict[str, tuple[float, float]] = {}
-        for g, gs in cluster.gpus.items():
-            if not gs.up:
-                continue
-            m, c = gs.spec.memory, gs.spec.compute
-            for tid in gs.tasks:
-                s = cluster.tasks[tid]
-                if not s.task.preemptible:
-                    m -= s.memory
-                    c -= s.compute
-            cap[g] = (m, c)
+        cap = pinned_free_capacity(cluster)
         plan: dict[str, tuple[str, ...]] = {}
         place: tuple[str, ...] | None
         for rank, st in enumerate(cands):

@@ -46,7 +46,7 @@ import numpy as np
 
 from ...market.credit import CreditBank, CreditConfig, deferral_cost
 from ..engine import TOL, Cluster, TaskState
-from .base import Policy, find_placement
+from .base import Policy, find_placement, pinned_free_capacity
 
 __all__ = ["MarketPolicy"]
 
@@ -190,17 +190,7 @@ class MarketPolicy(Policy):
         tenant_of = [s.task.tenant for s in active]
         idx = {s.id: k for k, s in enumerate(active)}
         cands = [s for s in active if s.state == "waiting" or s.task.preemptible]
-        cap: dict[str, tuple[float, float]] = {}
-        for g, gs in cluster.gpus.items():
-            if not gs.up:
-                continue
-            m, c = gs.spec.memory, gs.spec.compute
-            for tid in gs.tasks:
-                s = cluster.tasks[tid]
-                if not s.task.preemptible:
-                    m -= s.memory
-                    c -= s.compute
-            cap[g] = (m, c)
+        cap = pinned_free_capacity(cluster)
         order = sorted(cands, key=lambda s: (-float(score[idx[s.id]]), s.arrival, s.id))
         plan: dict[str, tuple[str, ...]] = {}
         place: tuple[str, ...] | None
