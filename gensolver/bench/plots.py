@@ -9,19 +9,25 @@ from .cell import CellResult
 
 __all__ = ["plot_quality", "plot_time"]
 
+_MARKERS = "osD^v<>ph*"
 
-def plot_quality(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> Any:
-    """Welfare (% of best known) against solve time per cell, one marker per method: a Figure."""
+
+def _figure() -> tuple[Any, Any]:
+    """A new Figure (no pyplot, no backend switch) and its one axes."""
     require_extra("matplotlib", "sim", "the benchmark plots (or pass plots=False)")
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 4.5))
-    ax = fig.add_subplot(1, 1, 1)
-    markers = "osD^v<>ph*"
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def plot_quality(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> Any:
+    """Welfare (% of best known) against solve time per cell, one marker per method: a Figure."""
+    fig, ax = _figure()
     for k, m in enumerate(methods):
         pts = [(max(c.seconds, 1e-4), c.pct_best) for c in cells if c.method == m and c.pct_best is not None]
         if pts:
-            ax.scatter(*zip(*pts), label=m, marker=markers[k % len(markers)], alpha=0.8)
+            ax.scatter(*zip(*pts), label=m, marker=_MARKERS[k % len(_MARKERS)], alpha=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("solve time per cell (s, log)")
     ax.set_ylabel("welfare, % of best known")
@@ -33,16 +39,11 @@ def plot_quality(cells: Sequence[CellResult], methods: Sequence[str], suite: str
 
 def plot_time(cells: Sequence[CellResult], methods: Sequence[str], suite: str) -> Any:
     """Solve time against instance size (bids), one marker per method: a Figure."""
-    require_extra("matplotlib", "sim", "the benchmark plots (or pass plots=False)")
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 4.5))
-    ax = fig.add_subplot(1, 1, 1)
-    markers = "osD^v<>ph*"
+    fig, ax = _figure()
     for k, m in enumerate(methods):
         pts = sorted((max(c.bids, 1), max(c.seconds, 1e-4)) for c in cells if c.method == m and c.status != "error")
         if pts:
-            ax.plot(*zip(*pts), label=m, marker=markers[k % len(markers)], linestyle="", alpha=0.8)
+            ax.plot(*zip(*pts), label=m, marker=_MARKERS[k % len(_MARKERS)], linestyle="", alpha=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("bids (log)")

@@ -122,15 +122,6 @@ def safe_file_name(name: str, *, limit: int = 120) -> str:
 
 
 def find_by_env(name: str, value: str) -> int | None:
-    """The pid of a live process whose environment has ``name=value`` (own processes only)."""
-    needle = f"{name}={value}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            env = Path(f"/proc/{entry}/environ").read_bytes()
-        except OSError:
-            continue
-        if needle in env.split(b"\0") and is_alive(int(entry)):
-            return int(entry)
-    return None
+    """The lowest pid of a live process whose environment has ``name=value`` (own processes
+    only; see :func:`find_all_by_env`), or ``None``."""
+    return min(find_all_by_env(name, value), default=None)
