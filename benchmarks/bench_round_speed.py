@@ -15,8 +15,11 @@ Rows:
   answer) needs to reach the same welfare. ``round 2``: the previous round was the market's
   first (solved cold, same budget); ``round 5`` (``--chain 3``): three warm-started rounds,
   each 5 % changed, came before it, as in a market that has been clearing for a while;
-- with ``--cats``: CATS arbitrary 256 goods x 2,000 bids, ``auto`` against the raw backends
-  (from ``bench_anytime.py``) at 60 s, welfare and bound.
+- with ``--cats``: every CATS family at about 256 goods x 2,000 bids (``--cats-families``),
+  ``auto`` against the raw backends (from ``bench_anytime.py``) at 60 s, welfare and bound;
+- with ``--compact``: 32 GPUs x 32 steps x 400 tasks from the compact form
+  (:func:`gensolver.solvers.auto.solve_round`, no bids materialised) at 60 s, in a fresh
+  process whose peak RSS is reported.
 
 The **best known** welfare is, unless given with ``--best-known NAME=VALUE``, the best of every
 run this script makes on the instance *and* of a reference run of ``auto`` with
@@ -32,6 +35,7 @@ Usage::
     python benchmarks/bench_round_speed.py --quick      # small instances, short limits (< 1 min)
     python benchmarks/bench_round_speed.py              # the issue's instances and budgets
     python benchmarks/bench_round_speed.py --cats       # adds the CATS 256x2000 comparison (long)
+    python benchmarks/bench_round_speed.py --compact --warm-only --chain   # only 32x32x400
     python benchmarks/bench_round_speed.py --best-known gpu-8x16x60=12345.6
     python benchmarks/bench_round_speed.py --warm-only --chain 0 3 --repeats 3   # warm/cold rows only
 """
@@ -153,28 +157,71 @@ def warm_rows(name: str, inst: Instance, budget: float, frac: float, seed: int, 
     return [row]
 
 
-def cats_rows(budget: float) -> list[dict[str, Any]]:
-    from gensolver.instances.cats import arbitrary
+#: CATS families at about 256 goods x 2,000 bids (paths: 86 cities x edge density 3 = 258 links)
+CATS_FAMILIES: dict[str, Callable[[], Any]] = {
+    "arbitrary": lambda: _cats("arbitrary", 256, 2000),
+    "regions": lambda: _cats("regions", 256, 2000),
+    "paths": lambda: _cats("paths", 86, 2000),
+    "matching": lambda: _cats("matching", 256, 2000),
+    "scheduling": lambda: _cats("scheduling", 256, 2000),
+}
 
-    inst = arbitrary(256, 2000, seed=1)
+
+def _cats(family: str, n: int, bids: int) -> Instance:
+    from gensolver.instances import cats
+
+    return getattr(cats, family)(n, bids, seed=1)
+
+
+def cats_rows(budget: float, families: list[str]) -> list[dict[str, Any]]:
     rows = []
-    res, s, c = _timed(lambda: solve(inst, method="auto", time_limit=budget))
-    rows.append({"instance": "cats-arbitrary-256x2000", "run": "auto", "budget": budget, "welfare": res.welfare,
-                 "bound": res.bound, "gap": res.gap, "wall_s": s, "cpu_s": c})
-    print(json.dumps(rows[-1]), flush=True)
-    for backend, fn in RAW.items():
-        (w, bd, _secs), s, c = _timed(lambda fn=fn: fn(inst, budget))
-        rows.append({"instance": "cats-arbitrary-256x2000", "run": f"raw {backend}", "budget": budget, "welfare": w,
-                     "bound": bd, "gap": (bd - w) / bd if bd else None, "wall_s": s, "cpu_s": c})
+    for fam in families:
+        inst = CATS_FAMILIES[fam]()
+        name = f"cats-{fam}-{len(inst.slots)}x{inst.n_bids}"
+        res, s, c = _timed(lambda inst=inst: solve(inst, method="auto", time_limit=budget))
+        rows.append({"instance": name, "run": "auto", "budget": budget, "welfare": res.welfare,
+                     "bound": res.bound, "gap": res.gap, "wall_s": s, "cpu_s": c})
         print(json.dumps(rows[-1]), flush=True)
+        for backend, fn in RAW.items():
+            (w, bd, _secs), s, c = _timed(lambda fn=fn, inst=inst: fn(inst, budget))
+            rows.append({"instance": name, "run": f"raw {backend}", "budget": budget, "welfare": w,
+                         "bound": bd, "gap": (bd - w) / bd if bd else None, "wall_s": s, "cpu_s": c})
+            print(json.dumps(rows[-1]), flush=True)
     return rows
+
+
+def _compact_child(spec: tuple[int, int, int, int], budget: float, out: Any) -> None:
+    import resource
+
+    from gensolver.solvers.auto import solve_round
+
+    g, s, t, d = spec
+    res, ws, cs = _timed(lambda: solve_round(gpu(g, s, t, d), time_limit=budget))
+    out.put({"welfare": res.welfare, "bound": res.bound, "gap": res.gap, "wall_s": ws, "cpu_s": cs,
+             "columns": res.details.get("columns"),
+             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+
+
+def compact_rows(budget: float) -> list[dict[str, Any]]:
+    """32 GPUs x 32 steps x 400 tasks from the compact form, in a fresh process (its own peak RSS)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_compact_child, args=((32, 32, 400, 8), budget, q))
+    proc.start()
+    row = {"instance": "gpu-32x32x400 (compact)", "run": "auto", "budget": budget, **q.get()}
+    proc.join()
+    print(json.dumps(row), flush=True)
+    return [row]
 
 
 def _f(v: Any, fmt: str) -> str:
     return "—" if v is None else format(v, fmt)
 
 
-def tables(goals: list[dict[str, Any]], warm: list[dict[str, Any]], cats: list[dict[str, Any]]) -> str:
+def tables(goals: list[dict[str, Any]], warm: list[dict[str, Any]], cats: list[dict[str, Any]],
+           compact: list[dict[str, Any]] | None = None) -> str:
     out = ["| instance | bids | run | budget | welfare | % of best known | certified gap | wall s | CPU s |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in goals:
@@ -198,6 +245,13 @@ def tables(goals: list[dict[str, Any]], warm: list[dict[str, Any]], cats: list[d
         if len(sp) > 1:
             out.append(f"median speed-up {inst_name}, {run}: {float(np.median(sp)):.1f}x over {len(sp)} "
                        f"(min {min(sp):.1f}x, max {max(sp):.1f}x; 0 = the warm start never reached the target)")
+    if compact:
+        out += ["", "| instance | columns | budget | welfare | bound | certified gap | peak RSS MiB | wall s | CPU s |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in compact:
+            out.append(f"| {r['instance']} | {r['columns']} | {r['budget']:g} | {r['welfare']:.1f} | {r['bound']:.1f} "
+                       f"| {_f(None if r['gap'] is None else 100 * r['gap'], '.2f')} % | {r['peak_mib']:.0f} "
+                       f"| {r['wall_s']:.1f} | {r['cpu_s']:.1f} |")
     if cats:
         out += ["", "| instance | run | budget | welfare | bound | gap | wall s | CPU s |", "|---|---|---|---|---|---|---|---|"]
         for r in cats:
@@ -212,11 +266,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small instances, short limits (under a minute)")
     ap.add_argument("--cats", action="store_true", help="add CATS arbitrary 256x2000 vs raw backends (long)")
     ap.add_argument("--cats-budget", type=float, default=60.0)
+    ap.add_argument("--cats-families", nargs="+", choices=list(CATS_FAMILIES), default=list(CATS_FAMILIES))
+    ap.add_argument("--compact", action="store_true", help="add 32x32x400 from the compact form (peak RSS)")
+    ap.add_argument("--compact-budget", type=float, default=60.0)
     ap.add_argument("--best-known", nargs="*", default=[], metavar="NAME=VALUE",
                     help="reference welfare per instance (else: auto run --reference-factor x longer)")
     ap.add_argument("--reference-factor", type=float, default=5.0)
     ap.add_argument("--change", type=float, default=0.05, help="fraction of tasks changed for the warm rows")
-    ap.add_argument("--chain", type=int, nargs="+", default=[0, 3],
+    ap.add_argument("--chain", type=int, nargs="*", default=[0, 3],
                     help="warm-started rounds before the measured one (0: round 2 of the market)")
     ap.add_argument("--instances", nargs="+", choices=list(INSTANCES) + list(QUICK), help="a subset of the instances")
     ap.add_argument("--repeats", type=int, default=1, help="warm/cold pairs per row kind (other changes each)")
@@ -238,14 +295,15 @@ def main(argv: list[str] | None = None) -> int:
         for chain in args.chain:
             for rep in range(args.repeats):
                 warm += warm_rows(name, inst, budget, args.change, args.seed, chain, rep)
-    cats = cats_rows(args.cats_budget) if args.cats else []
+    cats = cats_rows(args.cats_budget, args.cats_families) if args.cats else []
+    compact = compact_rows(args.compact_budget) if args.compact else []
     print()
     print(f"machine: {os.cpu_count()} CPUs (shared: see the load average {os.getloadavg()[0]:.1f}); "
           f"python {sys.version.split()[0]}")
-    print(tables(goals, warm, cats))
+    print(tables(goals, warm, cats, compact))
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"goals": goals, "warm": warm, "cats": cats}, fh, indent=1)
+            json.dump({"goals": goals, "warm": warm, "cats": cats, "compact": compact}, fh, indent=1)
     return 0
 
 

@@ -19,8 +19,8 @@ from gensolver.model import GpuRound, GpuSpec, Task
 from gensolver.solvers.anytime import column_generation as cg_module
 from gensolver.solvers.anytime import exact_restricted, restricted_mip
 from gensolver.solvers.anytime.column_generation import column_generation
-from gensolver.solvers.anytime.exact_restricted import solve_exact_restricted
-from gensolver.solvers.anytime.lns import row_neighbourhood
+from gensolver.solvers.anytime.exact_restricted import portfolio_exact, solve_exact_restricted
+from gensolver.solvers.anytime.lns import merge_moves, row_neighbourhood
 from gensolver.solvers.anytime.restricted_mip import solve_restricted, solve_restricted_cpsat, solve_restricted_highs
 from gensolver.solvers.auto import solve_round
 from gensolver.solvers.formulation import scales
@@ -75,6 +75,44 @@ def test_auto_answer_and_bound_against_brute_force(inst, time_limit):
     assert res.bound is not None and res.bound >= opt - 1e-9
     if time_limit is None:
         assert res.optimal and res.welfare == pytest.approx(opt, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(instances(max_slots=3, max_bidders=5, max_bids_per_bidder=3), st.sampled_from([0.001, 5.0]))
+def test_portfolio_answer_and_bound_against_brute_force(inst, time_limit):
+    """CP-SAT beside SCIP: a feasible answer, a bound no lower than the brute-force optimum
+    (also when both are cut off almost at once), and the optimum when either proves it."""
+    opt, _ = brute_force(inst)
+    P = from_instance(inst)
+    res = portfolio_exact(P, np.arange(P.n), time_limit=time_limit, hint=None, threads=2, seed=0)
+    if res is None:  # CP-SAT declined: capacities that do not scale to integers
+        return
+    winners = [P.column_id(j) for j in np.flatnonzero(res.x > 0.5)]
+    cert = check_allocation(inst, winners)
+    assert cert.feasible, cert.violations
+    if res.bound is not None:
+        assert res.bound >= opt - 1e-7
+    if res.optimal:
+        assert float(P.values @ res.x) == pytest.approx(opt, rel=1e-9, abs=1e-9)
+
+
+def test_auto_takes_scips_bound_when_the_whole_problem_is_left():
+    """On a CATS round small enough for one restricted MIP, ``auto`` under a time limit runs
+    CP-SAT beside SCIP (its log says so), and its answer and bound bracket the optimum that an
+    unlimited exact solve proves."""
+    from gensolver.instances.cats import arbitrary
+
+    inst = arbitrary(30, 150, seed=3)
+    exact = solve(inst, method="cpsat")
+    assert exact.optimal
+    res = solve(inst, method="auto", time_limit=2.0)
+    cert = check_allocation(inst, res.winners, welfare=res.welfare)
+    assert cert.feasible, cert.violations
+    assert res.bound is not None and res.bound >= exact.welfare - 1e-6 * max(1.0, exact.welfare)
+    assert res.welfare <= exact.welfare + 1e-6 * max(1.0, exact.welfare)
+    restricted = [s for s in res.details["stages"] if s["stage"] == "exact-restricted"]
+    assert restricted and restricted[0]["portfolio"] is True
+    assert solve(inst, method="auto", time_limit=2.0, threads=1).details["stages"][-1].get("portfolio") is not True
 
 
 def _tiny_round(seed: int) -> GpuRound:
@@ -365,6 +403,62 @@ def test_row_neighbourhood_frees_enough_winners_and_keeps_the_rest_fixed(seed):
         assert np.isin(freed, cols).all()
         assert np.allclose(residual, P.cap - P.A @ fixed)
         assert np.all(residual >= -1e-9)
+
+
+def _independent_feasible(A: np.ndarray, cap: np.ndarray, owner: np.ndarray, x: np.ndarray) -> bool:
+    """Feasibility by plain loops over a dense matrix (not MatrixProblem.feasible)."""
+    if not np.all((x == 0) | (x == 1)):
+        return False
+    for r in range(A.shape[0]):
+        if sum(A[r, j] * x[j] for j in range(x.size)) > cap[r] + 1e-9:
+            return False
+    return all(sum(x[j] for j in range(x.size) if owner[j] == o) <= 1 for o in set(owner.tolist()))
+
+
+def _tiny(A_dense: list[list[float]], cap: list[float], owner: list[int], values: list[float]) -> MatrixProblem:
+    return MatrixProblem(np.array(values, float), sp.csc_matrix(np.array(A_dense, float)), np.array(cap, float),
+                         np.array(owner), max(owner) + 1, str)
+
+
+def test_merge_moves_adds_disjoint_moves_and_refuses_conflicting_ones():
+    """Two neighbourhoods improved different rows: both moves are kept. A move that gives an
+    owner a second column (or reuses capacity the other move took) is left out, and the best
+    single answer stands; the naive sum of those moves is infeasible (the check can fail)."""
+    #            c0  c1  c2  c3  c4
+    A = [[1, 1, 0, 0, 0],    # row 0
+         [0, 0, 1, 1, 1]]    # row 1
+    P = _tiny(A, [1, 1], [0, 1, 2, 3, 1], [1, 2, 1, 3, 5])
+    x = np.array([1, 0, 1, 0, 0.0])                      # welfare 2
+    move_row0 = np.array([0, 1, 1, 0, 0.0])              # c0 -> c1: +1
+    move_row1 = np.array([1, 0, 0, 1, 0.0])              # c2 -> c3: +2
+    merged = merge_moves(P, x, [move_row0, move_row1])
+    assert merged.tolist() == [0, 1, 0, 1, 0]             # both: welfare 5
+    assert _independent_feasible(np.array(A, float), P.cap, P.owner, merged)
+    owner1_twice = np.array([1, 0, 0, 0, 1.0])           # c2 -> c4 (owner 1): +4
+    naive = x + (move_row0 - x) + (owner1_twice - x)
+    assert not _independent_feasible(np.array(A, float), P.cap, P.owner, naive)
+    merged = merge_moves(P, x, [move_row0, owner1_twice])
+    assert merged.tolist() == owner1_twice.tolist()       # the better single move only
+    assert merge_moves(P, x, [x.copy(), x.copy()]).tolist() == x.tolist()  # no gain: x itself
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merge_moves_of_random_neighbourhoods_is_feasible_and_at_least_the_best(seed):
+    """Random LNS-like candidates (winners freed, then first fit in a random order) on a GPU
+    round: the merge passes an independent feasibility check and is worth at least the best."""
+    from gensolver.instances.gpu import gpu_round
+
+    P, _ = from_round(gpu_round(n_gpus=3, n_tasks=12, steps=6, seed=seed))
+    rng = np.random.default_rng(seed)
+    x = first_fit_matrix(P, los_order(P, 1.0, P.normalised_size()))
+    cands = []
+    for _ in range(3):
+        start = x.copy()
+        start[rng.choice(np.flatnonzero(x), size=max(1, int(x.sum()) // 3), replace=False)] = 0
+        cands.append(first_fit_matrix(P, rng.permutation(P.n), start=start))
+    merged = merge_moves(P, x, cands)
+    assert _independent_feasible(P.A.toarray(), P.cap, P.owner, merged)
+    assert P.values @ merged >= max(P.values @ c for c in cands + [x]) - 1e-9
 
 
 def test_must_win_infeasibility_is_no_proof_with_rounded_capacities():

@@ -13,7 +13,9 @@ Stages (each yields a better incumbent or a tighter proven bound; all work on a
    x_j``; so a solution better than the incumbent ``W`` uses only columns with ``rc_j >= -(B -
    W)``. When few columns are eligible, one exact restricted MIP over all of them
    (:mod:`.exact_restricted`) certifies ``OPT <= max(W, B_R)`` with its bound ``B_R``;
-   without a time limit this proves optimality.
+   without a time limit this proves optimality. Under a wall-clock limit with two or more
+   threads, CP-SAT and SCIP run side by side on it
+   (:func:`~.exact_restricted.portfolio_exact`): the better answer, the tighter bound.
 5. **Large-neighbourhood search** (:mod:`.lns`) with the budget left; without a time limit,
    the restricted MIP over every eligible column instead, which proves the optimum.
 
@@ -37,6 +39,7 @@ problems", CP 1998 (large neighbourhood search).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,7 +49,7 @@ from ..formulation.problem import MatrixProblem
 from ..heuristics import first_fit_matrix, los_order
 from .budget import WORK_PER_NNZ_GREEDY, WorkClock
 from .column_generation import LpState, column_generation
-from .exact_restricted import solve_exact_restricted
+from .exact_restricted import portfolio_exact, solve_exact_restricted
 from .lns import lns_search
 from .state import AnytimeResult, SearchState
 
@@ -175,8 +178,14 @@ def _restricted_stage(S: SearchState, lp: LpState, *, K_exact: int, exact_share:
     # only repeat the search the MIP solver does internally: all the time.
     whole = cols.size >= 0.9 * P.n
     share = None if remaining is None else (remaining if whole else exact_share * remaining)
-    sub = solve_exact_restricted(P, cols, time_limit=share, hint=S.x, threads=threads, seed=seed,
-                                 deterministic=clock.det)
+    sub = None
+    if share is not None and not clock.det and (threads or os.cpu_count() or 1) >= 2:
+        # CP-SAT for answers beside SCIP for the bound (SCIP stops on the wall clock only)
+        sub = portfolio_exact(P, cols, time_limit=share, hint=S.x, threads=threads, seed=seed)
+    portfolio = sub is not None
+    if sub is None:
+        sub = solve_exact_restricted(P, cols, time_limit=share, hint=S.x, threads=threads, seed=seed,
+                                     deterministic=clock.det)
     clock.charge(sub.work)
     S.offer(sub.x, margin=1e-12)
     if sub.bound is not None:
@@ -187,7 +196,7 @@ def _restricted_stage(S: SearchState, lp: LpState, *, K_exact: int, exact_share:
     # stands; HiGHS's proof, if any, already ran)
     S.settled = sub.rounded_optimal
     S.note("exact-restricted", columns=int(cols.size), optimal=sub.optimal, welfare=S.W, bound=S.B,
-           seconds=round(sub.seconds, 3))
+           seconds=round(sub.seconds, 3), portfolio=portfolio)
 
 
 def _proof_stage(S: SearchState, lp: LpState, *, threads: int | None, seed: int) -> None:

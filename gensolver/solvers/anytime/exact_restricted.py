@@ -2,7 +2,9 @@
 
 CP-SAT when the capacities scale to integers exactly (values rounded finely with a certified
 error when they do not), HiGHS for floating-point capacities, both side by side when a proof of
-a floating-point problem is wanted without a time limit (:func:`race_exact`).
+a floating-point problem is wanted without a time limit (:func:`race_exact`), and CP-SAT beside
+SCIP under a time limit when the restricted MIP is the whole problem (:func:`portfolio_exact`):
+CP-SAT finds the better answers, SCIP proves the tighter bounds.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from ..formulation.problem import MatrixProblem
 from ..formulation.scales import objective_scale
 from .restricted_mip import Race, SubResult, solve_restricted, solve_restricted_cpsat, solve_restricted_highs
 
-__all__ = ["solve_exact_restricted", "race_exact"]
+__all__ = ["solve_exact_restricted", "race_exact", "portfolio_exact"]
 
 
 def values_scale_exactly(P: MatrixProblem, cols: np.ndarray) -> bool:
@@ -55,6 +57,56 @@ def race_exact(P: MatrixProblem, cols: np.ndarray, *, hint: np.ndarray | None, t
                     race.stop()
                     _, pending = wait(pending, timeout=0.05)
     if not results:
+        return None
+    proven = [r for r in results if r.optimal]
+    if proven:
+        return proven[0]
+    best = max(results, key=lambda r: float(P.values @ r.x))
+    bounds = [r.bound for r in results if r.bound is not None]
+    return SubResult(best.x, False, min(bounds) if bounds else None, max(r.seconds for r in results),
+                     any(r.rounded_optimal for r in results), sum(r.work for r in results))
+
+
+def portfolio_exact(P: MatrixProblem, cols: np.ndarray, *, time_limit: float, hint: np.ndarray | None,
+                    threads: int | None, seed: int) -> SubResult | None:
+    """CP-SAT (all workers but one) beside SCIP (one thread) on the same restricted MIP, both
+    for ``time_limit`` seconds; the first proof stops the other. The answer is the better of
+    the two, the bound the tighter of their two proven bounds.
+
+    Neither backend dominates on both counts. On CATS arbitrary 256 goods x 2,005 bids at 60 s
+    (2 cores): CP-SAT found 17,192 (bound 19,408, its LP's), SCIP 17,118 with the bound
+    19,131, HiGHS 17,172 with 19,246; the pair gives 17,192 within 19,131. Returns ``None``
+    when CP-SAT declines the problem (capacities that do not scale exactly to integers) or a
+    backend is missing: the caller then solves it alone.
+    """
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    race = Race()
+    workers = max(1, (int(threads) if threads else (os.cpu_count() or 2)) - 1)
+    results: list[SubResult] = []
+    declined = False
+    with ThreadPoolExecutor(2) as ex:
+        pending: set[Future[SubResult | None]] = {
+            ex.submit(solve_restricted_cpsat, P, cols, time_limit=time_limit, hint=hint, threads=workers, seed=seed,
+                      exact=True, race=race),
+            ex.submit(solve_restricted, P, cols, time_limit=time_limit, hint=hint, threads=1, race=race),
+        }
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                try:
+                    r = f.result()
+                except ImportError:  # pragma: no cover - a backend missing: the caller decides
+                    r = None
+                if r is None:
+                    declined = True
+                else:
+                    results.append(r)
+            if declined or any(r.optimal for r in results):
+                while pending:  # stop the other, again until it has returned
+                    race.stop()
+                    _, pending = wait(pending, timeout=0.05)
+    if declined and not any(r.optimal for r in results):
         return None
     proven = [r for r in results if r.optimal]
     if proven:

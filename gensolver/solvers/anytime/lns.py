@@ -27,7 +27,7 @@ from .column_generation import LpState
 from .restricted_mip import SubResult, solve_restricted, solve_restricted_cpsat
 from .state import SearchState
 
-__all__ = ["row_neighbourhood", "lns_search"]
+__all__ = ["row_neighbourhood", "lns_search", "merge_moves"]
 
 #: LNS iterations of a warm start that grow their neighbourhoods from the changed rows
 FOCUS_ITERATIONS = 6
@@ -86,6 +86,30 @@ def row_neighbourhood(P: MatrixProblem, x: np.ndarray, rng: np.random.Generator,
     return cols, residual, fixed
 
 
+def merge_moves(P: MatrixProblem, x: np.ndarray, candidates: list[np.ndarray]) -> np.ndarray:
+    """Combine the moves of neighbourhoods solved side by side on the same incumbent ``x``.
+
+    Each candidate differs from ``x`` on its own neighbourhood; its *move* is that difference.
+    Moves are applied in decreasing order of gain, each only when the sum stays a 0/1 vector
+    that passes the feasibility check (capacities and one column per owner), so the answer is
+    feasible whenever ``x`` is and worth at least the best single candidate. Neighbourhoods
+    grown from different rows often touch different winners: their gains then add up instead
+    of all but one being thrown away.
+    """
+    gains = [float(P.values @ c) - float(P.values @ x) for c in candidates]
+    order = [k for k in np.argsort(gains, kind="stable")[::-1].tolist() if gains[k] > 0]
+    if not order:
+        return x
+    merged = candidates[order[0]].copy()
+    for k in order[1:]:
+        trial = merged + (candidates[k] - x)
+        if trial.min() < -0.5 or trial.max() > 1.5:
+            continue  # both moves change the same column
+        if P.feasible(trial):
+            merged = trial
+    return merged
+
+
 def lns_search(S: SearchState, lp: LpState, *, K: int, threads: int | None, seed: int, sub_solver: str,
                rng: np.random.Generator, focus_rows: np.ndarray | None = None) -> None:
     """Improve ``S``'s incumbent by LNS until the budget is spent or it meets the bound.
@@ -141,7 +165,8 @@ def lns_search(S: SearchState, lp: LpState, *, K: int, threads: int | None, seed
             # neighbourhoods ran side by side: the clock advances by the longest
             clock.charge(max(0.01, max(r.work for r in subs) + 1e-8 * P.A.nnz * len(subs)))
             best_k = max(range(len(subs)), key=lambda k: float(values @ subs[k].x))
-            gained = S.offer(subs[best_k].x, margin=1e-9 * max(1.0, S.W))
+            merged = merge_moves(P, S.x, [r.x for r in subs]) if len(subs) > 1 else subs[best_k].x
+            gained = S.offer(merged, margin=1e-9 * max(1.0, S.W))
             # adapt: solved fast to optimality -> bigger neighbourhoods; timed out -> smaller
             all_optimal = all(r.optimal for r in subs)
             if all_optimal and not gained:
@@ -151,7 +176,8 @@ def lns_search(S: SearchState, lp: LpState, *, K: int, threads: int | None, seed
             if it <= 50 or gained:
                 S.note("lns", iteration=it, columns=int(hoods[best_k][0].size), free=free_target,
                        optimal=all_optimal, welfare=S.W, seconds=round(max(r.seconds for r in subs), 3),
-                       parallel=len(subs))
+                       parallel=len(subs), merged=bool(gained and float(values @ merged)
+                                                         > float(values @ subs[best_k].x) + 1e-9))
             S.proven = S.meets_bound()
     finally:
         if lns_pool is not None:

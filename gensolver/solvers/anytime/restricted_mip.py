@@ -75,12 +75,12 @@ class SubResult:
 
 def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
                      threads: int | None = None, cap: np.ndarray | None = None,
-                     fixed: np.ndarray | None = None) -> SubResult:
+                     fixed: np.ndarray | None = None, race: Race | None = None) -> SubResult:
     """Exact MIP (SCIP) over the columns ``cols``; other columns fixed to 0.
 
     With ``cap`` (residual capacities) and ``fixed`` (0/1 vector of columns fixed to 1, whose
     owners must not appear in ``cols``), the sub-problem is the LNS neighbourhood; the returned
-    ``x`` includes the fixed columns.
+    ``x`` includes the fixed columns. ``race``: a :class:`Race` that can interrupt the solve.
     """
     cap_v = P.cap if cap is None else cap
     from ortools.linear_solver import pywraplp
@@ -120,7 +120,10 @@ def solve_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | 
     params = pywraplp.MPSolverParameters()
     params.SetDoubleParam(pywraplp.MPSolverParameters.RELATIVE_MIP_GAP, DEFAULT_MIP_GAP)
     with quiet_native_output():
-        status = solver.Solve(params)
+        if race is None or race.enter(solver.InterruptSolve):
+            status = solver.Solve(params)
+        else:
+            status = pywraplp.Solver.NOT_SOLVED
     full = np.zeros(P.n) if fixed is None else (fixed > 0.5).astype(np.float64)
     optimal = status == pywraplp.Solver.OPTIMAL
     bound = None
