@@ -8,11 +8,12 @@ Model (documented; what is proved and what is only measured is in ``docs/explana
 -----------------------------------------------------------------------------------------------
 - **Accounts.** Every tenant (a *name*: whoever reports tasks) has a balance of credits,
   opened at 0.
-- **Income (Karma-like, per task).** Each round every *active* task (waiting or running) earns
-  its tenant ``income / active tasks`` credits: the credits a tenant earns are its share of
-  the cluster's fair entitlement (the per-job ``1/N`` of Themis), counted in tasks, not in
-  names, so splitting a tenant into false names earns nothing more. A balance is capped at
-  ``cap`` rounds of the tenant's current income (credits unused for long do not pile up).
+- **Income (Karma-like, per task).** Each round, ``income`` credits are shared by the tasks
+  the caller lists (:meth:`CreditBank.pay_income`: the market lists every task seen so far;
+  it can list only the active ones): the credits a tenant earns are its share of the
+  cluster's fair entitlement (the per-job ``1/N`` of Themis), counted in tasks, not in names,
+  so splitting a tenant into false names earns nothing more. A balance is capped at ``cap``
+  rounds of the tenant's current income (credits unused for long do not pile up).
 - **Bids.** A tenant commits ``spend`` of its balance per round and splits it over its bidding
   tasks in proportion to their *own-normalised urgency* ``q_j = d_j / mean_{k in tenant} d_k``
   where ``d_j`` is the value the task loses if it waits one more round (its reported value and
@@ -58,9 +59,10 @@ class CreditConfig:
     Attributes
     ----------
     income : float
-        Credits shared by the active tasks each round.
+        Credits shared each round by the tasks the caller lists (the market: every task seen
+        so far).
     cap : float
-        Balance cap, in rounds of the tenant's income (``cap x`` what its active tasks earn
+        Balance cap, in rounds of the tenant's income (``cap x`` what its listed tasks earn
         this round: the cap counts tasks, not names).
     spend : float
         Fraction of its balance a tenant commits per round, in ``(0, 1]``.
@@ -75,7 +77,7 @@ class CreditConfig:
     spend: float = 0.5
     rho_power: float = 1.0
     credit_power: float = 1.0
-    spread: float = 1.75
+    spread: float = 1.5
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -132,10 +134,12 @@ class CreditBank:
         out, self.entries = self.entries, []
         return out
 
-    def pay_income(self, tenants: Sequence[str]) -> None:
-        """One round of income: ``income / len(tenants)`` per entry (one entry per active task)."""
-        n = len(tenants)
-        if n == 0:
+    def pay_income(self, tenants: Sequence[str], *, shares: int | None = None) -> None:
+        """One round of income: ``income / shares`` per entry of ``tenants`` (the owner of each
+        task that earns this round; ``shares`` defaults to ``len(tenants)``, more when some
+        tasks' shares are withheld)."""
+        n = len(tenants) if shares is None else shares
+        if n <= 0 or not tenants:
             return
         cfg = self.config
         each = cfg.income / n

@@ -2,8 +2,10 @@
 
 Each round boundary (every ``lease`` steps):
 
-1. **Income.** Every active task (waiting or running) earns its tenant a share of the round's
-   income (:class:`gensolver.market.credit.CreditBank`).
+1. **Income.** The round's income is shared by every task seen so far, finished or not
+   (``income="arrivals"``; :class:`gensolver.market.credit.CreditBank`): a tenant's share is
+   its share of the tasks, which no report, false name or lingering task changes.
+   (``income="active"``: shared by the tasks waiting or running, the earlier rule.)
 2. **Bids.** Every active task bids credits: its tenant's committed credits split in
    proportion to how much value each of its tasks loses by waiting one more round (reported
    value, urgency and deadline; :func:`gensolver.market.credit.deferral_cost`), computed with
@@ -25,9 +27,20 @@ Each round boundary (every ``lease`` steps):
    holding GPUs after the round pays ``price x memory x gpus x lease`` credits for what it
    holds (at most its tenant's balance), so shading a bid buys no discount.
 
-A task that has run past its reported duration has proved its report false: its score is
-multiplied by ``overrun`` (default 0.001), so understating a duration to look urgent buys a
-head start that the rest of the run pays back.
+Progress is what the scheduler observes: a running task's attained work counts its progress
+since its last event (:func:`attained`), whatever it reported. Three rules act on reports
+proved false by that observation (a truthful task is never caught, so they change nothing in a
+truthful run):
+
+- **Calibration.** Reported durations are scaled, per tenant, by observed work / reported
+  duration over its finished tasks and its unfinished tasks already past their reports
+  (``evidence``): an understating tenant is corrected at its first overrun.
+- **Overrun.** A task that has run past its reported duration, or (``verify_memory``) ran below
+  full speed at its reported preferred memory, is caught: its score is multiplied by
+  ``overrun`` (default 0.001), so a false report buys a head start that the rest of the run
+  pays back.
+- **Forfeit.** With ``income="active"``, a caught task earns its tenant no income
+  (``forfeit``): income is the fair share of a task whose report holds.
 
 Between boundaries (arrivals, completions, recoveries), waiting tasks start in score order on
 free capacity without preemption (steps 4 only, no payment: leftover capacity is free until
@@ -48,7 +61,15 @@ from ...market.credit import CreditBank, CreditConfig, deferral_cost
 from ..engine import TOL, Cluster, TaskState
 from .base import Policy, find_placement, pinned_free_capacity
 
-__all__ = ["MarketPolicy"]
+__all__ = ["MarketPolicy", "attained"]
+
+
+def attained(st: TaskState, now: float) -> float:
+    """Useful work ``st`` has done by ``now`` (steps at speed 1; restore and rolled-back work
+    excluded), counting the progress of a running task since its last event: what the
+    scheduler observes, whatever the task reported."""
+    run = (now - st.since) * st.speed if st.state == "running" else 0.0
+    return st.executed + max(0.0, run) - st.overhead - st.lost
 
 
 class MarketPolicy(Policy):
@@ -63,7 +84,29 @@ class MarketPolicy(Policy):
         Bids are per GiB-step of remaining work (``"work"``: Smith's rule, the deferral cost
         per unit of work, short urgent tasks first) or per GiB (``"size"``).
     overrun : float, keyword-only
-        Score factor of a task that ran past its reported duration (its report was false).
+        Score factor of a task that proved its report false (ran past its reported duration, or
+        below full speed at its reported preferred memory).
+    evidence : bool, keyword-only
+        Duration calibration also counts the tenant's unfinished tasks already past their
+        reports (their work so far), so an understating tenant is caught at its first overrun
+        rather than at its first finish.
+    verify_memory : bool, keyword-only
+        A task seen running below full speed at its reported preferred memory (it needs more
+        than it reported) is caught, like an overrun, for the rest of its run.
+    income : {"arrivals", "active"}, keyword-only
+        Who earns each round's income: every task that has arrived so far, finished or not
+        (``"arrivals"``: a tenant's share is its share of the tasks, which no report, delay of
+        the run or false name changes), or every active task (``"active"``: a task earns for
+        as long as it waits or runs, so a lie that keeps tasks active longer earns more).
+    forfeit : bool, keyword-only
+        With ``income="active"``, a caught task earns its tenant no income (its share is not
+        issued).
+    tail : float, keyword-only
+        Makespan rule, off at 0: a task whose remaining (calibrated) work is at least ``tail``
+        times the drain time (all active tasks' remaining GiB-steps over the up GPUs' memory)
+        goes first, since its waiting delays the last finish. It trades JCT for memory
+        utilisation over the makespan; it trusts reported durations until calibration
+        corrects them, so inflating one's durations can buy this priority.
     **options
         :class:`gensolver.market.credit.CreditConfig` fields (``income``, ``spend``,
         ``rho_power``, ``credit_power``, ``spread``, ``cap``).
@@ -72,13 +115,25 @@ class MarketPolicy(Policy):
     name = "market"
 
     def __init__(self, *, backfill: str = "preferred", density: str = "work", overrun: float = 1e-3,
-                 **options: Any) -> None:
+                 evidence: bool = True, verify_memory: bool = True, income: str = "arrivals",
+                 forfeit: bool = True, tail: float = 0.0, **options: Any) -> None:
         super().__init__()
         if not 0 <= overrun <= 1:
             raise ValueError(f"overrun must be in [0, 1], got {overrun!r}")
         self.overrun = overrun
         self.mode = options.pop("mode", "density")
         self.smoothing = options.pop("smoothing", 0.25)
+        self.evidence = evidence
+        self.verify_memory = verify_memory
+        self.forfeit = forfeit
+        if not (math.isfinite(tail) and tail >= 0):
+            raise ValueError(f"tail must be a finite number >= 0, got {tail!r}")
+        self.tail = tail
+        if income not in ("arrivals", "active"):
+            raise ValueError(f"income must be 'arrivals' or 'active', got {income!r}")
+        self.income = income
+        self._seen: set[str] = set()
+        self._arrived: list[str] = []  # the owner of every task seen so far, in arrival order
         self._price: dict[str, float] = {}
         if density not in ("work", "size"):
             raise ValueError(f"density must be 'work' or 'size', got {density!r}")
@@ -90,6 +145,7 @@ class MarketPolicy(Policy):
         self.lease = 5
         self._worked: dict[str, float] = {}
         self._reported: dict[str, float] = {}
+        self._slow: set[str] = set()  # tasks seen running slower than their memory report allows
 
     @property
     def balances(self) -> dict[str, float]:
@@ -113,6 +169,22 @@ class MarketPolicy(Policy):
         rep = self._reported.get(tenant, 0.0)
         return self._worked.get(tenant, 0.0) / rep if rep > 0 else 1.0
 
+    def _kappas(self, cluster: Cluster) -> dict[str, float]:
+        """Per tenant, observed work / reported duration over its finished tasks *and* its
+        unfinished tasks already past their reports (work done so far: a lower bound on their
+        true work), 1 without evidence. A truthful tenant's unfinished tasks never overrun, so
+        its factor is the finished-task ratio (:meth:`calibration`); an understating tenant is
+        caught as soon as one of its tasks outlives its report, not only when one finishes."""
+        worked, rep = dict(self._worked), dict(self._reported)
+        if self.evidence:
+            for s in cluster.waiting() + cluster.running():
+                done = attained(s, cluster.now)
+                if done > s.task.duration + 1e-6:
+                    t = s.task.tenant
+                    worked[t] = worked.get(t, 0.0) + done
+                    rep[t] = rep.get(t, 0.0) + s.task.duration
+        return {t: worked[t] / r for t, r in rep.items() if r > 0}
+
     # ------------------------------------------------------------ scoring (vectorised)
     def _scores(self, cluster: Cluster, states: list[TaskState]) -> tuple[np.ndarray, np.ndarray]:
         """``(score, beta)`` arrays for ``states`` from their reports (``beta``: bid per GiB-step
@@ -124,9 +196,10 @@ class MarketPolicy(Policy):
         cfg = self.bank.config
         rep = [s.task for s in states]
         arrival = np.fromiter((s.arrival for s in states), float, n)
-        kappa = np.fromiter((self.calibration(t.tenant) for t in rep), float, n)
+        kap = self._kappas(cluster)
+        kappa = np.fromiter((kap.get(t.tenant, 1.0) for t in rep), float, n)
         dur = np.fromiter((t.duration for t in rep), float, n) * kappa
-        done = np.fromiter((s.executed - s.overhead - s.lost for s in states), float, n)
+        done = np.fromiter((attained(s, now) for s in states), float, n)
         rem = np.maximum(0.0, dur - done)
         speed = np.fromiter((s.speed if s.state == "running" and s.speed > 0 else 1.0 for s in states), float, n)
         rho = ((now - arrival) + rem / speed) / dur
@@ -159,20 +232,54 @@ class MarketPolicy(Policy):
         score = np.power(np.maximum(rho, 1e-9), cfg.rho_power) * np.power(rel, cfg.credit_power)
         # a task that ran past its reported duration proved its report false: it keeps only
         # what nobody else wants (served last; preempted when others wait)
-        over = np.fromiter((s.executed > s.task.duration + s.overhead + s.lost + 1e-6 for s in states), bool, n)
+        if self.tail > 0:  # makespan-critical tasks first (a factor above any other score)
+            score = np.where(rem / speed >= self.tail * self._drain(cluster, kap), score * 1e6, score)
+        over = self._caught(states, done)
         score = np.where(over, score * self.overrun, score)
         return score, bids / (size * self.lease)
+
+    def _caught(self, states: list[TaskState], done: np.ndarray) -> np.ndarray:
+        """Which of ``states`` proved their reports false: ran past their reported duration
+        (``done``: their attained work), or (``verify_memory``) ran below full speed at their
+        reported preferred memory (they need more than they reported; remembered)."""
+        n = len(states)
+        over = done > np.fromiter((s.task.duration for s in states), float, n) + 1e-6
+        if self.verify_memory:
+            for s in states:
+                if (s.state == "running" and s.memory + TOL >= s.task.preferred_memory
+                        and s.speed < s.factor * s.inter * (1 - 1e-6)):
+                    self._slow.add(s.id)
+            over |= np.fromiter((s.id in self._slow for s in states), bool, n)
+        return over
+
+    def _drain(self, cluster: Cluster, kap: dict[str, float]) -> float:
+        """Steps the active tasks' remaining (calibrated) GiB-steps take on the up GPUs' memory."""
+        cap = sum(g.spec.memory for g in cluster.up_gpus())
+        work = 0.0
+        for s in cluster.waiting() + cluster.running():
+            t = s.task
+            rem = max(0.0, t.duration * kap.get(t.tenant, 1.0) - attained(s, cluster.now))
+            work += rem * t.gpus * t.preferred_memory
+        return work / cap if cap > 0 else math.inf
 
     @staticmethod
     def _order(states: list[TaskState], score: np.ndarray) -> list[int]:
         return sorted(range(len(states)), key=lambda k: (-float(score[k]), states[k].arrival, states[k].id))
 
     # ------------------------------------------------------------ one pass
+    def _arrive(self, states: list[TaskState]) -> None:
+        """Count the tasks of ``states`` not seen before (every task is seen at its arrival pass)."""
+        for s in states:
+            if s.id not in self._seen:
+                self._seen.add(s.id)
+                self._arrived.append(s.task.tenant)
+
     def schedule(self, cluster: Cluster, boundary: bool) -> None:
         if boundary:
             self._clear(cluster)
             return
         waiting = cluster.waiting()
+        self._arrive(waiting)
         if not waiting:
             return
         score, _ = self._scores(cluster, waiting)
@@ -185,7 +292,14 @@ class MarketPolicy(Policy):
         active = waiting + running
         if not active:
             return
-        self.bank.pay_income([s.task.tenant for s in active])
+        self._arrive(active)
+        if self.income == "arrivals":
+            self.bank.pay_income(self._arrived)
+        elif self.forfeit:  # a task that proved its report false earns no share of the income
+            caught = self._caught(active, np.fromiter((attained(s, now) for s in active), float, len(active)))
+            self.bank.pay_income([s.task.tenant for s, c in zip(active, caught) if not c], shares=len(active))
+        else:
+            self.bank.pay_income([s.task.tenant for s in active])
         score, beta = self._scores(cluster, active)
         tenant_of = [s.task.tenant for s in active]
         idx = {s.id: k for k, s in enumerate(active)}

@@ -1,0 +1,110 @@
+"""The market's rules on reports proved false by observed progress, on hand-computed cases."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from gensolver.model.tasks import GpuSpec, Task
+from gensolver.sim import simulate, synthetic_workload
+from gensolver.sim.engine import Cluster
+from gensolver.sim.policies.market import MarketPolicy, attained
+from gensolver.sim.workload import with_deadlines
+
+
+def _running_at(now: float, **policy_options):
+    """One 10 GiB GPU. ``a`` (tenant L) reports 2 steps but needs 8; ``b`` (T) is truthful (4
+    steps); ``m`` (M) reports 2 GiB but needs 4 (elasticity 1: it runs at half speed at 2 GiB)."""
+    a = Task("a", 4, 4, 8, 1.0, compute=0.3, tenant="L")
+    b = Task("b", 4, 4, 4, 1.0, compute=0.3, tenant="T")
+    m = Task("m", 4, 4, 6, 1.0, compute=0.3, tenant="M")
+    reports = [replace(a, duration=2), b, replace(m, preferred_memory=2, min_memory=2)]
+    c = Cluster([GpuSpec("g", 10.0)], reports, truths={"a": a, "m": m})
+    pol = MarketPolicy(**policy_options)
+    pol.attach(c)
+    for st in c.tasks.values():
+        st.state = "waiting"
+    c.start("a", ["g"], 4)
+    c.start("b", ["g"], 4)
+    c.start("m", ["g"], 2)
+    c.env.run(until=now)
+    return c, pol
+
+
+def test_attained_counts_progress_since_the_last_event():
+    c, _ = _running_at(3.0)
+    # no event since the starts: executed is still 0, the observed progress is speed x 3
+    assert c.tasks["a"].executed == 0.0
+    assert attained(c.tasks["a"], 3.0) == pytest.approx(3.0)
+    assert attained(c.tasks["m"], 3.0) == pytest.approx(1.5)  # half speed at half its memory
+
+
+@pytest.mark.parametrize("evidence", [True, False])
+def test_calibration_catches_an_understated_duration_at_its_first_overrun(evidence):
+    c, pol = _running_at(3.0, evidence=evidence)
+    kap = pol._kappas(c)
+    if evidence:
+        # a: 3 steps done against 2 reported; b (truthful, 3 of 4 done) gives no evidence
+        assert kap == {"L": pytest.approx(1.5)}
+    else:
+        assert kap == {}  # nothing finished yet
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_a_task_slower_than_its_memory_report_is_caught(verify):
+    c, pol = _running_at(1.0, verify_memory=verify)
+    states = [c.tasks[k] for k in ("a", "b", "m")]
+    done = np.array([attained(s, 1.0) for s in states])
+    # at t=1 nobody is past its reported duration; only m runs slower than its report allows
+    assert pol._caught(states, done).tolist() == [False, False, verify]
+
+
+@pytest.mark.parametrize("forfeit", [True, False])
+def test_caught_tasks_earn_no_income(forfeit):
+    c, pol = _running_at(3.0, income="active", forfeit=forfeit)  # a (overrun) and m (slow) are caught
+    pol.schedule(c, boundary=True)
+    earned = {t: pol.balances.get(t, 0.0) for t in ("L", "T", "M")}  # all fit: no price, no payment
+    # 100 credits per round over 3 active tasks; caught ones' shares are not issued
+    want = {"L": 0.0, "T": 100 / 3, "M": 0.0} if forfeit else {"L": 100 / 3, "T": 100 / 3, "M": 100 / 3}
+    assert earned == pytest.approx(want)
+
+
+def test_the_rules_change_nothing_in_a_truthful_run():
+    w = with_deadlines(synthetic_workload(60, seed=7, rate=4.0, gang_share=0.1, tenants=3), seed=7)
+    on = simulate(w, policy="market")
+    off = simulate(w, policy="market", policy_options={"evidence": False, "verify_memory": False, "forfeit": False})
+    log = [json.dumps([e.to_dict() for e in r.events], sort_keys=True) for r in (on, off)]
+    assert log[0] == log[1]
+
+
+@pytest.mark.parametrize("income", ["arrivals", "active"])
+def test_income_follows_the_tasks_arrived_not_the_tasks_still_active(income):
+    tasks = [Task(k, 4, 4, 3, 1.0, compute=0.3, tenant=k[0].upper()) for k in ("x1", "x2", "x3", "y1")]
+    c = Cluster([GpuSpec("g", 100.0)], tasks)  # room for all: nobody is left out, no price
+    pol = MarketPolicy(income=income)
+    pol.attach(c)
+    for st in c.tasks.values():
+        st.state = "waiting"
+    pol._arrive(list(c.tasks.values()))  # what each arrival pass does
+    c.tasks["x1"].state = "done"  # x1 has finished: it no longer waits or runs
+    pol.schedule(c, boundary=True)
+    earned = {t: pol.balances.get(t, 0.0) for t in ("X", "Y")}
+    # arrivals: 100 credits over the 4 tasks seen (X: 3, Y: 1); active: over the 3 left (X: 2, Y: 1)
+    want = {"X": 75.0, "Y": 25.0} if income == "arrivals" else {"X": 200 / 3, "Y": 100 / 3}
+    assert earned == pytest.approx(want)
+
+
+@pytest.mark.parametrize("tail", [0.0, 0.8])
+def test_the_makespan_rule_starts_the_critical_task_first(tail):
+    # one 10 GiB GPU, each task takes all of it: drain time (20 + 2 + 2) x 10 / 10 = 24 steps;
+    # the long task (20 >= 0.8 x 24) is critical under tail 0.8; otherwise the tie at t=0 (rho 1,
+    # no credits yet) goes by id, short ones first
+    w = [Task(k, 10, 10, d, float(d), compute=1.0, preemptible=False, tenant=k)
+         for k, d in (("x-long", 20), ("s1", 2), ("s2", 2))]
+    r = simulate(w, gpus=[GpuSpec("g", 10.0)], policy="market", policy_options={"tail": tail})
+    first = min(r.tasks.values(), key=lambda t: (t.first_start, t.id))
+    assert (first.id == "x-long") == (tail > 0)
+    assert r.tasks["x-long"].finish == (20.0 if tail > 0 else 24.0)
