@@ -17,7 +17,9 @@ Printed, one run:
 4. per policy (``market``, ``finish-time-fair``, ``fcfs-packing``) and strategy family
    (:data:`gensolver.sim.strategy.STRATEGIES`): the best lie's gain in true utility, as a
    percentage of the liar's truthful utility, the maximum over every tenant as the liar and
-   over the family's variants.
+   over the family's variants; and the *noise floor*: the same maximum for reports off by 2%
+   (urgency x1.02 and x0.98, memory x1.02), changes too small to be a strategy, which show how
+   far one tenant's outcome moves when the order of the queue is perturbed at all.
 
 Run: ``python benchmarks/bench_market.py`` (``--quick``: the first configuration only, fewer
 liars; ``--no-lies``; ``--no-auction`` skips the slow combinatorial auction).
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from gensolver.instances.gpu import default_trace_dir
 from gensolver.sim import simulate, synthetic_workload
-from gensolver.sim.strategy import STRATEGIES, lie_gain
+from gensolver.sim.strategy import STRATEGIES, Strategy, lie_gain
 from gensolver.sim.trace_workloads import alibaba_workload
 from gensolver.sim.workload import with_deadlines
 
@@ -42,6 +44,8 @@ POLICIES = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "time-slicing", "mps", 
             "auction", "market")
 LIE_POLICIES = ("market", "finish-time-fair", "fcfs-packing")
 SEED = 0
+#: reports off by 2%: not a strategy, the noise floor of a lie's measured gain
+JITTER = (Strategy(urgency=1.02), Strategy(urgency=0.98), Strategy(memory=1.02))
 
 
 def workloads(nodes: int, compress: float, *, trace: Path = TRACE):
@@ -118,7 +122,7 @@ def lie_table(ws, *, tenants_max: int | None = None):
             bases = {}
             base = run(w)
             row = {"workload": w.name, "gpus": len(w.gpus), "policy": p}
-            for fam, variants in STRATEGIES.items():
+            for fam, variants in (*STRATEGIES.items(), ("noise: 2% jitter", JITTER)):
                 best = bestv = None
                 for t in tenants:
                     for s in variants:
