@@ -55,6 +55,12 @@ from .state import AnytimeResult, SearchState
 
 __all__ = ["anytime_solve", "AnytimeResult", "WarmStart"]
 
+#: columns each owner may add to the LP master per pricing round. On big rounds every master
+#: solve (interior point) costs seconds, so fewer, larger rounds reach a tighter bound in the
+#: same time: 32x32x400 (822,088 columns), LP stage of 20 s: Lagrangian bound 37,153 with 3
+#: per owner, 36,977 with 8; on 8x16x60 and 16x24x150 the LP converges either way.
+PRICING_PER_OWNER = 8
+
 
 @dataclass(frozen=True)
 class WarmStart:
@@ -140,7 +146,8 @@ def _lp_stage(S: SearchState, init: np.ndarray, lp_share: float) -> LpState:
     P, clock = S.P, S.clock
     left = clock.left()  # None exactly when there is no time limit
     lp_until = None if left is None else clock.now() + lp_share * max(0.0, left)
-    lp = column_generation(P, init_cols=init, deadline=None, clock=clock, until=lp_until, rel_tol=1e-4)
+    lp = column_generation(P, init_cols=init, deadline=None, clock=clock, until=lp_until, rel_tol=1e-4,
+                           per_owner=PRICING_PER_OWNER)
     S.tighten(lp.bound)
     S.lp = lp
     S.note("lp-bound", bound=lp.bound, lp_value=lp.lp_value, converged=lp.converged, iterations=lp.iterations,
