@@ -10,6 +10,7 @@ CP-SAT finds the better answers, SCIP proves the tighter bounds.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -26,45 +27,61 @@ def values_scale_exactly(P: MatrixProblem, cols: np.ndarray) -> bool:
     return objective_scale(P.values[cols], P.owner[cols])[1]
 
 
+def _side_by_side(P: MatrixProblem, calls: list[Callable[[Race], SubResult | None]], *,
+                  decline_stops: bool) -> SubResult | None:
+    """Run ``calls`` (each given the shared :class:`Race`) in parallel threads; the first proof
+    stops the others. Returns the proof, else the best answer with the tightest of the proven
+    bounds; ``None`` when no call answered, or (``decline_stops``) when one declined the
+    problem (returned ``None``) and nobody proved it."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    race = Race()
+    results: list[SubResult] = []
+    declined = False
+    with ThreadPoolExecutor(len(calls)) as ex:
+        pending: set[Future[SubResult | None]] = {ex.submit(call, race) for call in calls}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                try:
+                    r = f.result()
+                except ImportError:  # pragma: no cover - a backend missing: the others decide
+                    r = None
+                if r is None:
+                    declined = True
+                else:
+                    results.append(r)
+            if any(r.optimal for r in results) or (declined and decline_stops):
+                while pending:  # stop the others, again until they have returned
+                    race.stop()
+                    _, pending = wait(pending, timeout=0.05)
+    proven = [r for r in results if r.optimal]
+    if proven:
+        return proven[0]
+    if not results or (declined and decline_stops):
+        return None
+    best = max(results, key=lambda r: float(P.values @ r.x))
+    bounds = [r.bound for r in results if r.bound is not None]
+    return SubResult(best.x, False, min(bounds) if bounds else None, max(r.seconds for r in results),
+                     any(r.rounded_optimal for r in results), sum(r.work for r in results))
+
+
+def _workers_but_one(threads: int | None) -> int:
+    return max(1, (int(threads) if threads else (os.cpu_count() or 2)) - 1)
+
+
 def race_exact(P: MatrixProblem, cols: np.ndarray, *, hint: np.ndarray | None, threads: int | None,
                 seed: int) -> SubResult | None:
     """CP-SAT and HiGHS side by side on the same restricted MIP, without a time limit; the
     first proof wins and the other solver is stopped. Neither dominates: on one GPU round
     CP-SAT proved the WDP in 8 s and HiGHS in 11 s, while on a core separation problem of the
     same round HiGHS took 5 s and CP-SAT 75 s. Returns ``None`` when neither is installed."""
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    race = Race()
-    workers = max(1, (int(threads) if threads else (os.cpu_count() or 2)) - 1)
-    results: list[SubResult] = []
-    with ThreadPoolExecutor(2) as ex:
-        pending: set[Future[SubResult | None]] = {
-            ex.submit(solve_restricted_cpsat, P, cols, time_limit=None, hint=hint, threads=workers, seed=seed,
-                      exact=True, race=race),
-            ex.submit(solve_restricted_highs, P, cols, time_limit=None, hint=hint, threads=1, race=race),
-        }
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
-                try:
-                    r = f.result()
-                except ImportError:  # pragma: no cover - one backend missing: the other decides
-                    r = None
-                if r is not None:
-                    results.append(r)
-            if any(r.optimal for r in results):
-                while pending:  # stop the other, again until it has returned
-                    race.stop()
-                    _, pending = wait(pending, timeout=0.05)
-    if not results:
-        return None
-    proven = [r for r in results if r.optimal]
-    if proven:
-        return proven[0]
-    best = max(results, key=lambda r: float(P.values @ r.x))
-    bounds = [r.bound for r in results if r.bound is not None]
-    return SubResult(best.x, False, min(bounds) if bounds else None, max(r.seconds for r in results),
-                     any(r.rounded_optimal for r in results), sum(r.work for r in results))
+    workers = _workers_but_one(threads)
+    return _side_by_side(P, [
+        lambda race: solve_restricted_cpsat(P, cols, time_limit=None, hint=hint, threads=workers, seed=seed,
+                                            exact=True, race=race),
+        lambda race: solve_restricted_highs(P, cols, time_limit=None, hint=hint, threads=1, race=race),
+    ], decline_stops=False)
 
 
 def portfolio_exact(P: MatrixProblem, cols: np.ndarray, *, time_limit: float, hint: np.ndarray | None,
@@ -75,46 +92,16 @@ def portfolio_exact(P: MatrixProblem, cols: np.ndarray, *, time_limit: float, hi
 
     Neither backend dominates on both counts. On CATS arbitrary 256 goods x 2,005 bids at 60 s
     (2 cores): CP-SAT found 17,192 (bound 19,408, its LP's), SCIP 17,118 with the bound
-    19,131, HiGHS 17,172 with 19,246; the pair gives 17,192 within 19,131. Returns ``None``
-    when CP-SAT declines the problem (capacities that do not scale exactly to integers) or a
-    backend is missing: the caller then solves it alone.
+    19,131, HiGHS 17,172 with 19,246; the pair gives the better answer and SCIP's bound.
+    Returns ``None`` when CP-SAT declines the problem (capacities that do not scale exactly to
+    integers) or a backend is missing: the caller then solves it alone.
     """
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    race = Race()
-    workers = max(1, (int(threads) if threads else (os.cpu_count() or 2)) - 1)
-    results: list[SubResult] = []
-    declined = False
-    with ThreadPoolExecutor(2) as ex:
-        pending: set[Future[SubResult | None]] = {
-            ex.submit(solve_restricted_cpsat, P, cols, time_limit=time_limit, hint=hint, threads=workers, seed=seed,
-                      exact=True, race=race),
-            ex.submit(solve_restricted, P, cols, time_limit=time_limit, hint=hint, threads=1, race=race),
-        }
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
-                try:
-                    r = f.result()
-                except ImportError:  # pragma: no cover - a backend missing: the caller decides
-                    r = None
-                if r is None:
-                    declined = True
-                else:
-                    results.append(r)
-            if declined or any(r.optimal for r in results):
-                while pending:  # stop the other, again until it has returned
-                    race.stop()
-                    _, pending = wait(pending, timeout=0.05)
-    if declined and not any(r.optimal for r in results):
-        return None
-    proven = [r for r in results if r.optimal]
-    if proven:
-        return proven[0]
-    best = max(results, key=lambda r: float(P.values @ r.x))
-    bounds = [r.bound for r in results if r.bound is not None]
-    return SubResult(best.x, False, min(bounds) if bounds else None, max(r.seconds for r in results),
-                     any(r.rounded_optimal for r in results), sum(r.work for r in results))
+    workers = _workers_but_one(threads)
+    return _side_by_side(P, [
+        lambda race: solve_restricted_cpsat(P, cols, time_limit=time_limit, hint=hint, threads=workers, seed=seed,
+                                            exact=True, race=race),
+        lambda race: solve_restricted(P, cols, time_limit=time_limit, hint=hint, threads=1, race=race),
+    ], decline_stops=True)
 
 
 def solve_exact_restricted(P: MatrixProblem, cols: np.ndarray, *, time_limit: float | None, hint: np.ndarray | None,
