@@ -62,17 +62,18 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InputError, check_time_limit
+from ..errors import InputError
 from ..model.instance import Bid, Bidder, Instance, Slot
 from ..model.tasks import GpuSpec, Task, task_value
 from ..model.validate import mark_validated
 from ..solvers import solve
+from .records import Assignment, Candidate, Clearing, CreditEntry, MarketConfig, Reservation
 
 logger = logging.getLogger(__name__)
 
@@ -81,214 +82,6 @@ __all__ = ["MarketConfig", "Candidate", "Reservation", "Assignment", "Clearing",
 
 #: mechanisms the market implements itself when :mod:`gensolver.mechanisms` is absent
 MECHANISMS_BUILTIN = ("pay-as-bid",)
-
-
-@dataclass(frozen=True)
-class MarketConfig:
-    """Options of the market (all keyword-only; see the module docstring).
-
-    Attributes
-    ----------
-    lease : int
-        Steps per round.
-    blocks : int
-        Horizon length in leases (``horizon = blocks * lease`` steps).
-    mechanism : str
-        A :func:`gensolver.mechanisms.run_mechanism` name, or ``"pay-as-bid"``.
-    solver : str
-        Winner-determination method (``gensolver methods``).
-    time_limit : float
-        Seconds for each round's solve (``None``: unlimited; keep rounds fast).
-    greedy_above : int
-        Use ``"greedy"`` when an instance has more bids than this.
-    memory_levels : int
-        Memory levels offered per task (min .. preferred).
-    max_gpu_options : int
-        GPU groups offered per task, level and block.
-    max_bidders : int
-        Tasks admitted to one round (running first, then by aged value per GiB).
-    checkpoint_steps : float
-        Work added when a preemptible task moves or pauses.
-    aging : float
-        Value multiplier growth per waited duration (see module docstring).
-    switch_penalty : float
-        Fraction of value a running task's bundle loses when it moves or pauses (switching
-        cost beyond the checkpoint steps; keeps optimal solvers from reshuffling ties).
-    budget, refill, refill_every, budget_cap : float
-        Credits: initial balance, refill amount, refill period (steps), balance cap.
-    eta, w_min, w_max : float
-        Weight update rate and bounds.
-    deterministic : bool
-        With ``solver="auto"``, ``time_limit`` is a budget of *work units* (the anytime
-        engine's deterministic clock, :class:`gensolver.solvers.anytime.budget.WorkClock`), not
-        wall-clock seconds: a round's outcome depends only on the instance, the seed (0) and
-        ``threads``, so reruns give identical logs. ``False``: wall-clock limits (faster to
-        stop, not reproducible).
-    threads : int
-        Solver threads (part of what fixes a deterministic outcome).
-    """
-
-    lease: int = 5
-    blocks: int = 2
-    mechanism: str = "pay-as-bid"
-    solver: str = "auto"
-    time_limit: float | None = 0.2
-    greedy_above: int = 3000
-    memory_levels: int = 3
-    max_gpu_options: int = 4
-    max_bidders: int = 48
-    checkpoint_steps: float = 1.0
-    aging: float = 1.0
-    switch_penalty: float = 0.2
-    bid_model: str = "deferral"
-    deferral_floor: float = 0.05
-    budget: float = 1000.0
-    refill: float = 500.0
-    refill_every: int = 60
-    budget_cap: float = 5000.0
-    eta: float = 0.5
-    w_min: float = 0.25
-    w_max: float = 4.0
-    deterministic: bool = True
-    threads: int = 1
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.deterministic, bool):
-            raise ValueError(f"MarketConfig.deterministic must be true or false, got {self.deterministic!r}")
-        for name in ("lease", "blocks", "memory_levels", "max_gpu_options", "max_bidders", "refill_every", "greedy_above",
-                     "threads"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"MarketConfig.{name} must be a positive integer, got {v!r}")
-        if self.bid_model not in ("deferral", "absolute"):
-            raise ValueError(f"MarketConfig.bid_model must be 'deferral' or 'absolute', got {self.bid_model!r}")
-        if not 0 < self.deferral_floor <= 1:
-            raise ValueError(f"MarketConfig.deferral_floor must be in (0, 1], got {self.deferral_floor!r}")
-        if not 0 <= self.switch_penalty < 1:
-            raise ValueError(f"MarketConfig.switch_penalty must be in [0, 1), got {self.switch_penalty!r}")
-        for name in ("checkpoint_steps", "aging", "budget", "refill", "budget_cap", "eta", "w_min", "w_max"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"MarketConfig.{name} must be a finite non-negative number, got {v!r}")
-        check_time_limit(self.time_limit, name="MarketConfig.time_limit")
-        if not 0 < self.w_min <= 1 <= self.w_max:
-            raise ValueError("MarketConfig needs 0 < w_min <= 1 <= w_max")
-        from ..solvers import get_method  # an unknown name is refused here, not by every round
-
-        if not isinstance(self.solver, str):
-            raise ValueError(f"MarketConfig.solver must be a method name, got {self.solver!r}")
-        get_method(self.solver)
-
-    @property
-    def horizon(self) -> int:
-        return self.lease * self.blocks
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A task that wants GPUs this round.
-
-    Attributes
-    ----------
-    task : Task
-        ``release`` is its arrival step (used by the value decay).
-    remaining : float
-        Work left, in steps at preferred memory.
-    waited : float
-        Steps it has waited (not running) so far.
-    placement : tuple of str or None
-        GPUs it runs on now (running preemptible tasks), else ``None``.
-    memory : float or None
-        Memory per GPU it has now, when running.
-    models : tuple of str or None
-        GPU models it may run on (its ``gpu_spec``); ``None``: any.
-    """
-
-    task: Task
-    remaining: float
-    waited: float = 0.0
-    placement: tuple[str, ...] | None = None
-    memory: float | None = None
-    models: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Reservation:
-    """Capacity held on ``gpu`` for the next ``steps`` steps by a task that keeps its GPU."""
-
-    gpu: str
-    memory: float
-    compute: float
-    steps: float
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """A committed winner: start now on ``gpus`` with ``memory`` GiB per GPU."""
-
-    task: str
-    gpus: tuple[str, ...]
-    memory: float
-    length: int
-    value: float
-    keep: bool
-
-
-@dataclass(frozen=True)
-class CreditEntry:
-    """One change of a tenant's balance (``reason``: budget, refill, payment)."""
-
-    time: float
-    tenant: str
-    amount: float
-    reason: str
-    task: str = ""
-
-
-@dataclass(frozen=True)
-class Clearing:
-    """Frozen result of one round (:meth:`Market.clear`).
-
-    Attributes
-    ----------
-    time : float
-    assignments : Mapping[str, Assignment]
-        Committed winners (start now, or keep running) by task id.
-    preempted : tuple of str
-        Running candidates that lost their GPUs.
-    charges : Mapping[str, float]
-        Credits charged per task this round.
-    candidates, bids : int
-    mechanism, method, status : str
-    welfare : float
-    seconds : float
-        Wall-clock time of the clearing (mechanism and solves).
-    build_seconds : float
-        Time to build the auction.
-    payments_exact : bool
-        The mechanism's ``Outcome.exact``: the payments charged are the exact payments of its
-        definition (``True`` for an empty round).
-    payment_bounds : Mapping[str, tuple[float, float]]
-        Per bidder (task), an interval certain to contain its exact payment.
-    payments_note : str
-        Why the payments are not exact (``""`` when they are).
-    """
-
-    time: float
-    assignments: Mapping[str, Assignment]
-    preempted: tuple[str, ...]
-    charges: Mapping[str, float]
-    candidates: int
-    bids: int
-    mechanism: str
-    method: str
-    status: str
-    welfare: float
-    seconds: float
-    build_seconds: float
-    payments_exact: bool = True
-    payment_bounds: Mapping[str, tuple[float, float]] = field(default_factory=lambda: MappingProxyType({}))
-    payments_note: str = ""
 
 
 @dataclass
