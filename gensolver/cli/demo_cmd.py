@@ -37,7 +37,7 @@ DEMO_FILES = ("jobs.yaml", "instance.json", "plan.json", "gantt.png", "utilisati
 GPUS = (("a100-80", 80.0, "node-a"), ("a100-40", 40.0, "node-b"))
 STEPS = 8
 STEP_SECONDS = 900.0
-POLICIES = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "auction")
+POLICIES = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction", "market")
 TOL = 1e-6
 
 
@@ -182,8 +182,10 @@ def demo_command(
                       f"{r['makespan']:.3g}", f"{100 * r['mem_util']:.0f} %", f"{r['jain']:.3f}",
                       f"{r['credits']:.3g}")
     con.print(table)
-    con.print("fcfs-whole-gpu gives each job a whole GPU; fcfs-packing and elastic share GPUs by memory; the "
-                  "auction clears a market round every lease and charges credits.", highlight=False)
+    con.print("fcfs-whole-gpu gives each job a whole GPU; fcfs-packing and elastic share GPUs by memory; "
+                  "finish-time-fair serves the job furthest behind its fair finish time first; the auction "
+                  "clears a combinatorial market round every lease; the market ranks jobs by finish-time "
+                  "fairness and credits (income per job, bids by urgency, a price set by others).", highlight=False)
     pictures = {"utilisation.png": plot_utilisation(results), "jct_cdf.png": plot_jct_cdf(results)}
 
     # the files: everything is drawn before the first one is written ------------------------------
