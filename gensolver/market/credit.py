@@ -26,9 +26,14 @@ Model (documented; what is proved and what is only measured is in ``docs/explana
   density (credits per GiB-step of remaining work: Smith's rule in credits).
 - **Price.** Each round has one price per GiB-step: the bid density ``bid / (memory x gpus x
   lease)`` of the best-scored task left out for lack of capacity (0 when nothing is left
-  out). Every task served in the round pays ``price x its GiB-steps`` (at most its tenant's
-  balance): a price set by the others, independent of its own bid (a posted-price rule; the
-  critical value when every demand has the same size).
+  out). Every task served in the round pays ``price x its GiB-steps``, at most its own income
+  share of the round (``income / tasks seen``; the market's ``limit="share"``): a price set by
+  the others, independent of its own bid (a posted-price rule; the critical value when every
+  demand has the same size). A tenant runs at most as many tasks as it has brought, so its
+  round income covers its charges: no balance runs dry, and a payment depends on no account,
+  hence not on false names. (``limit="balance"``, the earlier rule, charged up to the
+  tenant's balance: a false name whose balance its running tasks had drained paid less, while
+  its other name kept its credits.)
 
 Spending now lowers the balance, hence the bids and the scores of the tenant's later tasks: a
 tenant that overstates urgency to be served now pays for it later.
@@ -170,8 +175,12 @@ class CreditBank:
         out = budget[inv] * share
         return out
 
-    def charge(self, tenant: str, task: str, amount: float) -> float:
-        """Take ``amount`` (at most the balance) from ``tenant``; the amount taken."""
-        amt = min(max(0.0, amount), max(0.0, self.balances.get(tenant, 0.0)))
+    def charge(self, tenant: str, task: str, amount: float, *, limit: float = math.inf) -> float:
+        """Take ``amount``, at most ``limit`` and at most the balance, from ``tenant``; the
+        amount taken. With ``limit`` the task's income share of the round (the market's
+        default), a tenant's round income covers every charge of its running tasks, so the
+        balance never binds and what a task pays depends on no account: not on how its tenant
+        spreads its tasks over names."""
+        amt = min(max(0.0, amount), max(0.0, limit), max(0.0, self.balances.get(tenant, 0.0)))
         self._move(tenant, -amt, "payment", task)
         return amt

@@ -25,7 +25,10 @@ Each round boundary (every ``lease`` steps):
    within a factor ``spread`` of the mean bid per GiB-step of the other tenants' tasks (so one
    outlier cannot set a wild price): a tenant's own bids never set its price. Every task
    holding GPUs after the round pays ``price x memory x gpus x lease`` credits for what it
-   holds (at most its tenant's balance), so shading a bid buys no discount.
+   holds, at most its income share of the round (``limit="share"``: ``income / tasks seen``, so
+   a tenant's round income covers its charges and no payment depends on which account, or which
+   false name, pays it; ``limit="balance"``: at most its tenant's balance, the earlier rule), so
+   shading a bid buys no discount.
 
 Progress is what the scheduler observes: a running task's attained work counts its progress
 since its last event (:func:`attained`), whatever it reported. Three rules act on reports
@@ -110,13 +113,19 @@ class MarketPolicy(Policy):
     **options
         :class:`gensolver.market.credit.CreditConfig` fields (``income``, ``spend``,
         ``rho_power``, ``credit_power``, ``spread``, ``cap``).
+    limit : {"share", "balance"}, keyword-only
+        A running task pays ``price x GiB x lease`` per round, at most its income share of the
+        round (``"share"``: ``income / tasks seen so far``; a tenant's round income then covers
+        all its charges, so no payment depends on which account or false name pays it), or at
+        most its tenant's balance (``"balance"``: the earlier rule; a false name whose running
+        tasks drained its balance paid less while its other name kept its credits).
     """
 
     name = "market"
 
     def __init__(self, *, backfill: str = "preferred", density: str = "work", overrun: float = 1e-3,
                  evidence: bool = True, verify_memory: bool = True, income: str = "arrivals",
-                 forfeit: bool = True, tail: float = 0.0, **options: Any) -> None:
+                 forfeit: bool = True, tail: float = 0.0, limit: str = "share", **options: Any) -> None:
         super().__init__()
         if not 0 <= overrun <= 1:
             raise ValueError(f"overrun must be in [0, 1], got {overrun!r}")
@@ -132,6 +141,9 @@ class MarketPolicy(Policy):
         if income not in ("arrivals", "active"):
             raise ValueError(f"income must be 'arrivals' or 'active', got {income!r}")
         self.income = income
+        if limit not in ("share", "balance"):
+            raise ValueError(f"limit must be 'share' or 'balance', got {limit!r}")
+        self.limit = limit
         self._seen: set[str] = set()
         self._arrived: list[str] = []  # the owner of every task seen so far, in arrival order
         self._price: dict[str, float] = {}
@@ -339,11 +351,13 @@ class MarketPolicy(Policy):
         prices = {t: (1 - a) * self._price.get(t, 0.0) + a * raw.get(t, 0.0) for t in set(tenant_of) | set(self._price)}
         self._price = prices
         charged = 0
+        shares = len(self._arrived) if self.income == "arrivals" else len(active)  # who shared this round's income
+        share = self.bank.config.income / shares if self.limit == "share" else math.inf
         for s in active:
             price = prices.get(s.task.tenant, 0.0)
             if s.state == "running" and price > 0:
                 amt = price * s.memory * len(s.gpus) * self.lease
-                charged += self.bank.charge(s.task.tenant, s.id, amt) > 0
+                charged += self.bank.charge(s.task.tenant, s.id, amt, limit=share) > 0
         price = max(prices.values(), default=0.0)
         self.rounds.append({"time": now, "boundary": True, "waiting": len(waiting), "candidates": len(cands),
                             "bids": len(active), "price": price, "winners": len(plan), "charged": charged})
