@@ -30,7 +30,8 @@ Model (documented; what is proved and what is only measured is in ``docs/explana
   share of the round (``income / tasks seen``; the market's ``limit="share"``): a price set by
   the others, independent of its own bid (a posted-price rule; the critical value when every
   demand has the same size). A tenant runs at most as many tasks as it has brought, so its
-  round income covers its charges: no balance runs dry, and a payment depends on no account,
+  round income (or, at the cap, its balance; ``cap >= 1``) covers its charges: no balance runs
+  dry, and a payment depends on no account,
   hence not on false names. (``limit="balance"``, the earlier rule, charged up to the
   tenant's balance: a false name whose balance its running tasks had drained paid less, while
   its other name kept its credits.)

@@ -110,15 +110,16 @@ class MarketPolicy(Policy):
         goes first, since its waiting delays the last finish. It trades JCT for memory
         utilisation over the makespan; it trusts reported durations until calibration
         corrects them, so inflating one's durations can buy this priority.
-    **options
-        :class:`gensolver.market.credit.CreditConfig` fields (``income``, ``spend``,
-        ``rho_power``, ``credit_power``, ``spread``, ``cap``).
     limit : {"share", "balance"}, keyword-only
         A running task pays ``price x GiB x lease`` per round, at most its income share of the
-        round (``"share"``: ``income / tasks seen so far``; a tenant's round income then covers
+        round (``"share"``: ``income / tasks seen so far``; with ``income="arrivals"`` and
+        ``cap >= 1`` a tenant's round income, or its balance at the cap, then covers
         all its charges, so no payment depends on which account or false name pays it), or at
         most its tenant's balance (``"balance"``: the earlier rule; a false name whose running
         tasks drained its balance paid less while its other name kept its credits).
+    **options
+        :class:`gensolver.market.credit.CreditConfig` fields (``income``, ``spend``,
+        ``rho_power``, ``credit_power``, ``spread``, ``cap``).
     """
 
     name = "market"
