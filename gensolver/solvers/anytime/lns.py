@@ -120,9 +120,10 @@ def lns_search(S: SearchState, lp: LpState, *, K: int, threads: int | None, seed
     the budget (16x24x150 at 30 s, four seeds: mean welfare 10,326 with a 1 s cap against
     10,256 with 3 s).
 
-    ``focus_rows`` (a warm start's changed rows): the first iterations grow their
-    neighbourhoods from these rows, where the previous round's answer is most likely to be
-    improvable, before random rows take over.
+    ``focus_rows`` (a warm start's changed rows): the first iterations (at most
+    ``FOCUS_ITERATIONS``, and only while they gain) grow their neighbourhoods from these rows,
+    where the previous round's answer is most likely to be improvable, before random rows take
+    over.
     """
     P, clock, det = S.P, S.clock, S.clock.det
     values = P.values
@@ -167,6 +168,8 @@ def lns_search(S: SearchState, lp: LpState, *, K: int, threads: int | None, seed
             best_k = max(range(len(subs)), key=lambda k: float(values @ subs[k].x))
             merged = merge_moves(P, S.x, [r.x for r in subs]) if len(subs) > 1 else subs[best_k].x
             gained = S.offer(merged, margin=1e-9 * max(1.0, S.W))
+            if focus is not None and not gained:
+                focus_rows = None  # the changed rows gave what they had: random rows from now on
             # adapt: solved fast to optimality -> bigger neighbourhoods; timed out -> smaller
             all_optimal = all(r.optimal for r in subs)
             if all_optimal and not gained:
