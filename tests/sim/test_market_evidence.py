@@ -75,7 +75,8 @@ def test_caught_tasks_earn_no_income(forfeit):
 def test_the_rules_change_nothing_in_a_truthful_run():
     w = with_deadlines(synthetic_workload(60, seed=7, rate=4.0, gang_share=0.1, tenants=3), seed=7)
     on = simulate(w, policy="market")
-    off = simulate(w, policy="market", policy_options={"evidence": False, "verify_memory": False, "forfeit": False})
+    off = simulate(w, policy="market", policy_options={"evidence": False, "verify_memory": False, "forfeit": False,
+                                                       "pay_back": False, "calibrate": "mean"})
     log = [json.dumps([e.to_dict() for e in r.events], sort_keys=True) for r in (on, off)]
     assert log[0] == log[1]
 
@@ -108,3 +109,54 @@ def test_the_makespan_rule_starts_the_critical_task_first(tail):
     first = min(r.tasks.values(), key=lambda t: (t.first_start, t.id))
     assert (first.id == "x-long") == (tail > 0)
     assert r.tasks["x-long"].finish == (20.0 if tail > 0 else 24.0)
+
+
+def _understater(*, calibrate: str = "max", **policy_options):
+    """One 10 GiB GPU, tenant L understating 4x: ``a1`` reports 1 step (needs 4), ``a2`` reports 2
+    (needs 8); all start at 0 with 3 GiB. At t=5, a1 has finished (4 of work for 1 reported) and
+    a2 has done 5 against 2 reported; T's ``b`` (6 steps, truthful) is still within its report."""
+    a1, a2 = Task("a1", 3, 3, 4, 1.0, compute=0.3, tenant="L"), Task("a2", 3, 3, 8, 1.0, compute=0.3, tenant="L")
+    b = Task("b", 3, 3, 6, 1.0, compute=0.3, tenant="T")
+    c = Cluster([GpuSpec("g", 10.0)], [replace(a1, duration=1), replace(a2, duration=2), b],
+                truths={"a1": a1, "a2": a2})
+    pol = MarketPolicy(calibrate=calibrate, **policy_options)
+    pol.attach(c)
+    for st in c.tasks.values():
+        st.state = "waiting"
+    for k in ("a1", "a2", "b"):
+        c.start(k, ["g"], 3)
+    c.env.run(until=5.0)
+    return c, pol
+
+
+@pytest.mark.parametrize("calibrate", ["max", "mean"])
+def test_calibration_scales_by_the_worst_understatement_seen(calibrate):
+    c, pol = _understater(calibrate=calibrate)
+    assert c.tasks["a1"].state == "done" and attained(c.tasks["a2"], 5.0) == pytest.approx(5.0)
+    kap = pol._kappas(c)
+    # ratios: a1 4 / 1 = 4 (finished), a2 5 / 2 = 2.5 (a lower bound: it is still running).
+    # max: 4, L's next 10-step report counts as 40; mean: (4 + 5) / (1 + 2) = 3, it counts as 30
+    # (the max-rule check fails under the mean rule: 3 != 4)
+    assert kap == ({"L": pytest.approx(4.0)} if calibrate == "max" else {"L": pytest.approx(3.0)})
+
+
+@pytest.mark.parametrize("preemptible", [False, True])
+@pytest.mark.parametrize("pay_back", [True, False])
+def test_an_unstoppable_caught_task_is_paid_back_by_its_tenants_other_tasks(preemptible, pay_back):
+    # one 10 GiB GPU: L's n reports 2 steps but needs 8 and runs from 0; at t=3 (3 done > 2) it is
+    # caught. L's w1 and T's w2 arrive at 3 with the same reports: both score rho = 1 (no credits
+    # yet, factor 1), so their scores are equal unless L owes: then w1's is x overrun (0.001).
+    n = Task("n", 4, 4, 8, 1.0, compute=0.3, tenant="L", preemptible=preemptible)
+    w1 = Task("w1", 4, 4, 4, 1.0, compute=0.3, tenant="L", release=3)
+    w2 = replace(w1, id="w2", tenant="T")
+    c = Cluster([GpuSpec("g", 10.0)], [replace(n, duration=2), w1, w2], truths={"n": n})
+    pol = MarketPolicy(pay_back=pay_back)
+    pol.attach(c)
+    for st in c.tasks.values():
+        st.state = "waiting"
+    c.start("n", ["g"], 4)
+    c.env.run(until=3.0)
+    score, _ = pol._scores(c, [c.tasks["w1"], c.tasks["w2"]])
+    assert score[1] == pytest.approx(1.0)
+    owes = pay_back and not preemptible  # a preemptible liar is preempted instead (its own score)
+    assert score[0] / score[1] == pytest.approx(1e-3 if owes else 1.0)

@@ -31,17 +31,22 @@ Each round boundary (every ``lease`` steps):
    shading a bid buys no discount.
 
 Progress is what the scheduler observes: a running task's attained work counts its progress
-since its last event (:func:`attained`), whatever it reported. Three rules act on reports
+since its last event (:func:`attained`), whatever it reported. Four rules act on reports
 proved false by that observation (a truthful task is never caught, so they change nothing in a
 truthful run):
 
-- **Calibration.** Reported durations are scaled, per tenant, by observed work / reported
-  duration over its finished tasks and its unfinished tasks already past their reports
-  (``evidence``): an understating tenant is corrected at its first overrun.
+- **Calibration.** Reported durations are scaled, per tenant, by the largest ratio observed
+  work / reported duration over its finished tasks and its unfinished tasks already past their
+  reports (``evidence``; ``calibrate="max"``): the smallest factor that would have made every
+  report seen so far honest, so an understating tenant is corrected at its first overrun, and
+  by its worst understatement, not by an average diluted by the lower bounds of tasks still
+  running (``calibrate="mean"``: total work / total reported, the earlier rule).
 - **Overrun.** A task that has run past its reported duration, or (``verify_memory``) ran below
   full speed at its reported preferred memory, is caught: its score is multiplied by
   ``overrun`` (default 0.001), so a false report buys a head start that the rest of the run
   pays back.
+- **Pay-back.** While a non-preemptible task runs caught (it cannot be preempted), its
+  tenant's other tasks are scored as caught (``pay_back``).
 - **Forfeit.** With ``income="active"``, a caught task earns its tenant no income
   (``forfeit``): income is the fair share of a task whose report holds.
 
@@ -93,6 +98,18 @@ class MarketPolicy(Policy):
         Duration calibration also counts the tenant's unfinished tasks already past their
         reports (their work so far), so an understating tenant is caught at its first overrun
         rather than at its first finish.
+    calibrate : {"max", "mean"}, keyword-only
+        The per-tenant duration factor: the largest ratio observed work / reported duration
+        over the evidence (``"max"``), or total observed work / total reported duration
+        (``"mean"``, the earlier rule). Under ``"mean"`` an unfinished task past its report adds
+        only its work so far (a lower bound), which dilutes the factor: a tenant reporting a
+        quarter of its durations was scaled by 2, so its long jobs still looked short. A
+        truthful tenant's ratios are all 1 under both rules.
+    pay_back : bool, keyword-only
+        While a non-preemptible task of a tenant runs caught (past its reported duration, or
+        slower than its memory report allows), every other task of that tenant is scored as
+        caught too (``overrun``): the overrun penalty cannot stop the task itself, so the head
+        start its false report bought is paid back by its tenant's other tasks.
     verify_memory : bool, keyword-only
         A task seen running below full speed at its reported preferred memory (it needs more
         than it reported) is caught, like an overrun, for the rest of its run.
@@ -126,8 +143,13 @@ class MarketPolicy(Policy):
 
     def __init__(self, *, backfill: str = "preferred", density: str = "work", overrun: float = 1e-3,
                  evidence: bool = True, verify_memory: bool = True, income: str = "arrivals",
-                 forfeit: bool = True, tail: float = 0.0, limit: str = "share", **options: Any) -> None:
+                 forfeit: bool = True, tail: float = 0.0, limit: str = "share", calibrate: str = "max",
+                 pay_back: bool = True, **options: Any) -> None:
         super().__init__()
+        if calibrate not in ("max", "mean"):
+            raise ValueError(f"calibrate must be 'max' or 'mean', got {calibrate!r}")
+        self.calibrate = calibrate
+        self.pay_back = pay_back
         if not 0 <= overrun <= 1:
             raise ValueError(f"overrun must be in [0, 1], got {overrun!r}")
         self.overrun = overrun
@@ -158,6 +180,7 @@ class MarketPolicy(Policy):
         self.lease = 5
         self._worked: dict[str, float] = {}
         self._reported: dict[str, float] = {}
+        self._ratio: dict[str, float] = {}  # largest observed work / reported duration of a finished task
         self._slow: set[str] = set()  # tasks seen running slower than their memory report allows
 
     @property
@@ -172,23 +195,27 @@ class MarketPolicy(Policy):
             done = st.executed - st.overhead - st.lost
             self._worked[st.task.tenant] = self._worked.get(st.task.tenant, 0.0) + done
             self._reported[st.task.tenant] = self._reported.get(st.task.tenant, 0.0) + st.task.duration
+            if st.task.duration > 0:
+                self._ratio[st.task.tenant] = max(self._ratio.get(st.task.tenant, 0.0), done / st.task.duration)
             if previous is not None:
                 previous(st)
 
         cluster.on_finish = learn
 
     def calibration(self, tenant: str) -> float:
-        """Observed work / reported duration over the tenant's finished tasks (1 before any)."""
+        """Observed work / reported duration over the tenant's finished tasks, in total (1 before
+        any; the ``calibrate="mean"`` factor without running evidence)."""
         rep = self._reported.get(tenant, 0.0)
         return self._worked.get(tenant, 0.0) / rep if rep > 0 else 1.0
 
     def _kappas(self, cluster: Cluster) -> dict[str, float]:
-        """Per tenant, observed work / reported duration over its finished tasks *and* its
-        unfinished tasks already past their reports (work done so far: a lower bound on their
-        true work), 1 without evidence. A truthful tenant's unfinished tasks never overrun, so
-        its factor is the finished-task ratio (:meth:`calibration`); an understating tenant is
-        caught as soon as one of its tasks outlives its report, not only when one finishes."""
-        worked, rep = dict(self._worked), dict(self._reported)
+        """Per tenant, the duration factor from its finished tasks *and* its unfinished tasks
+        already past their reports (work done so far: a lower bound on their true work); absent
+        (1) without evidence. ``calibrate="max"``: the largest ratio work / report among them;
+        ``"mean"``: total work / total reported. A truthful tenant's unfinished tasks never
+        overrun, so its factor comes from its finished tasks (ratio 1); an understating tenant
+        is caught as soon as one of its tasks outlives its report, not only when one finishes."""
+        worked, rep, top = dict(self._worked), dict(self._reported), dict(self._ratio)
         if self.evidence:
             for s in cluster.waiting() + cluster.running():
                 done = attained(s, cluster.now)
@@ -196,6 +223,9 @@ class MarketPolicy(Policy):
                     t = s.task.tenant
                     worked[t] = worked.get(t, 0.0) + done
                     rep[t] = rep.get(t, 0.0) + s.task.duration
+                    top[t] = max(top.get(t, 0.0), done / s.task.duration)
+        if self.calibrate == "max":
+            return {t: top[t] for t, r in rep.items() if r > 0}
         return {t: worked[t] / r for t, r in rep.items() if r > 0}
 
     # ------------------------------------------------------------ scoring (vectorised)
@@ -248,8 +278,23 @@ class MarketPolicy(Policy):
         if self.tail > 0:  # makespan-critical tasks first (a factor above any other score)
             score = np.where(rem / speed >= self.tail * self._drain(cluster, kap), score * 1e6, score)
         over = self._caught(states, done)
+        if self.pay_back:  # a lie that cannot be stopped is paid back by its tenant's other tasks
+            owing = self._owing(cluster)
+            if owing:
+                over |= np.fromiter((t.tenant in owing for t in rep), bool, n)
         score = np.where(over, score * self.overrun, score)
         return score, bids / (size * self.lease)
+
+    def _owing(self, cluster: Cluster) -> set[str]:
+        """Tenants with a running non-preemptible task that proved its report false (past its
+        reported duration, or slower than its memory report allows): it cannot be preempted, so
+        while it runs its tenant's other tasks are scored as caught."""
+        running = [s for s in cluster.running() if not s.task.preemptible]
+        if not running:
+            return set()
+        done = np.fromiter((attained(s, cluster.now) for s in running), float, len(running))
+        caught = self._caught(running, done)
+        return {s.task.tenant for s, c in zip(running, caught) if c}
 
     def _caught(self, states: list[TaskState], done: np.ndarray) -> np.ndarray:
         """Which of ``states`` proved their reports false: ran past their reported duration
