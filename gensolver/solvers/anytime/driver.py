@@ -14,7 +14,7 @@ Stages (each yields a better incumbent or a tighter proven bound; all work on a
    W)``. When few columns are eligible, one exact restricted MIP over all of them
    (:mod:`.exact_restricted`) certifies ``OPT <= max(W, B_R)`` with its bound ``B_R``;
    without a time limit this proves optimality. Under a wall-clock limit with two or more
-   threads, CP-SAT and SCIP run side by side on it
+   threads, CP-SAT runs alone for a tenth of the time, then, without a proof, beside SCIP
    (:func:`~.exact_restricted.portfolio_exact`): the better answer, the tighter bound.
 5. **Large-neighbourhood search** (:mod:`.lns`) with the budget left; without a time limit,
    the restricted MIP over every eligible column instead, which proves the optimum.
