@@ -32,7 +32,7 @@ class SimResult:
     policy : str
     workload : str
     events : tuple of Event
-        The full event log (see :class:`gensolver.sim.engine.Event`), input of the audit.
+        The full event log (see :class:`gensolver.sim.records.Event`), input of the audit.
     tasks : Mapping[str, TaskRecord]
     metrics : Metrics
     gpus : tuple of GpuSpec
