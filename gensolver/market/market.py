@@ -27,6 +27,10 @@ Auction of one round (documented model)
   finite horizon cannot express); without it, tasks too long for the horizon look as if they
   lose everything by waiting, and welfare-optimal rounds favour long tasks over short ones.
   ``bid_model="absolute"`` bids the plain utility.
+  **No task left behind:** the first factor is at least ``late_value * value`` (default 5% of
+  the reported value), also past the deadline (where :func:`worth`, the utility, is 0): a late
+  task keeps a positive bid that ages like any other, so it is served when capacity frees
+  (and the simulator's policy backfills idle capacity with the tasks the round left out).
   A running task's bundles that move or pause it are worth ``1 - switch_penalty`` as much.
   Bids are then scaled down, per task, so that no *charge* (see Charging) exceeds
   ``balance[tenant] / (number of the tenant's bidding tasks)``: a tenant can always pay.
@@ -78,7 +82,7 @@ from .records import Assignment, Candidate, Clearing, CreditEntry, MarketConfig,
 logger = logging.getLogger(__name__)
 
 __all__ = ["MarketConfig", "Candidate", "Reservation", "Assignment", "Clearing", "CreditEntry", "Market",
-           "MECHANISMS_BUILTIN"]
+           "MECHANISMS_BUILTIN", "worth"]
 
 #: mechanisms the market implements itself when :mod:`gensolver.mechanisms` is absent
 MECHANISMS_BUILTIN = ("pay-as-bid",)
@@ -233,8 +237,9 @@ class Market:
             res_dur = max(1, math.ceil(cand.remaining - 1e-9))
             options: list[tuple[tuple[str, ...], float, int, int, float]] = []
             pref_len = _steps(res_dur, t.preferred_memory, t)
-            defer = (1.0 - cfg.deferral_floor) * task_value(t, now + cfg.horizon + pref_len) \
+            defer = (1.0 - cfg.deferral_floor) * worth(t, now + cfg.horizon + pref_len) \
                 if cfg.bid_model == "deferral" else 0.0
+            floor = cfg.late_value * float(t.value)
             mems = np.asarray(t.memory_levels(cfg.memory_levels), dtype=float)
             if len(groups):  # every (level, block, group) at once: fits, and memory left over
                 gm, gc = capm[:, gidx], capc[:, gidx]  # (B, groups, k)
@@ -260,11 +265,9 @@ class Market:
                         extra = 0 if (cand.placement is None or stay) else cfg.checkpoint_steps
                         length = move_len if extra else stay_len
                         finish = now + b * L + length
-                        value = (task_value(t, finish) - defer) * w
+                        value = max(worth(t, finish) - defer, floor) * w
                         if cand.placement is not None and not stay:
                             value *= 1.0 - cfg.switch_penalty
-                        if t.deadline is not None and finish > t.deadline:
-                            continue
                         if value <= 0:
                             continue
                         options.append((grp, mem, b, length, value))
@@ -325,8 +328,7 @@ class Market:
         if len(cands) > cfg.max_bidders:
             running = [c for c in cands if c.placement is not None]
             waiting = [c for c in cands if c.placement is None]
-            waiting.sort(key=lambda c: -(c.task.value * (1 + cfg.aging * c.waited / c.task.duration)
-                                         / (c.task.preferred_memory * c.task.gpus * c.task.duration)))
+            waiting.sort(key=lambda c: (-self.priority(c), c.task.release, c.task.id))
             cands = (running + waiting)[:max(cfg.max_bidders, len(running))]
         t0 = time.perf_counter()
         inst, meta = self.build(now, gpus, cands, reservations)
@@ -365,6 +367,14 @@ class Market:
         self._update_weights(cands, won_mem)
         return Clearing(float(now), MappingProxyType(assignments), preempted, MappingProxyType(charges), len(cands),
                         inst.n_bids, mech, used, status, welfare, t2 - t1, t1 - t0, *honest)
+
+    def priority(self, cand: Candidate) -> float:
+        """Aged reported value per GiB-step of a candidate: the order in which tasks are admitted
+        to a round when more than ``max_bidders`` bid, and in which left-out tasks backfill free
+        capacity (:class:`gensolver.sim.policies.auction.AuctionPolicy`)."""
+        t = cand.task
+        aged = t.value * self.weights.get(t.tenant, 1.0) * (1.0 + self.config.aging * cand.waited / t.duration)
+        return float(aged / (t.preferred_memory * t.gpus * max(1.0, cand.remaining)))
 
     def _run(self, inst: Instance, mech: str, method: str, limit: float | None):
         try:
@@ -417,6 +427,15 @@ class Market:
         mean = sum(share.values()) / len(share)
         for k, s in share.items():
             self.weights[k] = float(min(cfg.w_max, max(cfg.w_min, self.weights.get(k, 1.0) * math.exp(cfg.eta * (mean - s)))))
+
+
+def worth(task: Task, finish: float) -> float:
+    """The round's utility of finishing ``task`` at step ``finish``: :func:`task_value`, and 0
+    past the task's deadline (the floor ``late_value`` of :class:`MarketConfig` is applied by
+    :meth:`Market.build`, so a late task still bids)."""
+    if task.deadline is not None and finish > task.deadline + 1e-9:
+        return 0.0
+    return task_value(task, finish)
 
 
 def _steps(duration: int, memory: float, task: Task) -> int:

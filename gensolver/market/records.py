@@ -50,6 +50,10 @@ class MarketConfig:
     switch_penalty : float
         Fraction of value a running task's bundle loses when it moves or pauses (switching
         cost beyond the checkpoint steps; keeps optimal solvers from reshuffling ties).
+    late_value : float
+        Floor of a bundle's value, as a fraction of the task's reported value: a task past
+        its deadline (or whose utility has decayed to 0) still bids this much, times its
+        tenant weight and its aging factor, so it is never stranded (in ``(0, 1]``).
     budget, refill, refill_every, budget_cap : float
         Credits: initial balance, refill amount, refill period (steps), balance cap.
     eta, w_min, w_max : float
@@ -78,6 +82,7 @@ class MarketConfig:
     switch_penalty: float = 0.2
     bid_model: str = "deferral"
     deferral_floor: float = 0.05
+    late_value: float = 0.05
     budget: float = 1000.0
     refill: float = 500.0
     refill_every: int = 60
@@ -98,6 +103,9 @@ class MarketConfig:
                 raise ValueError(f"MarketConfig.{name} must be a positive integer, got {v!r}")
         if self.bid_model not in ("deferral", "absolute"):
             raise ValueError(f"MarketConfig.bid_model must be 'deferral' or 'absolute', got {self.bid_model!r}")
+        if isinstance(self.late_value, bool) or not isinstance(self.late_value, (int, float)) \
+                or not 0 < self.late_value <= 1:
+            raise ValueError(f"MarketConfig.late_value must be in (0, 1], got {self.late_value!r}")
         if not 0 < self.deferral_floor <= 1:
             raise ValueError(f"MarketConfig.deferral_floor must be in (0, 1], got {self.deferral_floor!r}")
         if not 0 <= self.switch_penalty < 1:

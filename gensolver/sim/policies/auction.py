@@ -8,6 +8,11 @@ capacity frees (a task finishes, a GPU comes back) or tasks arrive, the market a
 *between-rounds* auction of the waiting tasks only over the capacity that is free right now,
 with the faster ``between_solver`` (default ``"greedy"``; ``None`` waits for the next boundary).
 
+No task left behind: after every clearing, the waiting tasks the market left out (planned for
+a later block, over ``max_bidders``, or outbid) start on whatever capacity is free now, in the
+market's priority order (``backfill``), so no GPU idles while a task that fits waits; and a
+task past its deadline keeps a positive bid (``MarketConfig.late_value``).
+
 Keeping rounds fast (documented option): each boundary solve is limited to
 ``MarketConfig.time_limit`` seconds (default 0.2 s with ``solver="auto"``, an anytime portfolio
 never worse than greedy), instances over ``greedy_above`` bids use ``"greedy"``, and at most
@@ -20,7 +25,7 @@ from typing import Any
 
 from ...market import Candidate, Market, MarketConfig, Reservation
 from ..engine import TOL, Cluster
-from .base import Policy
+from .base import Policy, find_placement
 
 __all__ = ["AuctionPolicy"]
 
@@ -35,6 +40,10 @@ class AuctionPolicy(Policy):
         ``options``.
     between_solver : str or None, keyword-only
         Solver for between-rounds clearings; ``None`` disables them.
+    backfill : {"elastic", "preferred", "none"}, keyword-only
+        After every clearing, waiting tasks left out start on free capacity (work
+        conservation): at preferred memory, else (``"elastic"``, the default) with less, at
+        least their minimum. ``"none"`` is not work-conserving (kept for comparison).
     **options
         :class:`gensolver.market.MarketConfig` fields (``mechanism``, ``solver``,
         ``time_limit``, ``budget``, ...).
@@ -42,8 +51,12 @@ class AuctionPolicy(Policy):
 
     name = "auction"
 
-    def __init__(self, *, market: Market | None = None, between_solver: str | None = "greedy", **options: Any) -> None:
+    def __init__(self, *, market: Market | None = None, between_solver: str | None = "greedy",
+                 backfill: str = "elastic", **options: Any) -> None:
         super().__init__()
+        if backfill not in ("elastic", "preferred", "none"):
+            raise ValueError(f"backfill must be 'elastic', 'preferred' or 'none', got {backfill!r}")
+        self.backfill = backfill
         self.market = market if market is not None else Market(MarketConfig(), **options)
         self.between_solver = between_solver
         self._ledger_seen = 0
@@ -60,15 +73,49 @@ class AuctionPolicy(Policy):
         self._ledger_seen = len(self.market.ledger)
 
     def schedule(self, cluster: Cluster, boundary: bool) -> None:
+        self._clear(cluster, boundary)
+        if self.backfill != "none":
+            self._backfill(cluster)
+        self._flush_ledger(cluster)
+
+    def _backfill(self, cluster: Cluster) -> None:
+        """Work conservation: waiting tasks the clearing left out start on what is free now, in
+        the market's priority order (:meth:`Market.priority`), at preferred memory where it fits
+        (best fit), else (``backfill="elastic"``) with what the freest group has, at least their
+        minimum; running tasks below their preferred memory then grow into freed memory."""
+        waiting = cluster.waiting()
+        if waiting:
+            now = cluster.now
+            models = cluster.allowed
+            keyed = [(-self.market.priority(Candidate(s.task, s.est_remaining, now - s.waiting_since + _waited_before(s),
+                                                      None, None, _models(models, s.id))), s.arrival, s.id, s)
+                     for s in waiting]
+            for *_, st in sorted(keyed, key=lambda k: k[:3]):
+                t = st.task
+                gpus = find_placement(cluster, st, t.preferred_memory)
+                if gpus is not None:
+                    cluster.start(st.id, gpus, t.preferred_memory)
+                    continue
+                if self.backfill != "elastic" or t.min_memory >= t.preferred_memory:
+                    continue
+                gpus = find_placement(cluster, st, t.min_memory, fit="most")
+                if gpus is not None:
+                    free = min(cluster.gpus[g].free_memory for g in gpus)
+                    cluster.start(st.id, gpus, max(t.min_memory, min(t.preferred_memory, free)))
+        for st in cluster.running():
+            if st.memory + TOL < st.task.preferred_memory:
+                free = min(cluster.gpus[g].free_memory for g in st.gpus)
+                if free > TOL:
+                    cluster.resize(st.id, min(st.task.preferred_memory, st.memory + free))
+
+    def _clear(self, cluster: Cluster, boundary: bool) -> None:
         now = cluster.now
         waiting = cluster.waiting()
         if not boundary:
             if self.between_solver is None or not waiting:
-                self._flush_ledger(cluster)
                 return
             # only worth a clearing when some waiting task fits in the free capacity now
             if not any(any(g.fits(s.task.min_memory, s.task.compute) for g in cluster.up_gpus()) for s in waiting):
-                self._flush_ledger(cluster)
                 return
         running = cluster.running()
         models = cluster.allowed
@@ -84,11 +131,9 @@ class AuctionPolicy(Policy):
                 reservations.extend(Reservation(g, s.memory, s.compute, steps) for g in s.gpus)
         if not cands:
             self.market.refill(now)
-            self._flush_ledger(cluster)
             return
         gpus = [g.spec for g in cluster.up_gpus()]
         if not gpus:
-            self._flush_ledger(cluster)
             return
         kw: dict[str, Any] = {}
         if not boundary:
@@ -116,7 +161,6 @@ class AuctionPolicy(Policy):
             st = cluster.tasks[tid]
             if st.state == "waiting" and all(cluster.gpus[g].fits(a.memory, st.task.compute) for g in a.gpus):
                 cluster.start(tid, a.gpus, a.memory)
-        self._flush_ledger(cluster)
 
 
 def _models(allowed, task_id: str) -> tuple[str, ...] | None:  # type: ignore[no-untyped-def]
