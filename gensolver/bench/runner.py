@@ -205,7 +205,7 @@ def run_suite(
         if progress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            from ..cli.common import err_console
+            from .._log import err_console
 
             bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                            TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err_console, transient=False)

@@ -4,44 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.markup import escape
+
+from .._log import SafeConsole, console, err_console, printable
 
 __all__ = ["console", "err_console", "fail", "EXIT_BAD_INPUT", "print_json", "check_output_file", "check_output_dir",
            "check_time_limit_option", "printable", "SafeConsole"]
 
 EXIT_BAD_INPUT = 2
-
-#: C0 and C1 control characters, DEL, and the Unicode bidirectional overrides and isolates
-#: (which reorder what a terminal shows); newline and tab are kept
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: str) -> str:
-    """``text`` with every control character written as an escape (ESC -> ``\\x1b``).
-
-    Ids and messages come from input files; printed raw, an ESC could move the cursor, recolour
-    or retitle the user's terminal, or hide text. Newlines and tabs are kept.
-    """
-    return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)
-
-
-class SafeConsole(Console):
-    """A rich console that escapes control characters (:func:`printable`) in every string it
-    renders: printed text and table cells; its own styling is unaffected."""
-
-    def render_str(self, text: str, **kwargs: Any) -> Any:  # type: ignore[override]
-        return super().render_str(printable(text), **kwargs)
-
-
-console = SafeConsole()
-err_console = SafeConsole(stderr=True)
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:

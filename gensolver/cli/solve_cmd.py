@@ -3,34 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 from rich.table import Table
 
 from ..model import InstanceError, read_instance
-from ..solvers import Allocation, BackendUnavailableError, UnknownMethodError, list_methods, solve
+from ..solvers import BackendUnavailableError, UnknownMethodError, list_methods, solve
 from .choices import MECHANISMS, METHODS, choice
 from .common import console, fail, print_json
 from .progress import working
 
-__all__ = ["register", "solve_json"]
-
-
-def solve_json(result: Allocation, *, outcome: Any = None, mechanism: str | None = None) -> dict[str, Any]:
-    """The JSON object ``gensolver solve --json`` prints (also the service's ``POST /v1/solve`` answer).
-
-    The allocation's :meth:`~gensolver.solvers.Allocation.to_dict`; with a mechanism's
-    :class:`~gensolver.mechanisms.Outcome`, also what :func:`gensolver.mechanisms.outcome_to_dict`
-    gives (payments with ``exact``, ``payment_bounds`` and ``inexact_reason``) and ``mechanism``.
-    """
-    doc = result.to_dict()
-    if outcome is not None:
-        from ..mechanisms import outcome_to_dict
-
-        doc.update(outcome_to_dict(outcome))  # payments with exact, intervals and the reason
-        doc["mechanism"] = mechanism
-    return doc
+__all__ = ["register"]
 
 
 def solve_command(
@@ -84,7 +68,9 @@ def solve_command(
     except (UnknownMethodError, BackendUnavailableError, ValueError) as exc:
         fail(str(exc))
     if as_json:
-        print_json(solve_json(result, outcome=outcome, mechanism=mechanism))
+        from ..mechanisms import result_to_dict
+
+        print_json(result_to_dict(result, outcome=outcome, mechanism=mechanism))
         return
     console.print(f"[bold]{instance.name or file.name}[/]: {instance.n_slots} slots, {instance.n_bids} bids, {instance.n_bidders} bidders")
     gap = "—" if result.gap is None else f"{100 * result.gap:.4f} %"

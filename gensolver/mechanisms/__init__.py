@@ -27,13 +27,15 @@ from ..registry import Registry
 from .core import core
 from .greedy_critical import critical_value, greedy_critical
 from .lavi_swamy import lavi_swamy
-from .outcome import Outcome, inexact_reason, outcome_to_dict
+from .outcome import RESULT_SCHEMA, Outcome, inexact_reason, outcome_to_dict, result_to_dict
 from .pay_as_bid import pay_as_bid
 from .vcg import vcg
 
 __all__ = [
     "Outcome",
     "outcome_to_dict",
+    "result_to_dict",
+    "RESULT_SCHEMA",
     "inexact_reason",
     "MECHANISMS",
     "MechanismFn",

@@ -9,7 +9,10 @@ from typing import Any, Mapping
 
 from ..solvers import Allocation
 
-__all__ = ["Outcome", "outcome_to_dict", "inexact_reason"]
+__all__ = ["Outcome", "outcome_to_dict", "inexact_reason", "result_to_dict", "RESULT_SCHEMA"]
+
+#: the version tag of the report :func:`result_to_dict` builds
+RESULT_SCHEMA = "gensolver.result/v1"
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,10 @@ _LOTTERY_KEYS = ("alpha", "alpha_requested", "alpha_verified", "alpha_floor", "l
 
 
 def outcome_to_dict(outcome: Outcome, *, allocation: bool = False, details: bool = False) -> dict[str, Any]:
-    """The one JSON-ready form of an :class:`Outcome` that every report uses (CLI, bench, market).
+    """The payment block of an :class:`Outcome` in JSON-ready form (CLI, service, bench, market).
+
+    Reports of a whole round use :func:`result_to_dict`, which merges this block into the
+    allocation's fields.
 
     Always carries ``exact``, each bidder's ``payment_bounds`` ``[low, high]`` (certain to
     contain the payment of the mechanism's definition) and ``inexact_reason`` (``""`` when
@@ -116,3 +122,38 @@ def outcome_to_dict(outcome: Outcome, *, allocation: bool = False, details: bool
     if details:
         out["details"] = json_safe(dict(d), default=str)
     return out
+
+
+def result_to_dict(result: Allocation, *, outcome: Outcome | None = None,
+                   mechanism: str | None = None) -> dict[str, Any]:
+    """The report of one round: the JSON object of ``gensolver solve --json`` and ``POST /v1/solve``.
+
+    One flat object tagged ``"schema": "gensolver.result/v1"`` (:data:`RESULT_SCHEMA`): the
+    allocation's :meth:`~gensolver.solvers.Allocation.to_dict` and, with a mechanism's
+    ``outcome``, its payment block (:func:`outcome_to_dict`: payments with ``exact``,
+    ``payment_bounds`` and ``inexact_reason``) and ``mechanism``.
+
+    Parameters
+    ----------
+    result : Allocation
+        The winner determination result (``outcome.allocation`` when there is an outcome).
+    outcome : Outcome, optional, keyword-only
+        The mechanism's outcome, when payments were computed.
+    mechanism : str, optional, keyword-only
+        The mechanism's name as requested (reported as ``mechanism``; only with ``outcome``).
+
+    Examples
+    --------
+    >>> from gensolver import from_dict, solve
+    >>> inst = from_dict({"schema": "gensolver.instance/v1",
+    ...     "slots": [{"id": "s", "capacity": {"units": 1}}],
+    ...     "bids": [{"id": "a", "bidder": "A", "value": 5, "demand": {"s": {"units": 1}}}]})
+    >>> doc = result_to_dict(solve(inst, method="greedy"))
+    >>> doc["schema"], doc["winners"], doc["welfare"]
+    ('gensolver.result/v1', ['a'], 5.0)
+    """
+    doc: dict[str, Any] = {"schema": RESULT_SCHEMA, **result.to_dict()}
+    if outcome is not None:
+        doc.update(outcome_to_dict(outcome))  # payments with exact, intervals and the reason
+        doc["mechanism"] = mechanism
+    return doc

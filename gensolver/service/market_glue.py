@@ -4,7 +4,7 @@ Everything the service needs from the rest of the package goes through here, usi
 API: :class:`gensolver.market.Market` (``clear``, ``refill``, ``observe``, ``forget``,
 ``balances``, ``weights``, ``ledger``), :func:`gensolver.mechanisms.run_mechanism`,
 :func:`gensolver.solve`, :func:`gensolver.executor.to_plan` and the JSON builder of
-``gensolver solve --json`` (:func:`gensolver.cli.solve_cmd.solve_json`). When those change,
+``gensolver solve --json`` (:func:`gensolver.mechanisms.result_to_dict`). When those change,
 this module is the one to adapt.
 
 Payments with intervals: :meth:`Market.clear` accepts a mechanism for the round; the service
@@ -18,10 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from ..cli.solve_cmd import solve_json
 from ..executor.plan import to_plan
 from ..market import Candidate, Clearing, CreditEntry, Market, MarketConfig, Reservation
-from ..mechanisms import Outcome, UnknownMechanismError, get_mechanism, run_mechanism
+from ..mechanisms import Outcome, UnknownMechanismError, get_mechanism, result_to_dict, run_mechanism
 from ..model import from_dict
 from ..model.instance import Instance, Slot
 from ..model.io import json_safe
@@ -209,5 +208,5 @@ def solve_document(doc: Any, *, method: str, time_limit: float, mechanism: str |
         raise BadRequest(str(exc), field="query.method") from None
     except UnknownMechanismError as exc:
         raise BadRequest(str(exc), field="query.mechanism") from None
-    return json_safe(solve_json(result, outcome=outcome, mechanism=mechanism))
+    return json_safe(result_to_dict(result, outcome=outcome, mechanism=mechanism))
 

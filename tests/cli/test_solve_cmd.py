@@ -57,6 +57,7 @@ def test_script_solves_and_prints_one_json_object(instance_file: Path) -> None:
     assert len(lines) == 1, proc.stdout
     doc = json.loads(lines[0])
     assert {"status", "welfare", "bound", "gap", "winners", "method", "seconds"} <= set(doc)
+    assert doc["schema"] == "gensolver.result/v1"
     inst = read_instance(instance_file)
     opt, _ = brute_force(inst)
     assert doc["status"] == "optimal" and doc["method"] == "cpsat"

@@ -39,6 +39,7 @@ def test_solve_answers_what_the_cli_prints(api, tmp_path):
     assert r.status_code == 200, r.text
     got = r.json()
     assert set(got) == set(cli)
+    assert got["schema"] == cli["schema"] == "gensolver.result/v1"
     for key in ("status", "welfare", "winners", "method", "mechanism", "payments", "revenue", "exact", "payment_bounds"):
         assert got[key] == cli[key], key
     # an independent certificate: the winners are feasible and A (10 > 6) wins, paying B's value under VCG
