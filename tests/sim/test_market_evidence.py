@@ -160,3 +160,42 @@ def test_an_unstoppable_caught_task_is_paid_back_by_its_tenants_other_tasks(pree
     assert score[1] == pytest.approx(1.0)
     owes = pay_back and not preemptible  # a preemptible liar is preempted instead (its own score)
     assert score[0] / score[1] == pytest.approx(1e-3 if owes else 1.0)
+
+
+def _off_by(*, memory: float = 4.0, duration: int = 20, now: float, **policy_options):
+    """One 10 GiB GPU; task ``e`` (tenant E, elasticity 1) truly needs 4 GiB and 20 steps and
+    reports ``memory`` GiB and ``duration`` steps; it runs at its reported memory until ``now``."""
+    e = Task("e", 4, 4, 20, 1.0, compute=0.3, tenant="E")
+    rep = replace(e, duration=duration, preferred_memory=memory, min_memory=memory)
+    c = Cluster([GpuSpec("g", 10.0)], [rep], truths={"e": e})
+    pol = MarketPolicy(**policy_options)
+    pol.attach(c)
+    c.tasks["e"].state = "waiting"
+    c.start("e", ["g"], memory)
+    c.env.run(until=now)
+    st = c.tasks["e"]
+    return bool(pol._caught([st], np.array([attained(st, now)]))[0]), pol._kappas(c)
+
+
+@pytest.mark.parametrize(("memory", "caught"), [(4.0, False), (3.84, False), (3.81, False), (3.7, True), (2.0, True)])
+def test_a_memory_estimate_within_the_band_is_not_a_lie(memory, caught):
+    # at m GiB the task runs at speed m / 4; the band (5%) tolerates reports down to 0.95 x 4 = 3.8
+    assert _off_by(memory=memory, now=1.0)[0] is caught
+    # without a band every shortfall is a lie, as before
+    assert _off_by(memory=memory, now=1.0, tolerance=0.0)[0] is (memory < 4.0)
+
+
+@pytest.mark.parametrize(("duration", "caught"), [(20, False), (19, False), (18, True)])
+def test_a_duration_estimate_within_the_band_is_not_a_lie(duration, caught):
+    # 19.99 steps of work done (truly 20): a report of 19 is 95% of the truth (not a lie), 18 is 90%
+    was_caught, kap = _off_by(duration=duration, now=19.99)
+    assert was_caught is caught
+    assert kap == ({"E": pytest.approx(19.99 / duration)} if caught else {})
+    # without a band, 19 is caught and calibrated too
+    assert _off_by(duration=duration, now=19.99, tolerance=0.0)[0] is (duration < 19.99)
+
+
+def test_tolerance_is_validated():
+    for bad in (-0.1, 1.0, float("nan"), True):
+        with pytest.raises(ValueError, match="tolerance"):
+            MarketPolicy(tolerance=bad)

@@ -31,8 +31,10 @@ Each round boundary (every ``lease`` steps):
    shading a bid buys no discount.
 
 Progress is what the scheduler observes: a running task's attained work counts its progress
-since its last event (:func:`attained`), whatever it reported. Four rules act on reports
-proved false by that observation (a truthful task is never caught, so they change nothing in a
+since its last event (:func:`attained`), whatever it reported. A report is *proved false*
+only beyond a tolerance band (``tolerance``: a report at least 95% of the truth is never
+caught): estimation errors are not lies. Four rules
+act on reports proved false by that observation (a truthful task is never caught, so they change nothing in a
 truthful run):
 
 - **Calibration.** Reported durations are scaled, per tenant, by the largest ratio observed
@@ -134,6 +136,16 @@ class MarketPolicy(Policy):
         all its charges, so no payment depends on which account or false name pays it), or at
         most its tenant's balance (``"balance"``: the earlier rule; a false name whose running
         tasks drained its balance paid less while its other name kept its credits).
+    tolerance : float, keyword-only
+        Estimation errors are not lies: a report at least ``1 - tolerance`` times the truth
+        (default 0.05: off by up to 5%) is never proved false. With ``band = 1 / (1 -
+        tolerance)``, a task is caught when its work exceeds ``band`` times its reported
+        duration, or (``verify_memory``) when it runs at its reported preferred memory slower
+        than ``band ** -elasticity`` (it needs more than ``band`` times the memory it
+        reported); calibration counts a ratio observed work / reported duration within the
+        band as 1. A tenant that understates by less than the band
+        is treated as honest, so what it can gain is bounded by what a report off by the band
+        moves (measured against the noise floor by ``benchmarks/bench_market.py``).
     **options
         :class:`gensolver.market.credit.CreditConfig` fields (``income``, ``spend``,
         ``rho_power``, ``credit_power``, ``spread``, ``cap``).
@@ -144,8 +156,12 @@ class MarketPolicy(Policy):
     def __init__(self, *, backfill: str = "preferred", density: str = "work", overrun: float = 1e-3,
                  evidence: bool = True, verify_memory: bool = True, income: str = "arrivals",
                  forfeit: bool = True, tail: float = 0.0, limit: str = "share", calibrate: str = "max",
-                 pay_back: bool = True, **options: Any) -> None:
+                 pay_back: bool = True, tolerance: float = 0.05, **options: Any) -> None:
         super().__init__()
+        if not (isinstance(tolerance, (int, float)) and not isinstance(tolerance, bool)
+                and math.isfinite(tolerance) and 0 <= tolerance < 1):
+            raise ValueError(f"tolerance must be a number in [0, 1), got {tolerance!r}")
+        self.tolerance = float(tolerance)
         if calibrate not in ("max", "mean"):
             raise ValueError(f"calibrate must be 'max' or 'mean', got {calibrate!r}")
         self.calibrate = calibrate
@@ -196,7 +212,8 @@ class MarketPolicy(Policy):
             self._worked[st.task.tenant] = self._worked.get(st.task.tenant, 0.0) + done
             self._reported[st.task.tenant] = self._reported.get(st.task.tenant, 0.0) + st.task.duration
             if st.task.duration > 0:
-                self._ratio[st.task.tenant] = max(self._ratio.get(st.task.tenant, 0.0), done / st.task.duration)
+                self._ratio[st.task.tenant] = max(self._ratio.get(st.task.tenant, 0.0),
+                                                  self._beyond_band(done / st.task.duration))
             if previous is not None:
                 previous(st)
 
@@ -219,7 +236,7 @@ class MarketPolicy(Policy):
         if self.evidence:
             for s in cluster.waiting() + cluster.running():
                 done = attained(s, cluster.now)
-                if done > s.task.duration + 1e-6:
+                if done > s.task.duration * self._band + 1e-6:
                     t = s.task.tenant
                     worked[t] = worked.get(t, 0.0) + done
                     rep[t] = rep.get(t, 0.0) + s.task.duration
@@ -301,14 +318,26 @@ class MarketPolicy(Policy):
         (``done``: their attained work), or (``verify_memory``) ran below full speed at their
         reported preferred memory (they need more than they reported; remembered)."""
         n = len(states)
-        over = done > np.fromiter((s.task.duration for s in states), float, n) + 1e-6
+        band = self._band
+        over = done > np.fromiter((s.task.duration for s in states), float, n) * band + 1e-6
         if self.verify_memory:
             for s in states:
                 if (s.state == "running" and s.memory + TOL >= s.task.preferred_memory
-                        and s.speed < s.factor * s.inter * (1 - 1e-6)):
+                        and s.speed < s.factor * s.inter * band ** (-s.task.elasticity) * (1 - 1e-6)):
                     self._slow.add(s.id)
             over |= np.fromiter((s.id in self._slow for s in states), bool, n)
         return over
+
+    def _beyond_band(self, ratio: float) -> float:
+        """An observed work / reported duration ratio as evidence: 1 (an honest estimate) within
+        the tolerance band (:attr:`_band`), the ratio itself beyond it."""
+        return ratio if ratio > self._band + 1e-9 else 1.0
+
+    @property
+    def _band(self) -> float:
+        """Largest observed / reported ratio of an honest estimate: a report at least ``1 -
+        tolerance`` times the truth."""
+        return 1.0 / (1.0 - self.tolerance)
 
     def _drain(self, cluster: Cluster, kap: dict[str, float]) -> float:
         """Steps the active tasks' remaining (calibrated) GiB-steps take on the up GPUs' memory."""
