@@ -13,9 +13,9 @@ Auction of one round (documented model)
   running ones, :class:`Reservation`) hold during that block.
 - **Bids.** Each :class:`Candidate` task bids, XOR, on bundles (GPU group, memory level, start
   block) as in :meth:`gensolver.model.tasks.GpuRound.options`: a bundle holds its group with
-  the level's memory and the task's compute for ``task_steps(residual, m)`` steps (the residual
-  work; plus ``checkpoint_steps`` when a running task would move or pause), truncated at the
-  horizon. At most ``max_gpu_options`` groups (best fit first, plus the current one) are offered
+  the level's memory and the task's compute for ``task_steps(task, m, work=residual)`` steps
+  (the residual work; plus ``checkpoint_steps`` when a running task would move or pause),
+  truncated at the horizon. At most ``max_gpu_options`` groups (best fit first, plus the current one) are offered
   per level and block.
 - **Values.** A bundle finishing at absolute step ``f`` is worth
   ``task_value(task, f) * weight[tenant] * (1 + aging * waited / duration)``
@@ -74,7 +74,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..model.instance import Bid, Bidder, Instance, Slot
-from ..model.tasks import GpuSpec, Task, task_value
+from ..model.tasks import GpuSpec, Task, task_steps, task_value
 from ..model.validate import mark_validated
 from ..solvers import solve
 from .records import Assignment, Candidate, Clearing, CreditEntry, MarketConfig, Reservation
@@ -236,7 +236,7 @@ class Market:
                 allowed = ok_model[gidx].all(axis=1)
             res_dur = max(1, math.ceil(cand.remaining - 1e-9))
             options: list[tuple[tuple[str, ...], float, int, int, float]] = []
-            pref_len = _steps(res_dur, t.preferred_memory, t)
+            pref_len = task_steps(t, t.preferred_memory, work=res_dur)
             defer = (1.0 - cfg.deferral_floor) * worth(t, now + cfg.horizon + pref_len) \
                 if cfg.bid_model == "deferral" else 0.0
             floor = cfg.late_value * float(t.value)
@@ -248,8 +248,8 @@ class Market:
                 left_all = gm.sum(axis=-1)[None] - t.gpus * mems[:, None, None]
             for li, mem in enumerate(mems):
                 mem = float(mem)
-                stay_len = _steps(res_dur, mem, t)
-                move_len = _steps(max(1, math.ceil(cand.remaining + cfg.checkpoint_steps - 1e-9)), mem, t)
+                stay_len = task_steps(t, mem, work=res_dur)
+                move_len = task_steps(t, mem, work=max(1, math.ceil(cand.remaining + cfg.checkpoint_steps - 1e-9)))
                 for b in range(B):
                     if len(groups):
                         cand_idx = np.flatnonzero(fit_all[li, b])
@@ -436,12 +436,6 @@ def worth(task: Task, finish: float) -> float:
     if task.deadline is not None and finish > task.deadline + 1e-9:
         return 0.0
     return task_value(task, finish)
-
-
-def _steps(duration: int, memory: float, task: Task) -> int:
-    """:func:`gensolver.model.tasks.task_steps` of ``task`` with ``duration`` steps of work left."""
-    speed = (memory / task.preferred_memory) ** task.elasticity
-    return max(1, math.ceil(duration / speed - 1e-9))
 
 
 def _groups(by_node: Mapping[str, list[str]], k: int) -> list[tuple[str, ...]]:

@@ -38,7 +38,7 @@ import numpy as np
 from .instance import Bid, Bidder, Instance, Slot
 from .validate import InstanceError, _esc, is_integer, is_real, mark_validated
 
-__all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "task_value", "task_steps"]
+__all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "task_value", "task_steps", "task_speed"]
 
 
 def _kind(value: Any) -> str:
@@ -164,10 +164,21 @@ class Task:
         return out
 
 
-def task_steps(task: Task, memory: float) -> int:
-    """Steps the task holds its GPU(s) with ``memory`` GiB (see the utility model)."""
-    speed = (memory / task.preferred_memory) ** task.elasticity
-    return max(1, math.ceil(task.duration / speed - 1e-9))
+def task_speed(task: Task, memory: float) -> float:
+    """Work (steps at preferred memory) done per step with ``memory`` GiB per GPU:
+    ``(min(memory, preferred) / preferred) ** elasticity`` (the utility model's speed; memory
+    beyond the preferred amount does not speed a task up). The one speed law of the package:
+    the bundles of a round, the market, the simulator and the service all use it."""
+    m = min(memory, task.preferred_memory)
+    return float((m / task.preferred_memory) ** task.elasticity)
+
+
+def task_steps(task: Task, memory: float, *, work: float | None = None) -> int:
+    """Steps the task holds its GPU(s) with ``memory`` GiB to do ``work`` steps of work (at
+    preferred memory; default its whole ``duration``): ``ceil(work / task_speed - 1e-9)``, at
+    least 1 (see the utility model)."""
+    w = task.duration if work is None else work
+    return max(1, math.ceil(w / task_speed(task, memory) - 1e-9))
 
 
 def task_value(task: Task, finish: float) -> float:

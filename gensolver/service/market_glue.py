@@ -24,16 +24,11 @@ from ..mechanisms import Outcome, UnknownMechanismError, get_mechanism, result_t
 from ..model import from_dict
 from ..model.instance import Instance, Slot
 from ..model.io import json_safe
-from ..model.tasks import GpuSpec, Task, task_steps
+from ..model.tasks import GpuSpec, Task, task_speed, task_steps
 from ..solvers import BackendUnavailableError, UnknownMethodError, get_method, solve
 from .errors import BadRequest
 
-__all__ = ["MarketGlue", "RoundResult", "solve_document", "speed", "task_from_dict"]
-
-
-def speed(task: Task, memory: float) -> float:
-    """Work (steps at preferred memory) done per step with ``memory`` GiB (the utility model)."""
-    return (min(memory, task.preferred_memory) / task.preferred_memory) ** task.elasticity
+__all__ = ["MarketGlue", "RoundResult", "solve_document", "task_from_dict"]
 
 
 def task_from_dict(doc: Mapping[str, Any]) -> Task:
@@ -127,7 +122,7 @@ class MarketGlue:
             if t.preemptible:
                 candidates.append(Candidate(t, rem, waited, tuple(gpus), memory))
             else:
-                steps = rem / max(speed(t, memory), 1e-12)
+                steps = rem / max(task_speed(t, memory), 1e-12)
                 reservations.extend(Reservation(g, memory, t.compute, steps) for g in gpus)
         name = self.config.mechanism
         recorded: dict[str, Any] = {}

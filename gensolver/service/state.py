@@ -4,7 +4,7 @@
 clears at market step ``(n - 1) * lease`` and commits tasks to run for the next ``lease`` steps.
 A task submitted before round ``n`` is released at that round's step (plus the GenTask's
 ``computeTime.arrival`` offset); its deadline is an offset from there too. Between rounds a
-running task does ``lease * speed(memory)`` steps of work (the utility model of
+running task does ``lease * task_speed(task, memory)`` steps of work (the utility model of
 :mod:`gensolver.model.tasks`) unless an executor reported its progress (``POST /v1/feedback``),
 which then replaces the estimate; it is ``done`` when no work is left.
 
@@ -27,10 +27,10 @@ import yaml
 
 from ..market.spec import loads_gentasks, parse_gentask
 from ..model.io import json_safe
-from ..model.tasks import Task
+from ..model.tasks import Task, task_speed
 from .auth import Principal, check_tenant_name
 from .errors import BadRequest, Conflict, Forbidden, NotFound, ServiceError
-from .market_glue import MarketGlue, RoundResult, speed, task_from_dict
+from .market_glue import MarketGlue, RoundResult, task_from_dict
 from .metrics import Metrics
 from .settings import Settings
 from .storage import Store
@@ -333,7 +333,7 @@ class MarketService:
                 rem = float(r["remaining"])
                 if r["state"] == "running":
                     if r["progress_round"] != n:  # no executor report since the last round: the model's progress
-                        rem -= self.lease * speed(t, float(r["memory"]))
+                        rem -= self.lease * task_speed(t, float(r["memory"]))
                     if rem <= _EPS:
                         finished.append(t.id)
                         continue

@@ -40,13 +40,13 @@ try:
     import simpy
 except ImportError as _exc:  # the simulator is the [sim] extra
     raise missing_extra("simpy", "sim", "gensolver.sim (the cluster simulator)") from _exc
-from ..model.tasks import GpuSpec, Task
-from .records import TOL, Event, GpuState, SimError, TaskState, speed_of
+from ..model.tasks import GpuSpec, Task, task_speed
+from .records import TOL, Event, GpuState, SimError, TaskState
 
 if TYPE_CHECKING:  # pragma: no cover
     from .faults import Fault
 
-__all__ = ["Event", "GpuState", "TaskState", "Cluster", "SimError", "speed_of"]
+__all__ = ["Event", "GpuState", "TaskState", "Cluster", "SimError"]
 
 
 class Cluster:
@@ -217,7 +217,7 @@ class Cluster:
             raise SimError(f"task {task_id!r}: speed factor must be positive and setup non-negative")
         st.factor = float(factor)
         st.inter = self._inter_factor(st)
-        st.speed = speed_of(true, mem_alloc if whole else memory) * st.factor * st.inter
+        st.speed = task_speed(true, mem_alloc if whole else memory) * st.factor * st.inter
         if setup > 0:
             st.remaining += setup
             st.ckpt_remaining += setup
@@ -248,7 +248,7 @@ class Cluster:
         for g in st.gpus:
             self.gpus[g].memory_used += delta
         st.memory = memory
-        st.speed = speed_of(st.truth, memory) * st.factor * st.inter  # type: ignore[arg-type]
+        st.speed = task_speed(st.truth, memory) * st.factor * st.inter  # type: ignore[arg-type]
         self.emit("resize", task=task_id, gpus=st.gpus, memory=memory, compute=st.compute, speed=st.speed,
                   tenant=st.task.tenant)
         self._arm(st)
@@ -264,7 +264,7 @@ class Cluster:
             return
         self._advance(st)
         st.factor = float(factor)
-        st.speed = speed_of(st.truth, st.memory) * st.factor * st.inter  # type: ignore[arg-type]
+        st.speed = task_speed(st.truth, st.memory) * st.factor * st.inter  # type: ignore[arg-type]
         self.emit("resize", task=task_id, gpus=st.gpus, memory=st.memory, compute=st.compute, speed=st.speed,
                   tenant=st.task.tenant)
         self._arm(st)
@@ -291,7 +291,7 @@ class Cluster:
                 if abs(new - st.inter) > 1e-12:
                     self._advance(st)
                     st.inter = new
-                    st.speed = speed_of(st.truth, st.memory) * st.factor * st.inter  # type: ignore[arg-type]
+                    st.speed = task_speed(st.truth, st.memory) * st.factor * st.inter  # type: ignore[arg-type]
                     self.emit("resize", task=tid, gpus=st.gpus, memory=st.memory, compute=st.compute,
                               speed=st.speed, tenant=st.task.tenant)
                     self._arm(st)

@@ -2,7 +2,7 @@
 
 :class:`Event` is one line of the event log; :class:`GpuState` and :class:`TaskState` are a
 GPU's and a task's state during a run (a task's report and true type side by side);
-:func:`speed_of` is the speed law. The execution model is documented in
+:func:`gensolver.model.tasks.task_speed` is the speed law. The execution model is documented in
 :mod:`gensolver.sim.engine`.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import GensolverError
 from ..model.tasks import GpuSpec, Task
 
-__all__ = ["Event", "GpuState", "TaskState", "SimError", "speed_of", "TOL"]
+__all__ = ["Event", "GpuState", "TaskState", "SimError", "TOL"]
 
 #: tolerance of every capacity comparison in the simulator
 TOL = 1e-9
@@ -74,12 +74,6 @@ class Event:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["gpus"] = list(self.gpus)
         return d
-
-
-def speed_of(task: Task, memory: float) -> float:
-    """Speed of ``task`` with ``memory`` GiB per GPU: ``(min(m, pref) / pref) ** elasticity``."""
-    m = min(memory, task.preferred_memory)
-    return float((m / task.preferred_memory) ** task.elasticity)
 
 
 @dataclass
