@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import time
@@ -116,8 +117,12 @@ def _parse_gpus(text: str):
     return uniform_gpus(mems, per_node=8)
 
 
-def comparison_rows(results, total: int | None = None) -> list[dict]:
+def comparison_rows(results, total: int | None = None, bound: Any = None) -> list[dict]:
     """One dict per result with the headline metrics (steps, fractions, seconds).
+
+    ``bound``: an :class:`gensolver.sim.OfflineBound` of the workload; each row then carries
+    ``jct_over_bound`` (average JCT over the bound's lower bound: 1 is optimal) and
+    ``welfare_over_bound`` (welfare over its upper bound).
 
     ``done`` is ``completed/total``: ``total`` is the workload's task count (default: the tasks
     that arrived, rejected ones included); ``rejected`` counts tasks that fit on no node.
@@ -134,7 +139,17 @@ def comparison_rows(results, total: int | None = None) -> list[dict]:
                      "credits": m.credits_spent, "welfare": m.welfare, "deadline_hit_rate": m.deadline_hit_rate,
                      "rounds": m.rounds, "solver_s_per_round": m.solver_seconds_mean,
                      "sim_seconds": r.wall_seconds})
+        if bound is not None:
+            rows[-1]["jct_over_bound"] = _ratio(m.avg_jct, bound.avg_jct)
+            rows[-1]["welfare_over_bound"] = _ratio(m.welfare, bound.welfare)
     return rows
+
+
+def _ratio(value: float, ref: float | None) -> float:
+    """``value / ref`` (NaN when either is undefined or ``ref`` is not positive)."""
+    if ref is None or not (math.isfinite(value) and math.isfinite(ref)) or ref <= 0:
+        return float("nan")
+    return value / ref
 
 
 def _cell(v: Any) -> str:
@@ -310,6 +325,9 @@ def simulate_command(
     compress: Optional[float] = typer.Option(None, "--compress", help="Trace: divide arrival gaps by this."),
     seed: int = typer.Option(0, "--seed", help="Seed (trace memory model, synthetic workloads)."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    bound: bool = typer.Option(True, "--bound/--no-bound",
+                               help="Compute the offline bound (an LP over the whole trace) and each policy's "
+                                    "distance to it."),
     traces_dir: Optional[Path] = typer.Option(
         None, "--traces-dir", help="Folder of the traces (what `gensolver traces fetch --dir` wrote; default: "
                                    "$GENSOLVER_TRACES, else ../shared/traces beside a checkout, else the per-user folder)."),
@@ -337,7 +355,7 @@ def simulate_command(
         created = _make_out_dir(out)
     try:
         _run(trace, policy, gpus, until, out, fault, mechanism, solver, time_limit, lease, max_jobs, nodes, compress,
-             seed, as_json, traces_dir, fmt, node_list)
+             seed, as_json, traces_dir, fmt, node_list, bound)
     except BaseException:
         for d in created:  # leave no empty folder behind when the run fails
             try:
@@ -350,7 +368,8 @@ def simulate_command(
 def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[float], out: Optional[Path],
          fault: List[str], mechanism: str, solver: str, time_limit: float, lease: int, max_jobs: Optional[int],
          nodes: Optional[int], compress: Optional[float], seed: int, as_json: bool,
-         traces_dir: Optional[Path] = None, fmt: Optional[str] = None, node_list: Optional[Path] = None) -> None:
+         traces_dir: Optional[Path] = None, fmt: Optional[str] = None, node_list: Optional[Path] = None,
+         with_bound: bool = True) -> None:
     from ..market.spec import SpecError
     from ..model.io import atomic_write
     from ..sim import (
@@ -360,6 +379,7 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
         WorkloadError,
         audit_log,
         get_policy,
+        offline_bound,
         parse_fault,
         simulate,
     )
@@ -396,13 +416,15 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
             if not report.ok:
                 fail(f"audit failed for {p}: {report.violations[0]}", code=1)
             results.append(r)
-    rows = comparison_rows(results, total=len(workload.tasks))
+    bnd = offline_bound(workload, gpus=cluster) if with_bound else None
+    rows = comparison_rows(results, total=len(workload.tasks), bound=bnd)
     files: dict[Path, bytes] = {}
     if out is not None:  # everything is drawn before the first file is written
         from ..sim.plots import render_plots
 
         files = {out / name: data for name, data in render_plots(results).items()}
-        doc = json_safe({"workload": workload.name, "info": dict(workload.info), "rows": rows})
+        doc = json_safe({"workload": workload.name, "info": dict(workload.info), "rows": rows,
+                         "bound": None if bnd is None else dataclasses.asdict(bnd)})
         files[out / "results.json"] = (json.dumps(doc, default=str, indent=1, allow_nan=False) + "\n").encode()
     if as_json:
         print_json(json_safe(rows))
@@ -412,11 +434,15 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
         cols = ["policy", "done", "rejected", "avg_jct", "p95_jct", "avg_wait", "makespan", "mem_util",
                 "compute_util", "preemptions", "lost_work", "jain", "rho_max", "welfare", "credits", "solver_s_per_round",
                 "sim_seconds"]
+        if bnd is not None:
+            cols[4:4] = ["jct_over_bound"]
         for c in cols:
             table.add_column(c, justify="left" if c == "policy" else "right", no_wrap=True, min_width=len(c))
         for row in rows:
             table.add_row(*[_cell(row[c]) for c in cols])
         SafeConsole(width=max(console.width, 240)).print(table)
+        if bnd is not None:
+            console.print(_bound_line(bnd), highlight=False)
     if out is not None:
         for path, data in files.items():
             try:
@@ -432,6 +458,17 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
                        f"{len(workload.tasks)} tasks done; the waiting ones can never start (a GPU down for good, "
                        "or no policy decision will place them)"
                        for r in stalled))
+
+
+def _bound_line(b: Any) -> str:
+    """One line saying what the offline bound is and what ``jct_over_bound`` means."""
+    if b.avg_jct is None:
+        return "offline bound: no task fits on this cluster"
+    how = "LP" if b.avg_jct_lp is not None and b.avg_jct_lp > b.avg_jct_trivial * (1 + 1e-6) else "each task alone"
+    note = "" if b.status == "optimal" else f" (LP not used: {b.status})"
+    return (f"offline bound ({how}, {b.buckets} time buckets, {b.seconds:.1f} s){note}: no schedule of these "
+            f"{b.tasks} tasks on this cluster has an average JCT below {b.avg_jct:.4g} steps or a welfare above "
+            f"{b.welfare:.4g}; jct_over_bound is each policy's average JCT over it (1 = optimal).")
 
 
 def register(app: typer.Typer) -> None:
