@@ -80,7 +80,7 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..model.tasks import GpuSpec, Task, task_value
+from ..model.tasks import GpuSpec, Task, task_speed, task_value
 from .records import TOL
 from .workload import Workload
 
@@ -211,10 +211,6 @@ class _LpFailed(RuntimeError):
     pass
 
 
-def _speed(task: Task, memory: float) -> float:
-    return float((min(memory, task.preferred_memory) / task.preferred_memory) ** task.elasticity)
-
-
 def _prepare(reports: Sequence[Task], truths: Any, pins: Any, gpus: tuple[GpuSpec, ...],
              compute: bool) -> dict[str, Any]:
     """Per covered task: arrival ``a``, true arrival ``r``, work ``p``, rate cap ``s``, loads per
@@ -239,8 +235,8 @@ def _prepare(reports: Sequence[Task], truths: Any, pins: Any, gpus: tuple[GpuSpe
         top = max(gpus[g].memory for g in elig)
         lo = max(t.min_memory - TOL, 1e-12)
         best = float(np.clip(true.preferred_memory, lo, top)) if true.elasticity > 1 else lo
-        mu = best / max(_speed(true, best), 1e-300)
-        s = _speed(true, top)
+        mu = best / max(task_speed(true, best), 1e-300)
+        s = task_speed(true, top)
         p = float(true.duration)
         a = float(t.release)
         rows["a"].append(a)

@@ -12,9 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from gensolver.model.tasks import GpuSpec, Task, task_value
+from gensolver.model.tasks import GpuSpec, Task, task_speed, task_value
 from gensolver.sim import list_policies, offline_bound, parse_synthetic, simulate, synthetic_workload
-from gensolver.sim.records import speed_of
 from gensolver.sim.workload import Workload, with_deadlines
 
 TOL = 1e-7
@@ -46,11 +45,11 @@ def brute_force_sum_c(tasks: list[Task], gpus: list[GpuSpec]) -> float:
     for t in tasks:
         opts = []
         for m in sorted({t.min_memory, t.preferred_memory}):
-            s = speed_of(t, m)
+            s = task_speed(t, m)
             for place in ([tuple(range(G))] if t.gpus == 2 else [(g,) for g in range(G)]):
                 opts.append((place, m, s))
         options.append(opts)
-    horizon = max(t.release for t in tasks) + sum(t.duration / speed_of(t, t.min_memory) for t in tasks) + 2
+    horizon = max(t.release for t in tasks) + sum(t.duration / task_speed(t, t.min_memory) for t in tasks) + 2
 
     def fits(choice) -> bool:
         mem, comp = [0.0] * G, [0.0] * G
