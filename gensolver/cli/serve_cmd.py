@@ -44,6 +44,14 @@ def serve_command(
     rate_burst: int = typer.Option(2000, "--rate-burst", help="Burst above the rate (token bucket size)."),
     max_solve_seconds: float = typer.Option(10.0, "--max-solve-seconds", help="Default and largest time_limit of POST /v1/solve."),
     synchronous: str = typer.Option("full", "--synchronous", help="SQLite synchronous: full (fsync each commit) or normal."),
+    header_timeout: float = typer.Option(10.0, "--header-timeout", help="Seconds to send a request's head (408 beyond)."),
+    body_timeout: float = typer.Option(30.0, "--body-timeout", help="Seconds to send a request's body (408 beyond)."),
+    keep_alive_timeout: float = typer.Option(5.0, "--keep-alive-timeout", help="Seconds an idle connection stays open."),
+    request_timeout: float = typer.Option(120.0, "--request-timeout", help="Seconds a route may take (503 beyond)."),
+    max_header_bytes: int = typer.Option(64 * 1024, "--max-header-bytes", help="Largest request head (431 beyond)."),
+    max_headers: int = typer.Option(100, "--max-headers", help="Most header fields per request (431 beyond)."),
+    max_connections: int = typer.Option(4096, "--max-connections",
+                                        help="Most open connections (beyond: the slowest waiting one is closed)."),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
 ) -> None:
     """Serve the market on HOST:PORT (see docs/how-to/service.md)."""
@@ -61,7 +69,10 @@ def serve_command(
         fail(f"--port: must be in 1..65535, got {port}")
     settings = _settings(db=db, gpus=gpus, round_seconds=round_seconds, step_seconds=step_seconds, market=options,
                          max_body_bytes=max_body_bytes, rate_limit=rate_limit, rate_burst=rate_burst,
-                         max_solve_seconds=max_solve_seconds, synchronous=synchronous)
+                         max_solve_seconds=max_solve_seconds, synchronous=synchronous,
+                         header_timeout=header_timeout, body_timeout=body_timeout,
+                         keep_alive_timeout=keep_alive_timeout, request_timeout=request_timeout,
+                         max_header_bytes=max_header_bytes, max_headers=max_headers, max_connections=max_connections)
     import uvicorn
 
     from ..service import create_app
@@ -71,8 +82,12 @@ def serve_command(
         app = create_app(settings)
     except (StoreError, OSError) as exc:
         fail(f"--db: {exc}")
+    from ..service.connections import protocol_class
+
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
-                            timeout_graceful_shutdown=5)
+                            timeout_graceful_shutdown=5, http=protocol_class(settings),
+                            timeout_keep_alive=settings.keep_alive_timeout,  # type: ignore[arg-type]
+                            h11_max_incomplete_event_size=settings.max_header_bytes)
     server = uvicorn.Server(config)
     try:
         server.run()

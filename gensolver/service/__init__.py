@@ -9,7 +9,8 @@ Modules: :mod:`.settings`, :mod:`.app` (the factory and the request guard), :mod
 :mod:`.schemas` (request/response models and the formats' JSON Schemas), :mod:`.state` (tasks,
 rounds, credits), :mod:`.market_glue` (the one module using the market, mechanisms and solvers),
 :mod:`.storage` (SQLite WAL), :mod:`.auth` (tokens, rate limits), :mod:`.metrics`,
-:mod:`.errors` (problem+json), :mod:`.page` (the live page).
+:mod:`.errors` (problem+json), :mod:`.page` (the live page), :mod:`.connections` (deadlines,
+head limits and the connection cap of the HTTP server).
 
 Needs the ``service`` extra (``pip install "gensolver[service]"``: fastapi, uvicorn, httpx,
 prometheus-client).

@@ -42,12 +42,13 @@ class Guard:
     """
 
     def __init__(self, app: ASGIApp, *, service: MarketService, limiter: RateLimiter, metrics: Metrics,
-                 max_body: int) -> None:
+                 max_body: int, request_timeout: float = 120.0) -> None:
         self.app = app
         self.service = service
         self.limiter = limiter
         self.metrics = metrics
         self.max_body = max_body
+        self.request_timeout = request_timeout
 
     async def _refuse(self, send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         raw = json.dumps(body).encode()
@@ -62,11 +63,12 @@ class Guard:
             return
         t0 = time.perf_counter()
         path = scope.get("path", "")
-        status_box = {"status": 500}
+        status_box: dict[str, int] = {"status": 500}
 
         async def send_wrapped(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_box["status"] = message["status"]
+                status_box["started"] = 1
             await send(message)
 
         def done() -> None:
@@ -139,7 +141,14 @@ class Guard:
             return await receive()
 
         try:
-            await self.app(scope, replay, send_wrapped)
+            await asyncio.wait_for(self.app(scope, replay, send_wrapped), self.request_timeout)
+        except asyncio.TimeoutError:
+            if "started" not in status_box:  # a change the route had begun may still be committed
+                status_box["status"] = 503
+                await self._refuse(send, 503, {
+                    "type": "urn:gensolver:problem:request-timeout", "title": "Request timed out", "status": 503,
+                    "detail": f"no answer within {self.request_timeout:g} s (--request-timeout)", "instance": path},
+                    {"Retry-After": "1"})
         finally:
             done()
 
@@ -184,7 +193,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.token_cache = {}
     for exc_type in (ServiceError, RequestValidationError, StarletteHTTPException, ValueError, Exception):
         app.add_exception_handler(exc_type, problem_response)
-    app.add_middleware(Guard, service=service, limiter=limiter, metrics=metrics, max_body=settings.max_body_bytes)
+    app.add_middleware(Guard, service=service, limiter=limiter, metrics=metrics, max_body=settings.max_body_bytes,
+                       request_timeout=settings.request_timeout)
     register_routes(app)
     register_page(app)
     _extend_openapi(app)

@@ -84,6 +84,22 @@ class Settings:
         SQLite ``synchronous`` setting: ``full`` fsyncs every commit (survives power loss);
         ``normal`` in WAL mode survives a killed process but may lose the last commits on power
         loss.
+    header_timeout : float
+        Seconds a client has to send a request's whole head (request line and header fields),
+        counted from the connection's opening or the request's first byte; ``408`` beyond.
+    body_timeout : float
+        Seconds a client has to send a request's whole body once its head arrived; ``408`` beyond.
+    keep_alive_timeout : float
+        Seconds an idle keep-alive connection is kept open between requests.
+    request_timeout : float
+        Seconds a route may take to answer (more than ``max_solve_seconds``); ``503`` beyond.
+    max_header_bytes : int
+        Largest request head (request line and header fields), bytes; ``431`` beyond.
+    max_headers : int
+        Most header fields in one request; ``431`` beyond.
+    max_connections : int
+        Most open connections; beyond, the one waiting longest on its client is closed (see
+        :mod:`gensolver.service.connections`).
     """
 
     db: str | Path = "gensolver-market.db"
@@ -96,6 +112,13 @@ class Settings:
     rate_burst: int = 2000
     max_solve_seconds: float = 10.0
     synchronous: str = "full"
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    keep_alive_timeout: float = 5.0
+    request_timeout: float = 120.0
+    max_header_bytes: int = 64 * 1024
+    max_headers: int = 100
+    max_connections: int = 4096
 
     def __post_init__(self) -> None:
         if not isinstance(self.db, (str, Path)) or not str(self.db):
@@ -107,6 +130,15 @@ class Settings:
         _positive("rate_limit", self.rate_limit, zero=True)
         _positive("rate_burst", self.rate_burst, integer=True)
         _positive("max_solve_seconds", self.max_solve_seconds)
+        for name in ("header_timeout", "body_timeout", "keep_alive_timeout", "request_timeout"):
+            _positive(name, getattr(self, name))
+        for name in ("max_header_bytes", "max_headers", "max_connections"):
+            _positive(name, getattr(self, name), integer=True)
+        if self.max_header_bytes < 1024:
+            raise ValueError(f"max_header_bytes: at least 1024, got {self.max_header_bytes}")
+        if self.request_timeout <= self.max_solve_seconds:
+            raise ValueError(f"request_timeout: must exceed max_solve_seconds ({self.max_solve_seconds:g}), "
+                             f"got {self.request_timeout:g}")
         if self.synchronous not in ("full", "normal"):
             raise ValueError(f"synchronous: must be 'full' or 'normal', got {self.synchronous!r}")
         if not isinstance(self.market, Mapping):

@@ -1,0 +1,190 @@
+"""A flood of slow and idle connections against a real ``gensolver serve`` on 127.0.0.1.
+
+Issue 30's goal: with 20,000 slow or idle connections from one client, ``/healthz`` and an
+authenticated submission still answer within 1 s, the server's peak memory stays under
+300 MB, and a 1 MiB header is answered 431.
+
+The attack runs in ``--procs`` worker processes (each under the per-process file limit), all
+from 127.0.0.1: ``--connections`` sockets in all, half sending nothing, half a request head cut
+short; a socket the server closes is reopened after ``--reopen`` seconds, so the pressure lasts
+``--seconds``. Meanwhile the probe opens a *new* connection every 0.25 s for ``GET /healthz``
+and for an authenticated ``POST /v1/tasks``, and the server's resident memory is sampled.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_service_connections.py                      # 20,000 for 20 s
+    .venv/bin/python benchmarks/bench_service_connections.py --connections 2000 --seconds 5   # quick
+
+Prints one Markdown table; exit status 1 when a goal is missed. The client runs on the same
+machine as the server (its CPU time competes with the server's); report ``uptime`` beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+
+from gensolver.service.auth import add_token
+from gensolver.service.storage import Store
+
+
+def _raise_nofile(need: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(hard, max(soft, need)) if hard != resource.RLIM_INFINITY else max(soft, need)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
+def _attacker(port: int, n: int, seconds: float, reopen: float, opened: mp.Value, live: mp.Value) -> None:
+    """``n`` sockets, half idle, half with a head cut short, each reopened ``reopen`` s after a close."""
+    _raise_nofile(n + 256)
+
+    async def slot(k: int, stop: float) -> None:
+        while time.monotonic() < stop:
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(reopen)
+                continue
+            with opened.get_lock():
+                opened.value += 1
+            with live.get_lock():
+                live.value += 1
+            try:
+                if k % 2:
+                    writer.write(b"POST /v1/tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Slow: ")
+                await asyncio.wait_for(reader.read(65536), timeout=max(0.01, stop - time.monotonic()))
+            except (OSError, asyncio.TimeoutError):
+                pass
+            finally:
+                with live.get_lock():
+                    live.value -= 1
+                writer.close()
+            await asyncio.sleep(reopen)
+
+    async def main() -> None:
+        stop = time.monotonic() + seconds
+        await asyncio.gather(*(slot(k, stop) for k in range(n)))
+
+    asyncio.run(main())
+
+
+def _probe(url: str, token: str, stop: threading.Event, out: dict[str, list[float]]) -> None:
+    h = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    k = 0
+    while not stop.is_set():
+        for what in ("healthz", "submit"):
+            t0 = time.perf_counter()
+            try:
+                with httpx.Client(base_url=url, timeout=10.0) as c:  # a new connection each time
+                    if what == "healthz":
+                        ok = c.get("/healthz").status_code == 200
+                    else:
+                        body = ('{"apiVersion": "scheduling.gen.io/v1alpha1", "kind": "GenTask", "metadata": '
+                                f'{{"name": "probe-{k}"}}, "spec": {{"genResources": {{"gpuMemory": '
+                                '{"preferred": "10Gi"}}}}')
+                        ok = c.post("/v1/tasks", content=body, headers=h).status_code == 201
+                        k += 1
+            except httpx.HTTPError:
+                ok = False
+            out[what].append(time.perf_counter() - t0 if ok else float("inf"))
+        stop.wait(0.25)
+
+
+def _big_header(port: int) -> int:
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: ")
+    try:
+        s.sendall(b"a" * (1 << 20))
+    except OSError:
+        pass
+    data = s.recv(64)
+    s.close()
+    return int(data.split(b" ", 2)[1]) if data else 0
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, int(round(q / 100 * (len(xs) - 1)))))] if xs else float("nan")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--connections", type=int, default=20_000)
+    ap.add_argument("--procs", type=int, default=4)
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--reopen", type=float, default=1.0, help="seconds before a closed socket is reopened")
+    ap.add_argument("--server-args", default="", help="extra `gensolver serve` options")
+    args = ap.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="gensolver-conn-bench-"))
+    db = tmp / "m.db"
+    store = Store(db)
+    token = add_token(store, "alice")
+    store.close()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-c", "import sys; from gensolver.cli import main; sys.exit(main(sys.argv[1:]))",
+           "serve", "--db", str(db), "--port", str(port), "--rate-limit", "0", *args.server_args.split()]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        proc = psutil.Process(server.pid)
+        rss0 = proc.memory_info().rss
+        opened, live = mp.Value("q", 0), mp.Value("q", 0)
+        per = -(-args.connections // args.procs)
+        workers = [mp.Process(target=_attacker, args=(port, per, args.seconds, args.reopen, opened, live))
+                   for _ in range(args.procs)]
+        for w in workers:
+            w.start()
+        lat: dict[str, list[float]] = {"healthz": [], "submit": []}
+        stop = threading.Event()
+        probe = threading.Thread(target=_probe, args=(url, token, stop, lat))
+        time.sleep(min(3.0, args.seconds / 4))  # let the flood build up first
+        probe.start()
+        peak_rss, peak_live, peak_server_conns = rss0, 0, 0
+        t_end = time.monotonic() + args.seconds - min(3.0, args.seconds / 4)
+        while time.monotonic() < t_end:
+            peak_rss = max(peak_rss, proc.memory_info().rss)
+            peak_live = max(peak_live, live.value)
+            peak_server_conns = max(peak_server_conns, proc.num_fds())
+            time.sleep(0.2)
+        big = _big_header(port)
+        stop.set()
+        probe.join()
+        for w in workers:
+            w.join(timeout=args.seconds + 60)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    worst = {k: max(v) if v else float("inf") for k, v in lat.items()}
+    ok = worst["healthz"] <= 1.0 and worst["submit"] <= 1.0 and peak_rss < 300e6 and big == 431
+    print("| connections asked | opened (with reopens) | client-side open at peak | server fds at peak | "
+          "/healthz p50 / max s | submission p50 / max s | probes | server RSS start / peak MB | 1 MiB header |")
+    print("|---:|---:|---:|---:|---|---|---:|---|---:|")
+    print(f"| {args.connections} | {opened.value} | {peak_live} | {peak_server_conns} | "
+          f"{pct(lat['healthz'], 50):.3f} / {worst['healthz']:.3f} | {pct(lat['submit'], 50):.3f} / {worst['submit']:.3f} | "
+          f"{len(lat['healthz'])} | {rss0 / 1e6:.0f} / {peak_rss / 1e6:.0f} | {big} |")
+    print(f"\ngoals (each probe <= 1 s, peak RSS < 300 MB, 431): {'met' if ok else 'NOT met'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
