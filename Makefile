@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/gensolver demo --out demo-out
 
-# lint first (ruff, then mypy: about 10 s on 2 cores), then every test (--dist loadgroup: the
+# lint first (ruff, mypy, then lint-imports for the layers of docs/contributing.md: about 15 s on
+# 2 cores), then every test (--dist loadgroup: the
 # tests marked xdist_group("slurm") share one worker, and so one local Slurm)
 test: lint
 	$(PY) -m pytest -n 2 --dist loadgroup -q
@@ -24,6 +25,7 @@ test: lint
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gensolver tests benchmarks scripts
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -n 2 -q -m slow
