@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
+LOAD_ROUNDS ?= 1
 
-.PHONY: demo test test-slow lint bench docs clean
+.PHONY: demo test test-load test-slow lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +22,11 @@ demo: $(STAMP)
 # tests marked xdist_group("slurm") share one worker, and so one local Slurm)
 test: lint
 	$(PY) -m pytest -n 2 --dist loadgroup -q
+
+# the tests that run real processes on a plan's clock, LOAD_ROUNDS times (default 1), while every core runs a busy loop
+# (stress-ng when installed, else Python loops): a test that races wall time fails here
+test-load: $(STAMP)
+	PY=$(PY) scripts/test_under_load.sh $(LOAD_ROUNDS) -n 2 --dist loadgroup
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gensolver tests benchmarks scripts

@@ -6,7 +6,8 @@
 - Backends behind :class:`GpuBackend`: :class:`NvmlBackend` (NVIDIA devices through NVML) and
   :class:`SimulatedBackend` (declared devices; processes report usage themselves).
 - :class:`PlanRunner` launches, watches, preempts and journals the processes; its
-  :class:`ExecutionReport` carries one :class:`UsageFeedback` per task for the market.
+  :class:`ExecutionReport` carries one :class:`UsageFeedback` per task for the market. Its
+  clock is injectable (:class:`ManualClock`: plan time moves only when the caller says).
 - In the launched processes: :func:`report_usage` and :func:`apply_memory_limit`.
 """
 
@@ -32,6 +33,7 @@ from .backends import (
 )
 from .check import PlanCheck, PlanViolation, check_plan
 from .child import apply_memory_limit, report_usage
+from .clock import SYSTEM_CLOCK, Clock, ManualClock, SystemClock
 from .gantt import plot_plan
 from .journal import Journal, JournalError, read_journal
 from .plan import (
@@ -67,7 +69,7 @@ __all__ = [
     "parse_memory", "BackendError", "DeviceNotFoundError", "NvmlError", "NvmlUnavailableError",
     "NvmlPermissionError", "NvmlNotSupportedError", "NvmlGpuLostError", "MpsUnavailableError", "MpsStatus",
     "PlanRunner", "ExecutorPolicy", "ExecutionReport", "UsageFeedback", "ExecutorError", "resolve_devices",
-    "Journal", "JournalError", "read_journal",
+    "Journal", "JournalError", "read_journal", "Clock", "SystemClock", "ManualClock", "SYSTEM_CLOCK",
     "report_usage", "apply_memory_limit",
 ]
 

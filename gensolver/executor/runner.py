@@ -80,6 +80,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .backends import GpuBackend
+from .clock import SYSTEM_CLOCK, Clock
 from .devices import resolve_devices
 from .journal import Journal, JournalError
 from .launch import _signal_tree
@@ -151,6 +152,11 @@ class PlanRunner(_UsageSampler):
         Extra environment for every process.
     on_event : callable, keyword-only, optional
         Called with each journal record after it is written.
+    clock : Clock, keyword-only, optional
+        Where plan time and the journal's times come from, and how the runner waits between
+        polls (default the wall clock; a :class:`~gensolver.executor.clock.ManualClock` moves
+        only when its caller says, so a test waits on events rather than on wall time). The
+        ``timeout`` of :meth:`run` is always wall time.
 
     Raises
     ------
@@ -164,7 +170,8 @@ class PlanRunner(_UsageSampler):
                  policy: ExecutorPolicy | None = None, time_scale: float = 1.0, poll_interval: float = 0.05,
                  device_map: Mapping[str, str] | None = None, log_dir: str | os.PathLike[str] | None = None,
                  env: Mapping[str, str] | None = None, on_event: Callable[[Mapping[str, Any]], None] | None = None,
-                 log_max_bytes: int = DEFAULT_LOG_MAX_BYTES) -> None:
+                 log_max_bytes: int = DEFAULT_LOG_MAX_BYTES, clock: Clock | None = None) -> None:
+        self.clock: Clock = SYSTEM_CLOCK if clock is None else clock
         if isinstance(log_max_bytes, bool) or not isinstance(log_max_bytes, int) or log_max_bytes < 1:
             raise ValueError(f"log_max_bytes must be a positive integer (bytes), got {log_max_bytes!r}")
         self.log_max_bytes = log_max_bytes
@@ -204,7 +211,7 @@ class PlanRunner(_UsageSampler):
     # ------------------------------------------------------------------ journal
     def _emit(self, event: str, **fields: Any) -> dict[str, Any]:
         assert self._journal is not None
-        rec = self._journal.append(event, **fields)
+        rec = self._journal.append(event, time=self.clock.time(), **fields)
         if logger.isEnabledFor(logging.INFO):
             logger.info("%s %s", event, " ".join(f"{k}={v}" for k, v in fields.items() if k in _LOGGED))
         self._apply(rec)
@@ -303,7 +310,7 @@ class PlanRunner(_UsageSampler):
             self._emit("restart", pid=os.getpid())
             self._recover()
         else:
-            self._emit("plan", plan=self.plan.name, digest=self.plan.digest, t0=time.time(),
+            self._emit("plan", plan=self.plan.name, digest=self.plan.digest, t0=self.clock.time(),
                        time_scale=self._requested_scale, pid=os.getpid())
 
     def _recover(self) -> None:
@@ -345,7 +352,7 @@ class PlanRunner(_UsageSampler):
 
     # ------------------------------------------------------------------ time
     def _plan_time(self, now: float | None = None) -> float:
-        return ((time.time() if now is None else now) - self.t0) / self.time_scale
+        return ((self.clock.time() if now is None else now) - self.t0) / self.time_scale
 
     def wall_time(self, plan_time: float) -> float:
         """Wall-clock time (epoch seconds) of ``plan_time``."""
@@ -365,23 +372,23 @@ class PlanRunner(_UsageSampler):
         -------
         ExecutionReport
         """
-        began = time.time()
+        began = time.monotonic()
         self._open()
         try:
             while any(ts.outcome is None for ts in self._tasks.values()):
-                if timeout is not None and time.time() - began > timeout:
+                if timeout is not None and time.monotonic() - began > timeout:
                     raise TimeoutError(f"plan {self.plan.name!r} not finished after {timeout} s")
                 self._usage_cache = {}
                 for ts in sorted(self._tasks.values(), key=lambda t: (t.runs[min(t.idx, len(t.runs) - 1)].start, t.id)):
                     if ts.outcome is None:
                         self._step(ts)
-                time.sleep(self.poll_interval)
+                self.clock.sleep(self.poll_interval)
             if not self._journal.records or self._journal.records[-1]["event"] != "finished":  # type: ignore[union-attr]
                 self._emit("finished")
         finally:
             assert self._journal is not None
             self._journal.close()
-        return self.report(seconds=time.time() - began)
+        return self.report(seconds=time.monotonic() - began)
 
     def report(self, *, seconds: float = 0.0) -> ExecutionReport:
         """The current :class:`ExecutionReport` (complete once :meth:`run` returned)."""
@@ -401,7 +408,7 @@ class PlanRunner(_UsageSampler):
         self._emit("task_finished", task=ts.id, outcome=outcome, exit_code=ts.exit_code)
 
     def _step(self, ts: _Task) -> None:
-        now = time.time()
+        now = self.clock.time()
         p = self._plan_time(now)
         pr = ts.proc
         if pr is not None:

@@ -17,6 +17,7 @@ from gensolver.executor import (
     GpuBackend,
     Journal,
     JournalError,
+    ManualClock,
     NvmlBackend,
     NvmlUnavailableError,
     PlanRunner,
@@ -145,6 +146,6 @@ def test_journal_of_another_plan_is_refused(tmp_path: Path) -> None:
     one = plan_of({"gpu0": 1}, {"a": {"at": [("gpu0", 0, 1)], "memory": 0.25, "command": ["true"]}})
     two = plan_of({"gpu0": 1}, {"a": {"at": [("gpu0", 0, 2)], "memory": 0.25, "command": ["true"]}})
     sim = SimulatedBackend([("gpu0", GIB)], state_dir=tmp_path / "sim")
-    assert PlanRunner(one, backend=sim, journal=tmp_path / "j", time_scale=0.5).run(timeout=60).ok
+    assert PlanRunner(one, backend=sim, journal=tmp_path / "j", clock=ManualClock()).run(timeout=60).ok
     with pytest.raises(JournalError, match="another plan"):
         PlanRunner(two, backend=sim, journal=tmp_path / "j").run(timeout=60)

@@ -7,12 +7,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from gensolver.executor import ExecutorPolicy, Journal, PlanRunner, SimulatedBackend, read_journal, write_plan
+from gensolver.executor import (
+    ExecutorPolicy,
+    Journal,
+    ManualClock,
+    PlanRunner,
+    SimulatedBackend,
+    read_journal,
+    write_plan,
+)
 from gensolver.executor.procs import is_alive
 
 from .helpers import MIB, events, kill_groups, plan_of, wait_for
@@ -30,8 +39,9 @@ def test_log_and_usage_file_names_do_not_collide(tmp_path: Path) -> None:
                    {n: {"at": [(f"gpu{k}", 0, 2)], "memory": 0.25, "command": (sys.executable, "-c", SAY)}
                     for k, n in enumerate(names)})
     logs = tmp_path / "logs"
+    # a manual clock stands at plan time 0: every child exits inside its window, however slow the machine
     ex = PlanRunner(plan, backend=_sim(plan, tmp_path), journal=tmp_path / "j.jsonl", log_dir=logs, poll_interval=0.02,
-                  time_scale=0.2)
+                    clock=ManualClock())
     report = ex.run(timeout=60)
     assert {f.task: f.outcome for f in report.feedback} == dict.fromkeys(names, "completed")
     files = sorted(p for p in logs.iterdir())
@@ -47,7 +57,7 @@ def test_a_task_log_is_capped(tmp_path: Path) -> None:
     plan = plan_of({"gpu0": 1}, {"loud": {"at": [("gpu0", 0, 30)], "memory": 0.25,
                                           "command": (sys.executable, "-c", flood)}})
     ex = PlanRunner(plan, backend=_sim(plan, tmp_path), journal=tmp_path / "j.jsonl", log_dir=tmp_path / "logs",
-                  poll_interval=0.02, log_max_bytes=MIB)
+                    poll_interval=0.02, log_max_bytes=MIB, clock=ManualClock())
     report = ex.run(timeout=60)
     assert report.feedback[0].outcome == "completed"
     (log,) = (tmp_path / "logs").iterdir()
@@ -70,11 +80,25 @@ def test_expiry_ends_a_setsid_grandchild_too(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     plan = plan_of({"gpu0": 1}, {"t": {"at": [("gpu0", 0, 3)], "memory": 0.25,
                                        "command": (sys.executable, "-c", GRANDCHILD, str(pidfile))}})
+    clock = ManualClock()
     ex = PlanRunner(plan, backend=_sim(plan, tmp_path), journal=tmp_path / "j.jsonl", poll_interval=0.02,
-                    policy=ExecutorPolicy(grace=0.5), time_scale=1.0)
+                    policy=ExecutorPolicy(grace=0.5), clock=clock)
+
+    def expire_once_the_grandchild_exists() -> None:
+        wait_for(lambda: pidfile.exists() and pidfile.read_text(), 60, what="the grandchild's pid")
+        clock.set(3.0)  # the grant ends
+        while not done.wait(0.02):  # then the grace period passes
+            clock.advance(0.1)
+
+    done = threading.Event()
+    thread = threading.Thread(target=expire_once_the_grandchild_exists, daemon=True)
     gpid = None
     try:
-        report = ex.run(timeout=60)
+        thread.start()
+        try:
+            report = ex.run(timeout=60)
+        finally:
+            done.set()
         gpid = int(pidfile.read_text())
         assert report.feedback[0].outcome == "expired"
         wait_for(lambda: not is_alive(gpid), 10, what="the setsid grandchild gone")
@@ -105,7 +129,7 @@ def test_run_json_is_json_without_a_log_dir(tmp_path: Path) -> None:
     if not script.exists():
         pytest.skip("the gensolver script is not installed beside this interpreter")
     out = subprocess.run([str(script), "run", str(tmp_path / "plan.json"), "--backend", "sim", "--json",
-                          "--time-scale", "0.2", "--poll", "0.02"], capture_output=True, text=True, timeout=120)
+                          "--time-scale", "60", "--poll", "0.02"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["tasks"][0]["outcome"] == "completed"
