@@ -105,7 +105,7 @@ def run_table(ws, policies, *, repeat=("market", "auction"), interference=0.0):
             if p in repeat:
                 same = "yes" if log_bytes(simulate(w, policy=p, interference=interference)) == log_bytes(r) else "NO"
             rows.append({"workload": w.name, "gpus": len(w.gpus), "policy": p, "jct": m.avg_jct, "jain": m.jain,
-                         "mem": m.memory_utilisation, "welfare": m.welfare, "deadline": m.deadline_hit_rate,
+                         "mem": m.memory_used, "welfare": m.welfare, "deadline": m.deadline_hit_rate,
                          "vjct": m.value_weighted_jct, "sharing": m.sharing_incentive, "envy": m.envy,
                          "preempt": m.preemptions, "done": m.completed, "wall": r.wall_seconds, "rerun_same": same})
     return rows

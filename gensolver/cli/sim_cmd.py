@@ -125,16 +125,21 @@ def comparison_rows(results, total: int | None = None, bound: Any = None) -> lis
     ``welfare_over_bound`` (welfare over its upper bound).
 
     ``done`` is ``completed/total``: ``total`` is the workload's task count (default: the tasks
-    that arrived, rejected ones included); ``rejected`` counts tasks that fit on no node.
+    that arrived, rejected ones included); ``rejected`` counts tasks that fit on no node;
+    ``unfinished`` the accepted tasks not done when the run stopped (they count in every average
+    with their JCT so far, which makes those averages lower bounds: see
+    :mod:`gensolver.sim.metrics`). ``mem_used`` is the memory tasks can use by their speed law,
+    ``mem_held`` what they hold.
     Undefined metrics (no finished task) are NaN here; :func:`json_safe` turns them into null.
     """
     rows = []
     for r in results:
         m = r.metrics
         n = total if total is not None else m.tasks + m.rejected
-        rows.append({"policy": r.policy, "done": f"{m.completed}/{n}", "rejected": m.rejected, "avg_jct": m.avg_jct,
+        rows.append({"policy": r.policy, "done": f"{m.completed}/{n}", "rejected": m.rejected,
+                     "unfinished": m.unfinished, "avg_jct": m.avg_jct,
                      "p95_jct": m.p95_jct, "avg_wait": m.avg_wait, "makespan": m.makespan,
-                     "mem_util": m.memory_utilisation, "compute_util": m.compute_utilisation,
+                     "mem_used": m.memory_used, "mem_held": m.memory_held, "compute_util": m.compute_utilisation,
                      "preemptions": m.preemptions, "lost_work": m.lost_work, "jain": m.jain, "rho_max": m.rho_max,
                      "credits": m.credits_spent, "welfare": m.welfare, "deadline_hit_rate": m.deadline_hit_rate,
                      "rounds": m.rounds, "solver_s_per_round": m.solver_seconds_mean,
@@ -150,6 +155,10 @@ def _ratio(value: float, ref: float | None) -> float:
     if ref is None or not (math.isfinite(value) and math.isfinite(ref)) or ref <= 0:
         return float("nan")
     return value / ref
+
+
+#: columns that are lower bounds when a run stopped with tasks unfinished
+_CENSORED = frozenset({"avg_jct", "jct_over_bound", "p95_jct", "avg_wait", "makespan", "rho_max"})
 
 
 def _cell(v: Any) -> str:
@@ -415,6 +424,11 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
             report = audit_log(r.events)
             if not report.ok:
                 fail(f"audit failed for {p}: {report.violations[0]}", code=1)
+            if r.stalled:  # an error, never a table row: its averages would describe a run that did not finish
+                m = r.metrics
+                fail(f"{r.policy} stalled at step {r.end_time:g}: {m.completed} of {len(workload.tasks)} tasks done, "
+                     f"{m.unfinished} waiting that can never start (a GPU down for good, or a policy that will not "
+                     "place them); no table is printed and no file written", code=1)
             results.append(r)
     bnd = offline_bound(workload, gpus=cluster) if with_bound else None
     rows = comparison_rows(results, total=len(workload.tasks), bound=bnd)
@@ -431,15 +445,15 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
     else:
         table = Table(title=f"{workload.name}: {len(workload.tasks)} tasks, {len(cluster or workload.gpus)} GPUs "
                             f"(times in steps of {workload.step_seconds:g} s)")
-        cols = ["policy", "done", "rejected", "avg_jct", "p95_jct", "avg_wait", "makespan", "mem_util",
+        cols = ["policy", "done", "rejected", "avg_jct", "p95_jct", "avg_wait", "makespan", "mem_used", "mem_held",
                 "compute_util", "preemptions", "lost_work", "jain", "rho_max", "welfare", "credits", "solver_s_per_round",
                 "sim_seconds"]
         if bnd is not None:
             cols[4:4] = ["jct_over_bound"]
         for c in cols:
             table.add_column(c, justify="left" if c == "policy" else "right", no_wrap=True, min_width=len(c))
-        for row in rows:
-            table.add_row(*[_cell(row[c]) for c in cols])
+        for row in rows:  # figures of a run cut short are lower bounds: marked ">="
+            table.add_row(*[(">=" if row["unfinished"] and c in _CENSORED else "") + _cell(row[c]) for c in cols])
         SafeConsole(width=max(console.width, 240)).print(table)
         if bnd is not None:
             console.print(_bound_line(bnd), highlight=False)
@@ -452,12 +466,7 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
                 fail(f"--out: cannot write {path}: {exc.strerror or exc}")
         if not as_json:
             console.print(f"wrote {len(files) - 1} plots and results.json to {out}")
-    stalled = [r for r in results if r.stalled]
-    if stalled:  # reported (and written) above; the run still did not finish its work
-        fail("; ".join(f"{r.policy} stalled at step {r.end_time:g}: {r.metrics.completed} of "
-                       f"{len(workload.tasks)} tasks done; the waiting ones can never start (a GPU down for good, "
-                       "or no policy decision will place them)"
-                       for r in stalled))
+
 
 
 def _bound_line(b: Any) -> str:

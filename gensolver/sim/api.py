@@ -166,7 +166,7 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     records = {s.id: _record(s) for s in cluster.tasks.values() if s.state != "rejected" and s.state != "pending"}
     rounds = tuple(MappingProxyType(dict(r)) for r in pol.rounds)
     events = tuple(cluster.log)
-    metrics = compute_metrics(events, records, rounds)
+    metrics = compute_metrics(events, records, rounds, end=float(env.now))
     balances: dict[str, float] = {}
     holder = getattr(pol, "market", None) or getattr(pol, "bank", None)
     if holder is not None:
@@ -184,7 +184,8 @@ def _record(s: Any) -> TaskRecord:
         achieved = task_value(true, s.finish)
     return TaskRecord(s.id, true.tenant, s.true_arrival, float(true.duration), s.first_start, s.finish,
                       s.preemptions, s.faults, s.lost, float(true.value), float(achieved),
-                      None if true.deadline is None else float(true.deadline))
+                      None if true.deadline is None else float(true.deadline),
+                      float(true.preferred_memory if true.elasticity > 0 else true.min_memory))
 
 
 def _items(arg: str, value: object, kind: type | tuple[type, ...], what: str) -> tuple[Any, ...]:

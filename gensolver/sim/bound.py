@@ -89,6 +89,8 @@ __all__ = ["OfflineBound", "offline_bound"]
 #: growth of the tail buckets past the uniform span
 TAIL_RATIO = 1.5
 _METHOD = "highs"
+#: narrowest bucket (steps): uniform widths are multiples of it
+MIN_WIDTH = 0.125
 
 
 @dataclass(frozen=True)
@@ -273,7 +275,7 @@ def _grid(d: dict[str, Any], max_buckets: int) -> tuple[np.ndarray, float]:
     loads = [(d["member"][k] * d["p"] * d[res]).sum() / d["cap"][k, c]
              for k in range(len(d["sets"])) for c, res in enumerate(("mem", "comp")) if d["cap"][k, c] > 0]
     span = max(need - start, max(loads, default=0.0)) * 1.5 + 1.0
-    width = max(1.0, math.ceil(span / max_buckets * 4) / 4)
+    width = max(MIN_WIDTH, math.ceil(span / max_buckets / MIN_WIDTH) * MIN_WIDTH)
     bounds = list(start + width * np.arange(math.ceil(span / width) + 1))
     end = max(serial, float(np.max(np.where(np.isfinite(d["dl"]), d["dl"], 0.0))) + 1.0)
     while bounds[-1] < end:

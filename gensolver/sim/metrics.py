@@ -1,20 +1,32 @@
 """Metrics of a simulation, computed from its event log.
 
+Nothing is dropped: every average is over all the tasks the run accepted, shown beside
+``completed`` of ``tasks`` (and ``rejected``, the tasks that fit on no node, which have no
+JCT). A task still unfinished when the run stops (``until``, a stall) counts with
+``JCT = max(end - arrival, duration)`` (its JCT is at least that): then ``unfinished > 0``
+and every JCT, wait and ``rho`` figure below is a lower bound of what the policy will take
+(censored).
+
 - **JCT** (job completion time) ``finish - arrival``; average and 95th percentile (linear
   interpolation, :func:`numpy.percentile`).
-- **Queueing delay** ``first start - arrival``.
-- **Makespan** ``last finish - first arrival``.
-- **Utilisation** over time: allocated memory (compute) over the capacity of the GPUs that are
-  up, piecewise constant between events; time-averaged over the makespan.
+- **Queueing delay** ``first start - arrival`` (never started: ``end - arrival``).
+- **Makespan** ``last finish - first arrival`` (``end`` when a task is unfinished).
+- **Memory held and memory used** over time: ``memory_held`` is the memory allocated to tasks
+  (a whole-GPU task holds its whole card) over the capacity of the GPUs that are up;
+  ``memory_used`` counts only what each task's speed law makes useful, ``min(held,
+  useful)`` per GPU with ``useful`` its true preferred memory (its true minimum when its
+  elasticity is 0: memory then does not speed it up). **Compute** likewise (allocated share).
+  Piecewise constant between events; time-averaged over the makespan.
 - **Finish-time fairness** ``rho = JCT / duration`` (Mahajan et al., NSDI 2020, with the
   ideal time taken as the task's duration alone at preferred memory); max and distribution.
-- **Jain's index** ``(sum x)^2 / (n sum x^2)`` of ``x_i = 1 / rho_i`` over finished tasks
+- **Jain's index** ``(sum x)^2 / (n sum x^2)`` of ``x_i = 1 / rho_i`` over the accepted tasks
   (Jain, Chiu & Hawe, DEC-TR-301, 1984): 1 when every task is slowed down equally.
 - **Preemptions**, **lost work** (rolled back by faults, in steps), **credits spent**.
 - **Welfare achieved**: the sum over finished tasks of their *true* value at their finish
   (:func:`gensolver.model.tasks.task_value` of the true type; 0 when it finished after its
-  deadline); **deadline hit rate**: the share of tasks with a deadline that finished by it
-  (``None`` when no task has one; the per-tenant figures are ``None`` when no task finished); **value-weighted JCT** ``sum v_j JCT_j / sum v_j``.
+  deadline or did not finish); **deadline hit rate**: the share of tasks with a deadline that
+  finished by it (``None`` when no task has one); **value-weighted JCT**
+  ``sum v_j JCT_j / sum v_j``.
 - **Per tenant** (the true owner, also under false names): value achieved, credits spent,
   mean rho. **Sharing incentive** (Themis): the share of tenants whose mean rho is at most
   ``N`` (the number of tenants), i.e. no slower than alone on a private ``1/N`` of the
@@ -63,6 +75,8 @@ class TaskRecord:
     value: float = 0.0
     achieved: float = 0.0
     deadline: float | None = None
+    #: most memory per GPU the task's speed law can use (``None``: all it holds)
+    useful_memory: float | None = None
 
     @property
     def deadline_met(self) -> bool | None:
@@ -75,6 +89,11 @@ class TaskRecord:
     def jct(self) -> float | None:
         return None if self.finish is None else self.finish - self.arrival
 
+    def jct_at_least(self, end: float) -> float:
+        """The JCT, or a lower bound when the task has not finished by ``end``: ``end - arrival``,
+        and at least its work (no task runs faster than speed 1)."""
+        return self.finish - self.arrival if self.finish is not None else max(end - self.arrival, self.duration)
+
     @property
     def wait(self) -> float | None:
         return None if self.first_start is None else self.first_start - self.arrival
@@ -86,7 +105,11 @@ class TaskRecord:
 
 @dataclass(frozen=True)
 class Metrics:
-    """Frozen summary of one run (times in steps; see the module docstring)."""
+    """Frozen summary of one run (times in steps; see the module docstring).
+
+    ``tasks`` accepted (``completed`` of them finished, ``unfinished`` not), ``rejected`` at
+    arrival; when ``unfinished > 0`` the JCT, wait and rho figures are lower bounds.
+    """
 
     tasks: int
     completed: int
@@ -96,7 +119,8 @@ class Metrics:
     avg_wait: float
     p95_wait: float
     makespan: float
-    memory_utilisation: float
+    memory_held: float
+    memory_used: float
     compute_utilisation: float
     preemptions: int
     lost_work: float
@@ -117,14 +141,21 @@ class Metrics:
     tenant_value: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     tenant_spent: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     tenant_rho: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    unfinished: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (dict(v) if isinstance(v, Mapping) else v)
                 for k, v in ((k, getattr(self, k)) for k in self.__dataclass_fields__)}
 
 
-def utilisation_series(events: Sequence[Event]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(times, memory fraction, compute fraction)`` after each event time (step function)."""
+def utilisation_series(events: Sequence[Event], useful: Mapping[str, float] | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(times, memory fraction, compute fraction)`` after each event time (step function).
+
+    The memory is what tasks hold, or with ``useful`` (task id -> most useful memory per GPU)
+    what they use: ``min(held, useful)`` per GPU.
+    """
+    cap = dict(useful or {})
     cap_m = cap_c = 0.0
     use_m = use_c = 0.0
     gpu_cap: dict[str, tuple[float, float]] = {}
@@ -143,13 +174,15 @@ def utilisation_series(events: Sequence[Event]) -> tuple[np.ndarray, np.ndarray,
             cap_c -= c
         elif e.kind == "start":
             k = len(e.gpus)
-            alloc[e.task] = (e.memory, e.compute, k)
-            use_m += e.memory * k
+            m = min(e.memory, cap.get(e.task, e.memory))
+            alloc[e.task] = (m, e.compute, k)
+            use_m += m * k
             use_c += e.compute * k
         elif e.kind == "resize":
             m0, c0, k = alloc[e.task]
-            use_m += (e.memory - m0) * k
-            alloc[e.task] = (e.memory, c0, k)
+            m = min(e.memory, cap.get(e.task, e.memory))
+            use_m += (m - m0) * k
+            alloc[e.task] = (m, c0, k)
         elif e.kind in ("stop", "finish"):
             m0, c0, k = alloc.pop(e.task)
             use_m -= m0 * k
@@ -175,20 +208,33 @@ def _time_average(times: np.ndarray, values: np.ndarray, t0: float, t1: float) -
     return float(np.sum(widths * values) / (t1 - t0))
 
 
-def compute_metrics(events: Sequence[Event], records: Mapping[str, TaskRecord], rounds: Sequence[Mapping[str, Any]]) -> Metrics:
-    """The :class:`Metrics` of a run from its log, task records and round statistics."""
-    done = [r for r in records.values() if r.finish is not None]
-    jct = np.array([r.jct for r in done], dtype=float)
-    waits = np.array([r.wait for r in records.values() if r.wait is not None], dtype=float)
-    rho = np.array([r.rho for r in done], dtype=float)
-    arrivals = [r.arrival for r in records.values()]
+def compute_metrics(events: Sequence[Event], records: Mapping[str, TaskRecord], rounds: Sequence[Mapping[str, Any]],
+                    *, end: float | None = None) -> Metrics:
+    """The :class:`Metrics` of a run from its log, task records and round statistics.
+
+    ``end``: the time the run stopped (default: its last event); unfinished tasks count with
+    ``JCT = end - arrival`` (see the module docstring).
+    """
+    if end is None:
+        end = max((e.time for e in events), default=0.0)
+    recs = list(records.values())
+    done = [r for r in recs if r.finish is not None]
+    unfinished = len(recs) - len(done)
+    jct = np.array([r.jct_at_least(end) for r in recs], dtype=float)
+    waits = np.array([r.wait if r.wait is not None else max(0.0, end - r.arrival) for r in recs], dtype=float)
+    rho = jct / np.array([r.duration for r in recs], dtype=float) if recs else np.zeros(0)
+    arrivals = [r.arrival for r in recs]
     t0 = min(arrivals) if arrivals else 0.0
     t1 = max((r.finish for r in done if r.finish is not None), default=t0)
+    if unfinished:
+        t1 = max(t1, end)
     times, mem, comp = utilisation_series(events)
+    useful = {r.id: r.useful_memory for r in recs if r.useful_memory is not None}
+    _, mem_used, _ = utilisation_series(events, useful)
     spent = -sum(e.amount for e in events if e.kind == "credit" and e.note == "payment")
     secs = np.array([float(r.get("seconds", 0.0)) + float(r.get("build_seconds", 0.0)) for r in rounds], dtype=float)
     nan = float("nan")
-    owner = {r.id: r.tenant for r in records.values()}
+    owner = {r.id: r.tenant for r in recs}
     t_spent: dict[str, float] = {}
     for e in events:
         if e.kind == "credit" and e.note == "payment":
@@ -196,17 +242,16 @@ def compute_metrics(events: Sequence[Event], records: Mapping[str, TaskRecord], 
             t_spent[who] = t_spent.get(who, 0.0) - e.amount
     t_value: dict[str, float] = {}
     t_rho: dict[str, list[float]] = {}
-    for r in records.values():
+    for r, x in zip(recs, rho):
         t_value[r.tenant] = t_value.get(r.tenant, 0.0) + r.achieved
-        if r.rho is not None:
-            t_rho.setdefault(r.tenant, []).append(r.rho)
+        t_rho.setdefault(r.tenant, []).append(float(x))
     mean_rho = {k: float(np.mean(v)) for k, v in sorted(t_rho.items())}
     n_ten = len(mean_rho)
-    with_deadline = [bool(r.deadline_met) for r in records.values() if r.deadline is not None]
-    vals = np.array([r.value for r in done], dtype=float)
+    with_deadline = [bool(r.deadline_met) for r in recs if r.deadline is not None]
+    vals = np.array([r.value for r in recs], dtype=float)
     rhos = np.array(list(mean_rho.values()), dtype=float)
     return Metrics(
-        tasks=len(records),
+        tasks=len(recs),
         completed=len(done),
         rejected=sum(1 for e in events if e.kind == "reject"),
         avg_jct=float(jct.mean()) if jct.size else nan,
@@ -214,11 +259,12 @@ def compute_metrics(events: Sequence[Event], records: Mapping[str, TaskRecord], 
         avg_wait=float(waits.mean()) if waits.size else nan,
         p95_wait=float(np.percentile(waits, 95)) if waits.size else nan,
         makespan=float(t1 - t0),
-        memory_utilisation=_time_average(times, mem, t0, t1),
+        memory_held=_time_average(times, mem, t0, t1),
+        memory_used=_time_average(times, mem_used, t0, t1),
         compute_utilisation=_time_average(times, comp, t0, t1),
         preemptions=sum(1 for e in events if e.kind == "stop" and e.note == "preempt"),
         lost_work=float(sum(e.lost for e in events if e.kind == "stop")),
-        jain=jain_index(1.0 / rho) if rho.size else nan,  # no finished task: undefined, like rho
+        jain=jain_index(1.0 / rho) if rho.size else nan,  # no task: undefined, like rho
         rho_max=float(rho.max()) if rho.size else nan,
         rho_mean=float(rho.mean()) if rho.size else nan,
         rho_p95=float(np.percentile(rho, 95)) if rho.size else nan,
@@ -235,4 +281,5 @@ def compute_metrics(events: Sequence[Event], records: Mapping[str, TaskRecord], 
         tenant_value=MappingProxyType(dict(sorted(t_value.items()))),
         tenant_spent=MappingProxyType(dict(sorted(t_spent.items()))),
         tenant_rho=MappingProxyType(mean_rho),
+        unfinished=unfinished,
     )

@@ -98,7 +98,7 @@ def test_metrics_definitions():
     jct = sorted(r.jct().values())
     assert m.avg_jct == pytest.approx(sum(jct) / len(jct))
     assert m.makespan == pytest.approx(max(rec.finish for rec in r.tasks.values()))
-    assert 0 < m.memory_utilisation <= 1 and 0 < m.compute_utilisation <= 1
+    assert 0 < m.memory_used <= m.memory_held + 1e-12 and m.memory_held <= 1 and 0 < m.compute_utilisation <= 1
     assert m.rho_max >= 1 - 1e-9
 
 
