@@ -1,0 +1,77 @@
+"""Metrics that cannot flatter: memory used beside memory held, unfinished and rejected tasks
+counted, a stall an error exit. Expected values are worked out by hand from the definitions."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from gensolver.cli import main
+from gensolver.model.tasks import GpuSpec, Task
+from gensolver.sim import simulate
+from gensolver.sim.metrics import TaskRecord, compute_metrics
+
+CARD = [GpuSpec("g0", 80.0, 1.0, "n0")]
+
+
+def test_memory_used_is_what_the_speed_law_can_use():
+    # one task wanting 16 GiB for 4 steps: a whole-GPU policy holds 80 GiB but can use 16
+    t = Task("a", 16.0, 8.0, 4, 1.0, compute=0.5)
+    whole = simulate([t], policy="fcfs-whole-gpu", gpus=CARD).metrics
+    assert whole.memory_held == pytest.approx(1.0)
+    assert whole.memory_used == pytest.approx(16.0 / 80.0)
+    packed = simulate([t], policy="fcfs-packing", gpus=CARD).metrics
+    assert packed.memory_held == pytest.approx(16.0 / 80.0) == packed.memory_used
+    # memory does not speed up an inelastic task: only its minimum is useful
+    flat = dataclasses.replace(t, elasticity=0.0)
+    m = simulate([flat], policy="fcfs-packing", gpus=CARD).metrics
+    assert (m.memory_held, m.memory_used) == (pytest.approx(0.2), pytest.approx(0.1))
+
+
+def test_unfinished_tasks_count_in_every_average():
+    # two whole-card tasks of 10 steps on one GPU, cut at step 15: a finishes at 10, b started at
+    # 10 and is unfinished: its JCT is at least 15 - 0, so the average is at least (10 + 15) / 2
+    two = [Task(x, 80.0, 80.0, 10, 1.0, compute=1.0) for x in "ab"]
+    m = simulate(two, policy="fcfs-packing", gpus=CARD, until=15).metrics
+    assert (m.tasks, m.completed, m.unfinished) == (2, 1, 1)
+    assert m.avg_jct == pytest.approx(12.5)  # dropping b would claim 10
+    assert m.avg_wait == pytest.approx(5.0) and m.rho_max == pytest.approx(1.5)
+    # a task cut short before it could have done its work counts at least its work
+    m = simulate(two, policy="fcfs-packing", gpus=CARD, until=12).metrics
+    assert m.avg_jct == pytest.approx((10 + 12) / 2)
+    m = simulate(two, policy="fcfs-packing", gpus=CARD, until=5).metrics
+    assert m.completed == 0 and m.avg_jct == pytest.approx(10.0)  # each at least its 10 steps of work
+
+
+def test_compute_metrics_censors_at_the_end_it_is_given():
+    rec = {"a": TaskRecord("a", "t", 2.0, 3.0, 2.0, 5.0, 0, 0, 0.0),
+           "b": TaskRecord("b", "t", 1.0, 3.0, None, None, 0, 0, 0.0)}
+    m = compute_metrics([], rec, [], end=20.0)
+    assert m.avg_jct == pytest.approx((3.0 + 19.0) / 2) and m.unfinished == 1
+    assert m.avg_wait == pytest.approx((0.0 + 19.0) / 2)
+
+
+def test_a_stall_is_an_error_exit_not_a_table_row(capsys, tmp_path):
+    # the only GPU goes down for good at step 2 while a task still waits for it
+    args = ["simulate", "synthetic:n=6,seed=1,rate=1,gpus=80", "-p", "fcfs-packing", "--fault", "gpu:gpu0@2",
+            "--no-bound"]
+    assert main(args) == 1
+    cap = capsys.readouterr()
+    assert "stalled at step" in cap.err and "fcfs-packing" in cap.err and "tasks done" in cap.err
+    assert "fcfs-packing" not in cap.out  # no row
+    out = tmp_path / "res"
+    assert main([*args, "--json", "--out", str(out)]) == 1
+    assert capsys.readouterr().out == "" and not out.exists()
+
+
+def test_cut_runs_are_marked_and_counted(capsys):
+    args = ["simulate", "synthetic:n=12,seed=3,rate=2", "-p", "fcfs-whole-gpu", "--until", "6", "--no-bound"]
+    assert main([*args, "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    done, total = (int(x) for x in row["done"].split("/"))
+    assert total == 12 and row["unfinished"] > 0 and done + row["unfinished"] + row["rejected"] <= total
+    assert row["mem_used"] <= row["mem_held"]
+    assert main(args) == 0
+    assert ">=" in capsys.readouterr().out
