@@ -102,8 +102,9 @@ def _pulp_check(solver_name: str) -> Callable[[], tuple[bool, str]]:
 
     def check() -> tuple[bool, str]:
         if "pulp" in sys.modules:
-            import pulp
+            from .exact.pulp_import import import_pulp
 
+            pulp = import_pulp()
             if solver_name not in pulp.listSolvers(onlyAvailable=True):
                 return False, f"PuLP's {solver_name} solver is not available here"
             return True, ""
@@ -127,19 +128,21 @@ def _pulp_check(solver_name: str) -> Callable[[], tuple[bool, str]]:
 
 
 def _ortools_highs_check() -> tuple[bool, str]:
-    """OR-Tools' bundled HiGHS is unsafe once PuLP is imported next to highspy.
+    """OR-Tools' bundled HiGHS is unsafe once PuLP has loaded highspy before OR-Tools.
 
-    On import, PuLP loads highspy's native core with ``RTLD_GLOBAL``; its HiGHS symbols then
-    take precedence over the (different) HiGHS version bundled in OR-Tools, and
-    ``pywraplp``'s HiGHS crashes the process (segmentation fault) on its next solve. Report
-    the method unavailable instead of letting it crash.
+    PuLP imports highspy, whose HiGHS differs from the one bundled in OR-Tools; when highspy
+    is loaded first, ``pywraplp``'s HiGHS crashes the process (segmentation fault) on its next
+    solve. gensolver imports PuLP through
+    :func:`~gensolver.solvers.exact.pulp_import.import_pulp`, which loads OR-Tools first, so
+    both coexist; only a process that imported PuLP by itself first gets the method reported
+    unavailable instead of a crash.
     """
-    import sys
+    from .exact.pulp_import import ortools_highs_safe
 
-    if "pulp" in sys.modules and importlib.util.find_spec("highspy") is not None:
-        return False, ("PuLP has loaded highspy's HiGHS globally in this process, which clashes with "
+    if not ortools_highs_safe():
+        return False, ("PuLP has loaded highspy's HiGHS in this process before OR-Tools, which clashes with "
                        "OR-Tools' bundled HiGHS (segfault); use 'pulp-highs', or 'highs' in a process "
-                       "that has not imported pulp")
+                       "that imports gensolver's solvers before pulp")
     return True, ""
 
 

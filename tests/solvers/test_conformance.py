@@ -233,23 +233,6 @@ for _m in list_methods():
 del _m, _name
 
 
-def test_ortools_highs_conformance_in_a_fresh_process() -> None:
-    """``highs`` (OR-Tools) is refused in a process that has imported PuLP (see the registry),
-    which happens earlier in a full test run; re-run its conformance class in a clean process."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "TestMethod_highs",
-         str(Path(__file__).resolve())],
-        capture_output=True, text=True, timeout=300, cwd=root,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "skipped" not in proc.stdout.splitlines()[-1], proc.stdout[-500:]
-
-
 def test_pulp_cbc_proves_rows_its_file_rounds():
     """PuLP writes 13 significant digits: two demands that fill a capacity of 13333333.333333332
     exactly look overfull to CBC (found by the rescaled conformance test). The loosened solve

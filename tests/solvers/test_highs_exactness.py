@@ -10,8 +10,6 @@ here is judged by brute force (:func:`gensolver.verify.brute_force`), never by a
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -37,7 +35,7 @@ def test_highs_is_optimal_only_at_the_brute_force_optimum() -> None:
     seed 13 is the one that failed first): an ``optimal`` answer is the brute-force optimum, and
     every bound is at least it."""
     ok, why = get_method("highs").available()
-    if not ok:  # PuLP imported earlier in this process: the fresh-process test below runs it
+    if not ok:  # OR-Tools or its HiGHS missing (PuLP no longer blocks it: see tests/solvers/test_pulp_import.py)
         pytest.skip(why)
     bench = _bench()
     optimal = 0
@@ -83,16 +81,3 @@ def test_the_check_catches_a_wrong_claim() -> None:
     opt, _ = brute_force(inst)
     wrong = 1e6  # "optimal" without b
     assert not wrong >= opt - 1e-9 * max(1.0, opt)
-
-
-def test_highs_exactness_in_a_fresh_process() -> None:
-    """In a full run PuLP is imported first, which makes ``highs`` unavailable in-process (see
-    the registry); run the property above in a clean process then."""
-    if get_method("highs").available()[0]:
-        pytest.skip("ran in this process")
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k",
-                           "brute_force_optimum or clarke_payments", str(Path(__file__).resolve())],
-                          capture_output=True, text=True, timeout=300, cwd=root)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "skipped" not in proc.stdout.splitlines()[-1], proc.stdout[-500:]

@@ -36,6 +36,7 @@ from .common import (
     rows_of,
     xor_groups,
 )
+from .pulp_import import import_pulp
 
 __all__ = ["solve_pulp_cbc", "solve_pulp_highs", "build_pulp", "SOLUTION_STATUS_TABLE"]
 
@@ -43,7 +44,7 @@ _OPTIONS = {"mip_gap", "hint", "verbose"}
 
 
 def _table() -> dict[int, tuple[Status | None, str]]:
-    import pulp
+    pulp = import_pulp()
 
     return {
         pulp.LpSolutionOptimal: (Status.OPTIMAL, "LpSolutionOptimal"),
@@ -65,7 +66,7 @@ def build_pulp(P: MatrixProblem, *, margin: float = 0.0, normalise: bool = False
     ``normalise``: every row is scaled by a power of two so that its largest entry lies in
     ``[1, 2)`` (by default only rows below 1 are, see :func:`~.common.row_lift`).
     """
-    import pulp
+    pulp = import_pulp()
 
     prob = pulp.LpProblem("wdp", pulp.LpMaximize)
     x = [pulp.LpVariable(f"x{j}", cat=pulp.LpBinary) for j in range(P.n)]
@@ -119,7 +120,7 @@ def _solve(P: MatrixProblem, which: str, *, time_limit: float | None, threads: i
            normalise: bool = False) -> BackendAnswer:
     """One PuLP solve: the backend's answer, its bound and whether it proved it optimal (for
     :func:`~gensolver.solvers.exact.common.guarded_solve`); no status is decided here."""
-    import pulp
+    pulp = import_pulp()
 
     name = f"pulp-{which}"
     t0 = time.perf_counter()
