@@ -1,4 +1,4 @@
-"""``gensolver serve``: the market service (HTTP), and ``gensolver serve token add``."""
+"""``gensolver serve``: the market service (HTTP), and ``gensolver serve token add|list|revoke|rotate``."""
 
 from __future__ import annotations
 
@@ -40,8 +40,11 @@ def serve_command(
     step_seconds: float = typer.Option(60.0, "--step-seconds", help="Seconds of one market step."),
     market: Optional[str] = typer.Option(None, "--market", help='MarketConfig options as JSON, e.g. \'{"mechanism": "vcg", "lease": 5}\'.'),
     max_body_bytes: int = typer.Option(1 << 20, "--max-body-bytes", help="Largest request body (413 beyond)."),
-    rate_limit: float = typer.Option(1000.0, "--rate-limit", help="Requests/s per token (per address without one); 0: unlimited."),
+    rate_limit: float = typer.Option(1000.0, "--rate-limit", help="Requests/s per verified token; 0: unlimited."),
     rate_burst: int = typer.Option(2000, "--rate-burst", help="Burst above the rate (token bucket size)."),
+    address_rate_limit: float = typer.Option(2000.0, "--address-rate-limit",
+                                             help="Requests/s per client address, before any token is read; 0: unlimited."),
+    address_rate_burst: int = typer.Option(4000, "--address-rate-burst", help="Burst above the address rate."),
     max_solve_seconds: float = typer.Option(10.0, "--max-solve-seconds", help="Default and largest time_limit of POST /v1/solve."),
     synchronous: str = typer.Option("full", "--synchronous", help="SQLite synchronous: full (fsync each commit) or normal."),
     header_timeout: float = typer.Option(10.0, "--header-timeout", help="Seconds to send a request's head (408 beyond)."),
@@ -69,6 +72,7 @@ def serve_command(
         fail(f"--port: must be in 1..65535, got {port}")
     settings = _settings(db=db, gpus=gpus, round_seconds=round_seconds, step_seconds=step_seconds, market=options,
                          max_body_bytes=max_body_bytes, rate_limit=rate_limit, rate_burst=rate_burst,
+                         address_rate_limit=address_rate_limit, address_rate_burst=address_rate_burst,
                          max_solve_seconds=max_solve_seconds, synchronous=synchronous,
                          header_timeout=header_timeout, body_timeout=body_timeout,
                          keep_alive_timeout=keep_alive_timeout, request_timeout=request_timeout,
@@ -95,27 +99,134 @@ def serve_command(
         fail(f"cannot serve on {host}:{port}: {exc}", code=1)
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(text: Optional[str], option: str) -> Optional[float]:
+    """Seconds from ``90``, ``90s``, ``15m``, ``12h`` or ``30d`` (None stays None)."""
+    if text is None:
+        return None
+    t = text.strip().lower()
+    unit = _UNITS.get(t[-1:], None)
+    number = t[:-1] if unit is not None else t
+    try:
+        value = float(number) * (unit or 1)
+    except ValueError:
+        fail(f"{option}: expected a duration such as 3600, 90m, 12h or 30d, got {text!r}")
+    if not 0 < value < 1e10:
+        fail(f"{option}: must be a positive duration, got {text!r}")
+    return value
+
+
+def _open_store(db: Path):
+    _settings(db=db)
+    from ..service.storage import Store, StoreError
+
+    try:
+        return Store(db)
+    except (StoreError, OSError) as exc:
+        fail(f"--db: {exc}")
+
+
+def _when(t: Optional[float]) -> str:
+    import datetime as _dt
+
+    return "-" if t is None else _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @token_app.command("add")
 def token_add(
     tenant: str = typer.Argument(..., help="Tenant the token acts for."),
     db: Path = typer.Option(..., "--db", help="The service's SQLite database."),
-    admin: bool = typer.Option(False, "--admin", help="An operator token (clear rounds, read every tenant)."),
+    admin: bool = typer.Option(False, "--admin", help="An operator token (same as --role operator)."),
+    role: str = typer.Option("tenant", "--role", help="tenant (its own tasks and account) or operator "
+                                                      "(clear rounds, read every tenant)."),
+    expires_in: Optional[str] = typer.Option(None, "--expires-in", help="Stop working after this long "
+                                                                        "(3600, 90m, 12h, 30d); default: never."),
 ) -> None:
     """Create a token for TENANT and print it (only its salted hash is stored)."""
-    _settings(db=db)
-    from ..service.auth import add_token, check_tenant_name
-    from ..service.storage import Store, StoreError
+    from ..service.auth import ROLES, add_token, check_tenant_name
 
+    if role not in ROLES:
+        fail(f"--role: one of {', '.join(ROLES)}, got {role!r}")
     try:
         check_tenant_name(tenant)
     except ValueError as exc:
         fail(f"TENANT: {exc}")
+    seconds = _duration(expires_in, "--expires-in")
+    store = _open_store(db)
+    import time
+
     try:
-        store = Store(db)
-    except (StoreError, OSError) as exc:
-        fail(f"--db: {exc}")
+        token = add_token(store, tenant, admin=admin or role == "operator",
+                          expires=None if seconds is None else time.time() + seconds)
+    finally:
+        store.close()
+    typer.echo(token)
+
+
+@token_app.command("list")
+def token_list(
+    db: Path = typer.Option(..., "--db", help="The service's SQLite database."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List every token: id, tenant, role, created, expires, revoked, status (never a secret)."""
+    from ..service.auth import list_tokens
+
+    store = _open_store(db)
     try:
-        token = add_token(store, tenant, admin=admin)
+        rows = list_tokens(store)
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    typer.echo(f"{'id':<12}  {'tenant':<20}  {'role':<8}  {'created':<20}  {'expires':<20}  {'revoked':<20}  status")
+    for r in rows:
+        typer.echo(f"{r['id']:<12}  {r['tenant']:<20}  {r['role']:<8}  {_when(r['created']):<20}  "
+                   f"{_when(r['expires']):<20}  {_when(r['revoked']):<20}  {r['status']}")
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: str = typer.Argument(..., help="The token's id (the 12 hex digits after gs_; see token list)."),
+    db: Path = typer.Option(..., "--db", help="The service's SQLite database."),
+) -> None:
+    """Revoke a token: a running service refuses it from its next request on."""
+    from ..service.auth import revoke_token
+    from ..service.errors import NotFound
+
+    store = _open_store(db)
+    try:
+        revoke_token(store, token_id)
+    except NotFound as exc:
+        fail(f"TOKEN_ID: {exc}")
+    finally:
+        store.close()
+    typer.echo(f"revoked {token_id}")
+
+
+@token_app.command("rotate")
+def token_rotate(
+    token_id: str = typer.Argument(..., help="The token's id (see token list)."),
+    db: Path = typer.Option(..., "--db", help="The service's SQLite database."),
+    grace: Optional[str] = typer.Option(None, "--grace", help="Keep the old token working this long "
+                                                              "(e.g. 10m); default: revoked at once."),
+    expires_in: Optional[str] = typer.Option(None, "--expires-in", help="The new token's lifetime; default: never."),
+) -> None:
+    """Issue a new token for the same tenant and role, print it, and retire the old one."""
+    import time
+
+    from ..service.auth import rotate_token
+    from ..service.errors import NotFound
+
+    grace_s = _duration(grace, "--grace") or 0.0
+    seconds = _duration(expires_in, "--expires-in")
+    store = _open_store(db)
+    try:
+        token = rotate_token(store, token_id, grace=grace_s, expires=None if seconds is None else time.time() + seconds)
+    except NotFound as exc:
+        fail(f"TOKEN_ID: {exc}")
     finally:
         store.close()
     typer.echo(token)

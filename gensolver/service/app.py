@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .auth import RateLimiter
+from .auth import RateLimiter, TokenCache
 from .errors import PROBLEM_JSON, ServiceError, TooLarge, problem_response
 from .metrics import Metrics
 from .schemas import openapi_components
@@ -30,15 +30,21 @@ from .state import MarketService
 
 __all__ = ["create_app", "Guard"]
 
+
+class BadHeader(ServiceError):
+    status, title, kind = 400, "Bad request", "bad-request"
+
 log = logging.getLogger("gensolver.service")
 
 
 class Guard:
     """ASGI middleware in front of every route: body size bound, rate limit, request metrics.
 
-    A body over ``max_body_bytes`` (by its ``Content-Length``, or counted while it streams) is
-    answered 413 before any route reads it; a client over its rate (keyed by token id, else by
-    address) gets 429 with ``Retry-After``. Each answer is counted by route *template*.
+    A client address over its rate gets 429 with ``Retry-After`` before anything else is read
+    (the token's own rate is checked once the token is verified, in the routes); a request with
+    more than one ``Authorization`` header is refused (400); a body over ``max_body_bytes`` (by
+    its ``Content-Length``, or counted while it streams) is answered 413 before any route reads
+    it. Each answer is counted by route *template*.
     """
 
     def __init__(self, app: ASGIApp, *, service: MarketService, limiter: RateLimiter, metrics: Metrics,
@@ -77,21 +83,20 @@ class Guard:
             self.metrics.http_requests.labels(template, scope.get("method", ""), str(status_box["status"])).inc()
             self.metrics.http_seconds.labels(template).observe(time.perf_counter() - t0)
 
-        headers = dict(scope.get("headers") or [])
-        key = None
-        auth = headers.get(b"authorization", b"").decode("latin-1")
-        if auth[:7].lower() == "bearer " and auth[7:].strip().startswith("gs_"):
-            key = "token:" + auth[7:].strip()[3:15]
-        if key is None:
-            client = scope.get("client") or ("?", 0)
-            key = f"addr:{client[0]}"
+        raw_headers = scope.get("headers") or []
+        headers = dict(raw_headers)
+        client = scope.get("client") or ("?", 0)
         try:
-            self.limiter.check(key)
+            self.limiter.check(f"addr:{client[0]}")
+            if sum(1 for k, _ in raw_headers if k == b"authorization") > 1:
+                raise BadHeader("more than one Authorization header; send exactly one", field="header.authorization")
         except ServiceError as exc:
             status_box["status"] = exc.status
-            await self._refuse(send, exc.status, {"type": "urn:gensolver:problem:" + exc.kind, "title": exc.title,
-                                                  "status": exc.status, "detail": exc.detail, "instance": path},
-                               exc.headers)
+            doc = {"type": "urn:gensolver:problem:" + exc.kind, "title": exc.title, "status": exc.status,
+                   "detail": exc.detail, "instance": path}
+            if exc.field is not None:
+                doc["field"] = exc.field
+            await self._refuse(send, exc.status, doc, exc.headers)
             done()
             return
         length = headers.get(b"content-length")
@@ -166,6 +171,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     metrics = Metrics()
     service = MarketService(settings, metrics)
     limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
+    address_limiter = RateLimiter(settings.address_rate_limit, settings.address_rate_burst)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -190,10 +196,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.service = service
     app.state.settings = settings
     app.state.metrics = metrics
-    app.state.token_cache = {}
+    app.state.token_cache = TokenCache()
+    app.state.limiter = limiter
     for exc_type in (ServiceError, RequestValidationError, StarletteHTTPException, ValueError, Exception):
         app.add_exception_handler(exc_type, problem_response)
-    app.add_middleware(Guard, service=service, limiter=limiter, metrics=metrics, max_body=settings.max_body_bytes,
+    app.add_middleware(Guard, service=service, limiter=address_limiter, metrics=metrics, max_body=settings.max_body_bytes,
                        request_timeout=settings.request_timeout)
     register_routes(app)
     register_page(app)

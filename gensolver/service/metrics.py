@@ -6,6 +6,11 @@ tokens, whose names are checked by :func:`gensolver.service.auth.check_tenant_na
 (four values), ``route`` (the route *template*, never a task id) and ``status`` (HTTP status).
 No metric is labelled with a task id or a round number.
 
+The metrics labelled by tenant (their balances and payments among them) live on a second
+registry, exported only to an operator's token (``GET /metrics`` with
+``Authorization: Bearer``); without a token the exposition has the cluster-wide aggregates
+below and no per-tenant series, so its size does not grow with the number of tenants.
+
 =================================================  =========  ===================================
 metric                                             type       meaning
 =================================================  =========  ===================================
@@ -22,6 +27,11 @@ metric                                             type       meaning
 ``gensolver_tasks_submitted_total{tenant}``        counter    tasks accepted
 ``gensolver_executor_memory_bytes{tenant}``        gauge      GPU memory the executors last reported, summed over the tenant's running tasks
 ``gensolver_feedback_reports_total{tenant}``       counter    executor usage reports received
+``gensolver_revenue_credits_total``                counter    credits charged, all tenants
+``gensolver_submissions_total``                    counter    tasks accepted, all tenants
+``gensolver_feedback_total``                       counter    executor usage reports, all tenants
+``gensolver_cluster_executor_memory_bytes``        gauge      GPU memory executors last reported, all running tasks
+``gensolver_tenants``                              gauge      tenants with an account
 ``gensolver_http_requests_total{route,method,status}``  counter  requests answered
 ``gensolver_http_request_duration_seconds{route}`` histogram  time to answer
 =================================================  =========  ===================================
@@ -44,6 +54,7 @@ class Metrics:
 
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry(auto_describe=True)
+        t = self.tenant_registry = CollectorRegistry(auto_describe=True)
         self.round_clear_seconds = Histogram("gensolver_round_clear_seconds", "Wall time of one clearing round.",
                                              buckets=_CLEAR_BUCKETS, registry=r)
         self.rounds_total = Counter("gensolver_rounds_total", "Rounds cleared.", registry=r)
@@ -55,15 +66,21 @@ class Metrics:
         self.round_bids = Gauge("gensolver_round_bids", "Bids in the last round.", registry=r)
         self.round_tasks = Gauge("gensolver_round_tasks", "Tasks that bid in the last round.", registry=r)
         self.round_revenue = Gauge("gensolver_round_revenue_credits", "Credits charged in the last round.", registry=r)
-        self.payments_total = Counter("gensolver_payments_credits", "Credits charged, per tenant.", ["tenant"], registry=r)
-        self.balance = Gauge("gensolver_tenant_credit_balance_credits", "Credit balance of a tenant.", ["tenant"], registry=r)
+        self.payments_total = Counter("gensolver_payments_credits", "Credits charged, per tenant.", ["tenant"], registry=t)
+        self.balance = Gauge("gensolver_tenant_credit_balance_credits", "Credit balance of a tenant.", ["tenant"], registry=t)
         self.tasks = Gauge("gensolver_tasks", "Tasks per state (waiting is the queue).", ["state"], registry=r)
-        self.submitted_total = Counter("gensolver_tasks_submitted", "Tasks accepted.", ["tenant"], registry=r)
+        self.submitted_total = Counter("gensolver_tasks_submitted", "Tasks accepted.", ["tenant"], registry=t)
         self.executor_memory = Gauge("gensolver_executor_memory_bytes",
                                      "GPU memory executors last reported for a tenant's running tasks.", ["tenant"],
-                                     registry=r)
+                                     registry=t)
         self.feedback_total = Counter("gensolver_feedback_reports", "Executor usage reports received.", ["tenant"],
-                                      registry=r)
+                                      registry=t)
+        self.revenue_total = Counter("gensolver_revenue_credits", "Credits charged, all tenants.", registry=r)
+        self.submissions = Counter("gensolver_submissions", "Tasks accepted, all tenants.", registry=r)
+        self.feedback_all = Counter("gensolver_feedback", "Executor usage reports received, all tenants.", registry=r)
+        self.executor_memory_all = Gauge("gensolver_cluster_executor_memory_bytes",
+                                         "GPU memory executors last reported, all running tasks.", registry=r)
+        self.tenants = Gauge("gensolver_tenants", "Tenants with an account.", registry=r)
         self.http_requests = Counter("gensolver_http_requests", "HTTP requests answered.", ["route", "method", "status"],
                                      registry=r)
         self.http_seconds = Histogram("gensolver_http_request_duration_seconds", "Time to answer a request.", ["route"],
@@ -71,6 +88,7 @@ class Metrics:
         for state in ("waiting", "running", "done", "cancelled"):
             self.tasks.labels(state).set(0)
 
-    def exposition(self) -> bytes:
-        """The text exposition format of every metric."""
-        return generate_latest(self.registry)
+    def exposition(self, *, per_tenant: bool = False) -> bytes:
+        """The text exposition format: the aggregates, and the per-tenant series if ``per_tenant``."""
+        out = generate_latest(self.registry)
+        return out + generate_latest(self.tenant_registry) if per_tenant else out

@@ -17,7 +17,8 @@ route                      does                                                 
 ``GET /v1/me``              the token's tenant and role                                 any token
 ``GET /v1/schemas/{kind}`` the JSON Schema of instance, gpuround or plan documents      anyone
 ``GET /healthz``           liveness and configuration                                   anyone
-``GET /metrics``           Prometheus exposition                                        anyone
+``GET /metrics``           Prometheus exposition (per tenant: operator token)           anyone
+``GET /v1/audit``          the audit log (``limit``, ``after``)                        operator
 =========================  ===========================================================  ==========
 """
 
@@ -39,6 +40,7 @@ from .market_glue import solve_document
 from .metrics import CONTENT_TYPE_LATEST
 from .schemas import (
     SCHEMA_KINDS,
+    AuditPage,
     FeedbackIn,
     Health,
     Me,
@@ -75,9 +77,16 @@ def _service(request: Request) -> MarketService:
 async def principal(request: Request,
                     credentials: Optional[HTTPAuthorizationCredentials] = Depends(_bearer)) -> Principal:
     """The authentication dependency: the caller's :class:`Principal` from its bearer token
-    (``async``: a known token is a dictionary lookup, a new one one indexed SQLite read)."""
+    (``async``: a known token is a dictionary lookup, a new one one indexed SQLite read), then
+    the token's own rate limit (the client address had its limit before, in the guard)."""
+    return _authenticate(request)
+
+
+def _authenticate(request: Request) -> Principal:
     header = request.headers.get("authorization")
-    return verify_token(_service(request).store, header, request.app.state.token_cache)
+    who = verify_token(_service(request).store, header, request.app.state.token_cache)
+    request.app.state.limiter.check("token:" + who.token_id)
+    return who
 
 
 async def _json_body(request: Request) -> Any:
@@ -174,7 +183,7 @@ def register_routes(app: FastAPI) -> None:
 
     @app.get("/v1/me", response_model=Me, responses=_ERRORS, tags=["market"], summary="Who the token belongs to")
     def get_me(who: Principal = Depends(principal)) -> Any:
-        return {"tenant": who.tenant, "admin": who.admin}
+        return {"tenant": who.tenant, "admin": who.admin, "role": who.role, "expires": who.expires}
 
     @app.get("/v1/schemas/{kind}", tags=["formats"], summary="JSON Schema of a document format",
              responses={200: {"content": {"application/schema+json": {"schema": {"type": "object"}}}}, **_ERRORS})
@@ -185,8 +194,22 @@ def register_routes(app: FastAPI) -> None:
     def healthz(request: Request) -> Any:
         return _service(request).status()
 
-    @app.get("/metrics", tags=["operations"], summary="Prometheus metrics",
-             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
-    def metrics(request: Request) -> Response:
-        _service(request).refresh_gauges()
-        return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+    @app.get("/metrics", tags=["operations"], summary="Prometheus metrics (per tenant with an operator token)",
+             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}, **_ERRORS})
+    async def metrics(request: Request) -> Response:
+        """Aggregates for anyone; with an operator's ``Authorization: Bearer`` also the per-tenant series."""
+        per_tenant = False
+        if request.headers.get("authorization") is not None:
+            who = _authenticate(request)
+            who.require_admin("the per-tenant metrics")
+            per_tenant = True
+        await run_in_threadpool(_service(request).refresh_gauges)
+        return Response(request.app.state.metrics.exposition(per_tenant=per_tenant), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/v1/audit", response_model=AuditPage, responses=_ERRORS, tags=["operations"],
+             summary="The audit log of token, round and credit changes (operator)")
+    def get_audit(request: Request, who: Principal = Depends(principal),
+                  limit: int = Query(100, ge=1, le=1000),
+                  after: int = Query(0, ge=0, le=2 ** 62, description="the last seq of the previous page")) -> Any:
+        who.require_admin("the audit log")
+        return _service(request).audit_page(limit=limit, after=after)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validat
 from ..schemas import SCHEMA_FILES, load_schema
 
 __all__ = ["COMPONENTS", "SCHEMA_KINDS", "openapi_components", "Problem", "TaskView", "TaskList", "RoundSummary",
-           "RoundDetail", "RoundList", "TenantView", "TenantList", "FeedbackIn", "Health", "SolveResult",
+           "RoundDetail", "RoundList", "AuditEntry", "AuditPage", "TenantView", "TenantList", "FeedbackIn", "Health", "SolveResult",
            "GENTASK_SCHEMA"]
 
 #: URL name (``/v1/schemas/{kind}``) -> schema name
@@ -244,6 +244,22 @@ class FeedbackIn(_Model):
 class Me(_Model):
     tenant: str
     admin: bool
+    role: Literal["tenant", "operator"]
+    expires: Optional[float] = Field(description="Unix time the token stops working (null: never)")
+
+
+class AuditEntry(_Model):
+    seq: int
+    at: float
+    actor: str
+    action: str
+    subject: str
+    detail: dict[str, Any]
+
+
+class AuditPage(_Model):
+    entries: list[AuditEntry]
+    next: Optional[int] = Field(description="pass as ?after= for the next page (null: no more)")
 
 
 class Gpu(_Model):

@@ -75,9 +75,14 @@ class Settings:
     max_body_bytes : int
         Largest request body accepted (413 beyond).
     rate_limit : float
-        Requests per second allowed per token (per client address without one); ``0``: no limit.
+        Requests per second allowed per token, counted once the token is verified; ``0``: no limit.
     rate_burst : int
-        Requests a client may make at once above the steady rate (token bucket size).
+        Requests a token may make at once above the steady rate (token bucket size).
+    address_rate_limit : float
+        Requests per second allowed per client address, counted before any token is read (so
+        a new made-up token per request is limited too); ``0``: no limit.
+    address_rate_burst : int
+        Burst of ``address_rate_limit``.
     max_solve_seconds : float
         Default and largest ``time_limit`` of ``POST /v1/solve``.
     synchronous : {"full", "normal"}
@@ -110,6 +115,8 @@ class Settings:
     max_body_bytes: int = 1 << 20
     rate_limit: float = 1000.0
     rate_burst: int = 2000
+    address_rate_limit: float = 2000.0
+    address_rate_burst: int = 4000
     max_solve_seconds: float = 10.0
     synchronous: str = "full"
     header_timeout: float = 10.0
@@ -129,6 +136,8 @@ class Settings:
         _positive("max_body_bytes", self.max_body_bytes, integer=True)
         _positive("rate_limit", self.rate_limit, zero=True)
         _positive("rate_burst", self.rate_burst, integer=True)
+        _positive("address_rate_limit", self.address_rate_limit, zero=True)
+        _positive("address_rate_burst", self.address_rate_burst, integer=True)
         _positive("max_solve_seconds", self.max_solve_seconds)
         for name in ("header_timeout", "body_timeout", "keep_alive_timeout", "request_timeout"):
             _positive(name, getattr(self, name))

@@ -33,7 +33,7 @@ from .errors import BadRequest, Conflict, Forbidden, NotFound, ServiceError
 from .market_glue import MarketGlue, RoundResult, task_from_dict
 from .metrics import Metrics
 from .settings import Settings
-from .storage import Store
+from .storage import Store, audit
 
 __all__ = ["MarketService", "TASK_STATES", "UnsupportedMediaType"]
 
@@ -98,6 +98,8 @@ class MarketService:
     def refresh_gauges(self) -> None:
         """Gauges read from the database (at scrape time, not on every request)."""
         self._refresh_task_metrics()
+        row = self.store.one("SELECT COUNT(*) AS c FROM tenants")
+        self.metrics.tenants.set(0 if row is None else int(row["c"]))
 
     def _refresh_task_metrics(self) -> None:
         counts = {s: 0 for s in TASK_STATES}
@@ -112,6 +114,7 @@ class MarketService:
             per[tenant] = per.get(tenant, 0.0) + mem
         for tenant in set(per) | {t for t, _ in self._reported.values()}:
             self.metrics.executor_memory.labels(tenant).set(per.get(tenant, 0.0))
+        self.metrics.executor_memory_all.set(sum(per.values()))
 
     # ------------------------------------------------------------------ tasks
     def _parse(self, body: bytes, content_type: str) -> list[tuple[Mapping[str, Any], Task]]:
@@ -227,6 +230,7 @@ class MarketService:
         if created:
             for placed, _ in rows:
                 self.metrics.submitted_total.labels(placed.tenant).inc()
+                self.metrics.submissions.inc()
         return views, created
 
     @staticmethod
@@ -310,6 +314,7 @@ class MarketService:
                 self.glue.forget(task_id)
                 self._reported.pop(task_id, None)
             self.metrics.feedback_total.labels(row["tenant"]).inc()
+            self.metrics.feedback_all.inc()
             self._refresh_memory_metrics()
             return self._view(self.store.one("SELECT * FROM tasks WHERE id = ?", (task_id,)))
 
@@ -434,6 +439,13 @@ class MarketService:
                                            "gap", "candidates", "bids", "revenue", "queue", "seconds", "assignments")}
             db.execute("INSERT INTO rounds(n, now, at, summary, detail) VALUES(?,?,?,?,?)",
                        (n, now, at, _dumps(summary), _dumps(doc)))
+            changes: dict[str, float] = {}
+            for e in result.ledger:
+                changes[e.tenant] = changes.get(e.tenant, 0.0) + e.amount
+            audit(db, actor=trigger, action="round.clear", subject=str(n),
+                  detail={"time": now, "assignments": len(assignments), "revenue": doc["revenue"],
+                          "credit_changes": len(result.ledger), "tenants_changed": len(changes),
+                          "net_credits": float(sum(changes.values()))})
         return doc
 
     def _observe_round(self, doc: Mapping[str, Any], result: RoundResult) -> None:
@@ -447,6 +459,7 @@ class MarketService:
         m.round_revenue.set(doc["revenue"])
         for p in doc["payments"]:
             m.payments_total.labels(p["tenant"]).inc(p["charge"])
+            m.revenue_total.inc(p["charge"])
         for tenant, balance in self.glue.balances().items():
             m.balance.labels(tenant).set(balance)
             m.payments_total.labels(tenant)  # present (at 0) for every tenant with an account
@@ -482,6 +495,14 @@ class MarketService:
     def list_rounds(self, principal: Principal, *, limit: int) -> list[dict[str, Any]]:
         rows = self.store.query("SELECT summary FROM rounds ORDER BY n DESC LIMIT ?", (limit,))
         return [self._filter_round(json.loads(r["summary"]), principal) for r in reversed(rows)]
+
+    def audit_page(self, *, limit: int, after: int) -> dict[str, Any]:
+        """Audit entries with ``seq > after``, oldest first, at most ``limit``."""
+        rows = self.store.query("SELECT seq, at, actor, action, subject, detail FROM audit WHERE seq > ? "
+                                "ORDER BY seq LIMIT ?", (after, limit + 1))
+        more = len(rows) > limit
+        entries = [{**dict(r), "detail": json.loads(r["detail"])} for r in rows[:limit]]
+        return {"entries": entries, "next": entries[-1]["seq"] if more else None}
 
     def _known_tenants(self) -> list[str]:
         rows = self.store.query("SELECT tenant FROM tokens UNION SELECT tenant FROM tenants UNION SELECT tenant FROM tasks")

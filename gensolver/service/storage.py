@@ -9,9 +9,13 @@ applied or not at all, and never twice.
 Tables
 ------
 ``meta(key, value)``
-    ``schema_version``.
-``tokens(id, tenant, admin, salt, digest, created)``
-    Access tokens, stored as ``sha256(salt || secret)`` (:mod:`.auth`).
+    ``schema_version``; ``tokens_version`` (bumped by every token change).
+``tokens(id, tenant, admin, salt, digest, created, expires, revoked)``
+    Access tokens, stored as ``sha256(salt || secret)`` (:mod:`.auth`); ``admin`` is the
+    operator role; ``expires`` and ``revoked`` are Unix times (``NULL``: never).
+``audit(seq, at, actor, action, subject, detail)``
+    Append-only log of token, round and credit changes (:func:`audit`); nothing updates or
+    deletes its rows.
 ``tasks(id, tenant, state, task, source, ...)``
     Every accepted task: its :class:`~gensolver.model.tasks.Task` as JSON, the submitted
     document, and its market state (``waiting``, ``running``, ``done``, ``cancelled``).
@@ -35,16 +39,23 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ..errors import GensolverError
 
-__all__ = ["Store", "StoreError", "SCHEMA_VERSION"]
+__all__ = ["Store", "StoreError", "SCHEMA_VERSION", "audit"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 T = TypeVar("T")
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tokens(
     id TEXT PRIMARY KEY, tenant TEXT NOT NULL, admin INTEGER NOT NULL,
-    salt BLOB NOT NULL, digest BLOB NOT NULL, created REAL NOT NULL);
+    salt BLOB NOT NULL, digest BLOB NOT NULL, created REAL NOT NULL, expires REAL, revoked REAL);
+CREATE TABLE IF NOT EXISTS audit(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
+    subject TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE TABLE IF NOT EXISTS tasks(
     id TEXT PRIMARY KEY, tenant TEXT NOT NULL, state TEXT NOT NULL, task TEXT NOT NULL,
     source TEXT NOT NULL, submitted REAL NOT NULL, seq INTEGER NOT NULL,
@@ -74,6 +85,30 @@ CREATE TABLE IF NOT EXISTS feedback(
 
 class StoreError(GensolverError, RuntimeError):
     """The database cannot be opened or has an unknown layout."""
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a database of layout 1 to layout 2 (token expiry and revocation, the audit log)."""
+    has_meta = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+    if has_meta is None:
+        return
+    row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    if row is None or row[0] != "1":
+        return
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("ALTER TABLE tokens ADD COLUMN expires REAL")
+    db.execute("ALTER TABLE tokens ADD COLUMN revoked REAL")
+    db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    db.execute("COMMIT")
+
+
+def audit(db: sqlite3.Connection, *, actor: str, action: str, subject: str, detail: Any) -> None:
+    """Append one entry to the audit log, inside the caller's transaction ``db``."""
+    import json
+    import time
+
+    db.execute("INSERT INTO audit(at, actor, action, subject, detail) VALUES(?,?,?,?,?)",
+               (time.time(), actor, action, subject, json.dumps(detail, sort_keys=True, default=str)))
 
 
 class Store:
@@ -118,6 +153,7 @@ class Store:
             db.row_factory = sqlite3.Row
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
+            _migrate(db)
             db.executescript(_DDL)
             row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:

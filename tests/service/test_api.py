@@ -68,7 +68,8 @@ def test_tokens_are_required_and_checked(api):
     is_problem(api.client.get("/v1/tasks", headers={"Authorization": "Basic abc"}), 401)
     wrong = api.tokens["alice"][:-3] + "xyz"
     is_problem(api.client.get("/v1/tasks", headers={"Authorization": f"Bearer {wrong}"}), 401)
-    assert api.client.get("/v1/me", headers=api.h("alice")).json() == {"tenant": "alice", "admin": False}
+    assert api.client.get("/v1/me", headers=api.h("alice")).json() == {"tenant": "alice", "admin": False,
+                                                                       "role": "tenant", "expires": None}
     # the database holds no secret: the token text appears nowhere in it
     rows = api.service.store.query("SELECT * FROM tokens")
     assert len(rows) == 3

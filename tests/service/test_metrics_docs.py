@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def exported() -> set[str]:
     """Every sample name of a fresh registry (histogram _bucket/_sum/_count, counter _total)."""
     names = set()
-    for family in Metrics().registry.collect():
+    m = Metrics()
+    for family in list(m.registry.collect()) + list(m.tenant_registry.collect()):
         names.add(family.name)
         for suffix in ("_total", "_bucket", "_sum", "_count", "_created"):
             names.add(family.name + suffix)
@@ -42,6 +43,15 @@ def test_labels_have_bounded_cardinality():
     from prometheus_client.metrics import MetricWrapperBase
 
     metrics = [m for m in vars(Metrics()).values() if isinstance(m, MetricWrapperBase)]
-    assert len(metrics) >= 14
+    assert len(metrics) >= 19
     for m in metrics:
         assert set(m._labelnames) <= {"tenant", "state", "route", "method", "status"}, m._name
+
+
+def test_public_metrics_have_no_tenant_label():
+    """Without an operator token the exposition is the aggregate registry: no series per tenant."""
+    m = Metrics()
+    m.balance.labels("alice").set(5.0)
+    m.payments_total.labels("alice").inc(3.0)
+    assert b'tenant="alice"' not in m.exposition()
+    assert b'gensolver_tenant_credit_balance_credits{tenant="alice"} 5.0' in m.exposition(per_tenant=True)

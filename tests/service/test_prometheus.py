@@ -22,13 +22,14 @@ def prometheus(tmp_path):
     """``start(target)`` runs Prometheus scraping ``target`` every 0.5 s; returns its base URL."""
     procs = []
 
-    def start(target: str) -> str:
+    def start(target: str, token: str | None = None) -> str:
         port = free_port()
         config = tmp_path / "prometheus.yml"
         config.write_text(
             "global:\n  scrape_interval: 500ms\n  evaluation_interval: 500ms\n"
             "scrape_configs:\n  - job_name: gensolver\n    scrape_interval: 500ms\n"
-            f"    static_configs:\n      - targets: ['{target}']\n")
+            + (f"    authorization: {{credentials: '{token}'}}\n" if token else "")
+            + f"    static_configs:\n      - targets: ['{target}']\n")
         log = open(tmp_path / "prometheus.log", "w")
         proc = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                                  f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
@@ -75,11 +76,12 @@ def query(prom: str, expr: str, want: float, *, timeout: float = 20.0) -> float:
 
 def test_prometheus_reads_the_service_metrics(tmp_path, server_factory, prometheus):
     db = tmp_path / "market.db"
-    H = {"Authorization": f"Bearer {token_direct(db, 'ops', admin=True)}"}
+    ops = token_direct(db, 'ops', admin=True)
+    H = {"Authorization": f"Bearer {ops}"}
     A = {"Authorization": f"Bearer {token_direct(db, 'alice')}"}
     B = {"Authorization": f"Bearer {token_direct(db, 'bob')}"}
     srv = server_factory("--gpus", "n0:1x80", "--market", '{"time_limit": 0.5}', db=db)
-    prom = prometheus(f"127.0.0.1:{srv.port}")
+    prom = prometheus(f"127.0.0.1:{srv.port}", ops)  # the operator's token: per-tenant series too
     with httpx.Client(base_url=srv.url, timeout=10) as c:
         for k in range(3):
             c.post("/v1/tasks", json=gentask(f"a{k}", preferred="30Gi", value=30 + k), headers=A)
