@@ -7,7 +7,7 @@ fixed at 0. The feasible set is a polytope that does not depend on the reported 
 what makes fractional VCG on it truthful (it is maximal in range over the fractional
 allocations).
 
-:class:`LpRelaxation` keeps one restricted master LP (HiGHS dual simplex, through ``highspy``)
+:class:`RestrictedLp` keeps one restricted master LP (HiGHS dual simplex, through ``highspy``)
 over a working set of columns and prices the others by column generation, as the anytime
 engine does (:func:`gensolver.solvers.anytime.column_generation.column_generation`), but with a simplex so
 that re-solves are warm-started from the previous basis and the primal ``x*`` is a vertex (a
@@ -37,23 +37,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..solvers.anytime.column_generation import highs_rerun
-from ..solvers.formulation.problem import MatrixProblem, column_ranges
+from ..solvers.formulation.problem import MatrixProblem, fit_mask
 from ..solvers.result import CAPACITY_TOL
 
-__all__ = ["LpSolution", "LpRelaxation", "fits_alone", "FractionalVcg", "fractional_vcg"]
+__all__ = ["LpSolution", "RestrictedLp", "fits_alone", "FractionalVcg", "fractional_vcg"]
 
 
 def fits_alone(P: MatrixProblem, chunk_nnz: int = 1 << 20) -> np.ndarray:
-    """``bool[n]``: the columns whose every demand is within capacity (``CAPACITY_TOL``)."""
-    A = P.A
-    ok = np.ones(P.n, dtype=bool)
-    limit = P.cap + CAPACITY_TOL
-    for a, b in column_ranges(A.indptr, chunk_nnz):
-        lo, hi = A.indptr[a], A.indptr[b]
-        bad = A.data[lo:hi] > limit[A.indices[lo:hi]]
-        if bad.any():
-            ok[a + np.repeat(np.arange(b - a), np.diff(A.indptr[a:b + 1]))[bad]] = False
-    return ok
+    """``bool[n]``: the columns whose every demand is within capacity (``CAPACITY_TOL``):
+    :func:`~gensolver.solvers.formulation.problem.fit_mask` over every column."""
+    return fit_mask(P.A, None, P.cap + CAPACITY_TOL, chunk_nnz)
 
 
 @dataclass(frozen=True)
@@ -210,8 +203,10 @@ class _ScipyMaster:
         return float(-res.fun), np.asarray(res.x), -np.asarray(res.ineqlin.marginals)
 
 
-class LpRelaxation:
-    """The LP relaxation of one problem, re-solvable without any one owner (warm-started).
+class RestrictedLp:
+    """The LP relaxation of one problem as a stateful restricted master LP, re-solvable without
+    any one owner (warm-started). (The frozen record of one LP solve is
+    :class:`gensolver.solvers.formulation.bounds.LpRelaxation`.)
 
     Parameters
     ----------
@@ -361,7 +356,7 @@ def fractional_vcg(P: MatrixProblem, *, support_tol: float = 1e-10, time_limit: 
     Entries of ``x*`` below ``support_tol`` are read as 0 (simplex round-off).
     """
     t0 = time.perf_counter()
-    relax = LpRelaxation(P)
+    relax = RestrictedLp(P)
     lp = relax.solve(time_limit=time_limit)
     x = np.where(lp.x > support_tol, lp.x, 0.0)
     lp = LpSolution(float(P.values @ x), max(lp.bound, float(P.values @ x)), x, lp.converged, lp.iterations,

@@ -55,14 +55,9 @@ from ..solvers.result import CAPACITY_TOL, finish
 from .common import check_call, check_options, check_solver_and_limit, make_outcome
 from .outcome import Outcome
 
-__all__ = ["greedy_critical", "critical_value", "los_keys"]
+__all__ = ["greedy_critical", "critical_value"]
 
 _DEFAULTS: dict[str, Any] = {"alpha": 0.5}
-
-
-def los_keys(instance: Instance, alpha: float = 0.5) -> np.ndarray:
-    """Ranking key ``value / size ** alpha`` of every bid (as :func:`greedy_order` uses it)."""
-    return greedy_keys(instance, alpha)
 
 
 def critical_value(instance: Instance, bid_id: str, *, alpha: float = 0.5) -> float:
@@ -83,7 +78,7 @@ def critical_value(instance: Instance, bid_id: str, *, alpha: float = 0.5) -> fl
     rest = instance.replace_bids([b for b in instance.bids if b.id != bid_id])
     if rest.n_bids == 0:
         return 0.0
-    keys = los_keys(rest, alpha)
+    keys = greedy_keys(rest, alpha)
     order = greedy_order(rest, alpha)
     x = first_fit(rest, order)
     csc = rest.capacity_matrix.tocsc()

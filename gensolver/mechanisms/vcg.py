@@ -83,7 +83,7 @@ import numpy as np
 from ..model import Bid, Instance, Slot
 from ..model.validate import mark_validated
 from ..solvers import Status
-from ..solvers.approximation.greedy import trivial_bound
+from ..solvers.formulation.bounds import trivial_bound
 from ..solvers.formulation.problem import from_instance
 from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
@@ -359,7 +359,7 @@ def vcg(
     t_main = time.perf_counter() - t0
     main_work = float(getattr(run, "work", 0.0)) if det else 0.0
     main_ok = main.status is Status.OPTIMAL
-    main_bound = main.bound if main.bound is not None else trivial_bound(instance)
+    main_bound = main.bound if main.bound is not None else trivial_bound(from_instance(instance))
     won = winning_bids(instance, main)
     if time_limit is None:
         left = None
@@ -410,7 +410,7 @@ def vcg(
         if ok and res["bound"] is not None:
             bnd = res["bound"]
         else:
-            bnd = trivial_bound(jobs[bidder][0] if bidder in jobs else instance.without_bidder(bidder))
+            bnd = trivial_bound(from_instance(jobs[bidder][0] if bidder in jobs else instance.without_bidder(bidder)))
         bnd = min(bnd, main_bound)
         exact_i = res["status"] == Status.OPTIMAL.value
         if exact_i:

@@ -40,10 +40,6 @@ __all__ = ["solve_auto", "solve_round"]
 _OPTIONS = {"lp_share", "k0", "full_lp_nnz", "sub_solver", "exact_share", "deterministic", "warm_start"}
 
 
-def _opts(options: dict[str, Any] | None) -> dict[str, Any]:
-    return check_options(options, _OPTIONS, "method 'auto'")
-
-
 def _budget_left(time_limit: float | None, build_s: float, opts: dict[str, Any]) -> float | None:
     """The budget left for the engine: wall seconds minus the build, or all the work units."""
     if time_limit is None:
@@ -71,7 +67,7 @@ def solve_auto(instance: Instance, *, time_limit: float | None = None, threads: 
     mapped by bid id, repaired to fit, and the answer is never worse than it; see
     :mod:`gensolver.solvers.anytime.incremental`).
     """
-    opts = _opts(options)
+    opts = check_options(options, _OPTIONS, "method 'auto'")
     previous = opts.pop("warm_start", None)
     t0 = time.perf_counter()
     P = from_instance(instance)
@@ -93,7 +89,7 @@ def solve_round(rnd: GpuRound, *, time_limit: float | None = None, threads: int 
     bid ids :meth:`GpuRound.expand` would give, so the answer can be checked against the
     expansion.
     """
-    opts = _opts(options)
+    opts = check_options(options, _OPTIONS, "method 'auto'")
     previous = opts.pop("warm_start", None)
     t0 = time.perf_counter()
     P, _cols = from_round(rnd)

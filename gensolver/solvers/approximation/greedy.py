@@ -35,12 +35,12 @@ import numpy as np
 
 from ...errors import check_options
 from ...model import Instance
-from ..formulation.bounds import trivial_bound as _trivial_bound
+from ..formulation.bounds import trivial_bound
 from ..formulation.problem import from_instance, los_key
 from ..heuristics import first_fit_matrix
 from ..result import Allocation, finish
 
-__all__ = ["solve_greedy", "greedy_keys", "greedy_order", "first_fit", "trivial_bound"]
+__all__ = ["solve_greedy", "greedy_keys", "greedy_order", "first_fit"]
 
 
 def greedy_keys(instance: Instance, alpha: float = 0.5) -> np.ndarray:
@@ -74,20 +74,13 @@ def first_fit(instance: Instance, order: np.ndarray, *, start: np.ndarray | None
     return first_fit_matrix(from_instance(instance), np.asarray(order, dtype=np.int64), start=start)
 
 
-def trivial_bound(instance: Instance) -> float:
-    """Sum over bidders of their best winnable bid's value: a valid upper bound.
-
-    A bid is winnable when it alone fits the capacities.
-    """
-    return _trivial_bound(from_instance(instance))
-
-
 def solve_greedy(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
                  options: dict[str, Any] | None = None) -> Allocation:
     """LOS greedy: rank by ``value / size**alpha``, accept first fit.
 
     Options: ``alpha`` (default 0.5, the LOS rule; 0 ranks by value, 1 by value density).
-    The reported ``bound`` is the trivial per-bidder bound (see :func:`trivial_bound`).
+    The reported ``bound`` is the trivial per-bidder bound
+    (:func:`~gensolver.solvers.formulation.bounds.trivial_bound`).
     ``time_limit``, ``threads`` and ``seed`` are accepted for interface symmetry and unused
     (the method is deterministic and runs in ``O(B log B + nnz)``).
     """
@@ -96,7 +89,7 @@ def solve_greedy(instance: Instance, *, time_limit: float | None = None, threads
     _ = instance.capacity_matrix, instance.normalised_size  # build once
     t1 = time.perf_counter()
     x = first_fit(instance, greedy_order(instance, alpha))
-    bound = trivial_bound(instance)
+    bound = trivial_bound(from_instance(instance))
     t2 = time.perf_counter()
     return finish(instance, x, method="greedy", proven_optimal=False, bound=bound, build=t1 - t0, solve=t2 - t1,
                   details={"alpha": alpha, "bound_kind": "sum of best winnable bid per bidder"})

@@ -12,10 +12,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ...errors import check_options
 from ...model import Instance
 from ..formulation.problem import MatrixProblem
-from ..formulation.problem import xor_groups as _owner_groups
 from ..formulation.scales import (
     DEFAULT_MIP_GAP,
     LARGE_ROW,
@@ -27,7 +25,7 @@ from ..formulation.scales import (
 )
 from ..result import BackendAnswer, feasibility_violation
 
-__all__ = ["rows_of", "has_large_rows", "guarded_solve", "xor_groups", "hint_vector", "pop_options",
+__all__ = ["rows_of", "has_large_rows", "guarded_solve", "hint_vector",
            "new_highs", "quiet_native_output",
            # the scales live in gensolver.solvers.formulation.scales; re-exported for the backends
            "DEFAULT_MIP_GAP", "LARGE_ROW", "TIGHT_MARGIN", "objective_lift", "power_of_two_scales", "row_lift",
@@ -66,11 +64,6 @@ def rows_of(P: MatrixProblem, *, lift_small: bool = False, normalise: bool = Fal
             yield c, indices[lo:hi], coefs
 
 
-def xor_groups(P: MatrixProblem) -> list[np.ndarray]:
-    """Column indices of every owner with two or more columns (its ``sum x <= 1`` row)."""
-    return [np.asarray(g, dtype=np.int64) for g in _owner_groups(P.owner)]
-
-
 def hint_vector(instance: Instance, options: dict[str, Any]) -> np.ndarray | None:
     """The warm start in ``options["hint"]`` (bid ids, or a 0/1 vector) as a 0/1 vector."""
     hint = options.get("hint")
@@ -85,11 +78,6 @@ def hint_vector(instance: Instance, options: dict[str, Any]) -> np.ndarray | Non
             raise ValueError(f"options['hint'] names unknown bid {bid_id!r}")
         x[index[bid_id]] = 1.0
     return x
-
-
-def pop_options(options: dict[str, Any], allowed: set[str], method: str) -> dict[str, Any]:
-    """Check that ``options`` holds only ``allowed`` keys; return a copy."""
-    return check_options(options, allowed, f"method {method!r}")
 
 
 _QUIET_LOCK = threading.Lock()

@@ -28,11 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import check_options
 from ...model import Instance
-from ..formulation.problem import MatrixProblem, from_instance
+from ..formulation.problem import MatrixProblem, from_instance, xor_groups
 from ..formulation.scales import integer_row, objective_scale, within_mip_gap
 from ..result import Allocation, BackendAnswer, Status, finish_answer
-from .common import hint_vector, pop_options, rows_of, xor_groups
+from .common import hint_vector, rows_of
 
 __all__ = ["solve_cpsat", "build_cpsat", "STATUS_TABLE"]
 
@@ -55,9 +56,9 @@ def build_cpsat(P: MatrixProblem, *, relax: bool = False) -> tuple[Any, list[Any
         exact_rows = exact_rows and exact
         if int(icoef.sum()) <= icap:
             continue  # row can never bind
-        model.add(cp_model.LinearExpr.WeightedSum([x[j] for j in cols.tolist()], icoef.tolist()) <= icap)
-    for cols in xor_groups(P):
-        model.add_at_most_one([x[j] for j in cols.tolist()])
+        model.add(cp_model.LinearExpr.WeightedSum([x[j] for j in cols], icoef.tolist()) <= icap)
+    for group in xor_groups(P.owner):
+        model.add_at_most_one([x[j] for j in group])
     # floating-point values are rounded finely enough that the widened bound below still
     # proves optimality within the 1e-9 gap (``finish`` reports OPTIMAL then)
     vscale, vexact, err = objective_scale(P.values, P.owner)
@@ -119,7 +120,7 @@ def solve_cpsat(instance: Instance, *, time_limit: float | None = None, threads:
     """
     from ortools.sat.python import cp_model
 
-    opts = pop_options(options or {}, _OPTIONS, "cpsat")
+    opts = check_options(options, _OPTIONS, "method 'cpsat'")
     t0 = time.perf_counter()
     P = from_instance(instance)
     model, x, scaling = build_cpsat(P)

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import check_options
 from ...model import Instance
 from ..formulation.bounds import lp_relaxation
-from ..formulation.problem import MatrixProblem, from_instance
+from ..formulation.problem import MatrixProblem, from_instance, xor_groups
 from ..result import Allocation, BackendAnswer, Status, finish_answer
 from .common import (
     DEFAULT_MIP_GAP,
@@ -29,10 +30,8 @@ from .common import (
     has_large_rows,
     hint_vector,
     objective_lift,
-    pop_options,
     quiet_native_output,
     rows_of,
-    xor_groups,
 )
 
 __all__ = ["solve_scip", "solve_highs", "solve_cbc", "build_pywraplp", "STATUS_TABLE"]
@@ -76,9 +75,9 @@ def build_pywraplp(P: MatrixProblem, backend: str, *, normalise: bool = False,
         ct = solver.RowConstraint(-inf, cap, "")
         for j, a in zip(cols.tolist(), coefs.tolist()):
             ct.SetCoefficient(x[j], a)
-    for cols in xor_groups(P):
+    for group in xor_groups(P.owner):
         ct = solver.RowConstraint(-inf, 1.0, "")
-        for j in cols.tolist():
+        for j in group:
             ct.SetCoefficient(x[j], 1.0)
     obj = solver.Objective()
     lift = objective_lift(P.values)  # tiny values scaled up; bounds are divided back
@@ -94,7 +93,7 @@ def _solve(instance: Instance, backend: str, name: str, *, time_limit: float | N
     """One solve (rows of byte-sized data normalised) and, if its answer overfills a true row,
     the tightened re-solve of :func:`~gensolver.solvers.exact.common.guarded_solve`; the status
     is decided once, by :func:`~gensolver.solvers.result.finish_answer`."""
-    opts = pop_options(dict(options), _OPTIONS, name)
+    opts = check_options(options, _OPTIONS, f"method {name!r}")
     P = from_instance(instance)
     hint = hint_vector(instance, opts)
 

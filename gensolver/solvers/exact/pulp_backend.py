@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import check_options
 from ...model import Instance
-from ..formulation.problem import MatrixProblem, from_instance
+from ..formulation.problem import MatrixProblem, from_instance, xor_groups
 from ..result import Allocation, BackendAnswer, Status, finish_answer
 from .common import (
     DEFAULT_MIP_GAP,
@@ -31,10 +32,8 @@ from .common import (
     has_large_rows,
     hint_vector,
     objective_lift,
-    pop_options,
     quiet_native_output,
     rows_of,
-    xor_groups,
 )
 from .pulp_import import import_pulp
 
@@ -78,8 +77,8 @@ def build_pulp(P: MatrixProblem, *, margin: float = 0.0, normalise: bool = False
         expr = pulp.LpAffineExpression([(x[j], a) for j, a in zip(cols.tolist(), coefs.tolist())])
         prob.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"c{k}", cap))
         k += 1
-    for i, cols in enumerate(xor_groups(P)):
-        expr = pulp.LpAffineExpression([(x[j], 1.0) for j in cols.tolist()])
+    for i, group in enumerate(xor_groups(P.owner)):
+        expr = pulp.LpAffineExpression([(x[j], 1.0) for j in group])
         prob.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"xor{i}", 1.0))
     return prob, x
 
@@ -218,7 +217,7 @@ def solve_pulp_cbc(instance: Instance, *, time_limit: float | None = None, threa
     size ``1e9`` (bytes) fall outside CBC's absolute tolerances; and CBC may then call a winner
     determination problem "infeasible", which it never is (nobody winning is feasible).
     """
-    opts = pop_options(dict(options or {}), _OPTIONS, "pulp-cbc")
+    opts = check_options(options, _OPTIONS, "method 'pulp-cbc'")
     P = from_instance(instance)
     hint = hint_vector(instance, opts)
 
@@ -241,7 +240,7 @@ def solve_pulp_cbc(instance: Instance, *, time_limit: float | None = None, threa
 def solve_pulp_highs(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
                      options: dict[str, Any] | None = None) -> Allocation:
     """Exact MILP with HiGHS through PuLP (highspy). Options: ``mip_gap``, ``hint``, ``verbose``."""
-    opts = pop_options(dict(options or {}), _OPTIONS, "pulp-highs")
+    opts = check_options(options, _OPTIONS, "method 'pulp-highs'")
     P = from_instance(instance)
     hint = hint_vector(instance, opts)
 
