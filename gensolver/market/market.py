@@ -36,7 +36,10 @@ Auction of one round (documented model)
   ``balance[tenant] / (number of the tenant's bidding tasks)``: a tenant can always pay.
 - **Clearing.** ``run_mechanism(instance, mechanism=..., solver=..., time_limit=...)`` of
   :mod:`gensolver.mechanisms` when present; ``"pay-as-bid"`` is built in (``solve`` + each
-  winner pays its bid) so the market works without it. Instances with more than
+  winner pays its bid) so the market works without it, and so is ``"others-price"``
+  (:mod:`gensolver.market.pricing`: ``solve`` + each winner pays, per GiB-step, the best value
+  per GiB-step among the losing bids of *other* tenants, at most its bid; no tenant's report
+  sets its own price). Instances with more than
   ``greedy_above`` bids are solved with ``"greedy"`` to keep rounds fast.
 - **Commitment.** Only winning bundles that start in block 0 are committed (the rest is a
   plan, re-auctioned next round). A running task whose winning bundle is on its current GPUs
@@ -77,6 +80,7 @@ from ..model.instance import Bid, Bidder, Instance, Slot
 from ..model.tasks import GpuSpec, Task, task_steps, task_value
 from ..model.validate import mark_validated
 from ..solvers import solve
+from .pricing import others_payments
 from .records import Assignment, Candidate, Clearing, CreditEntry, MarketConfig, Reservation
 
 logger = logging.getLogger(__name__)
@@ -85,7 +89,7 @@ __all__ = ["MarketConfig", "Candidate", "Reservation", "Assignment", "Clearing",
            "MECHANISMS_BUILTIN", "worth"]
 
 #: mechanisms the market implements itself when :mod:`gensolver.mechanisms` is absent
-MECHANISMS_BUILTIN = ("pay-as-bid",)
+MECHANISMS_BUILTIN = ("pay-as-bid", "others-price")
 
 
 @dataclass
@@ -342,7 +346,8 @@ class Market:
             method = "greedy"
         logger.debug("round at step %g: %d candidates, %d bids on %d slots, %s with %s", now, len(cands),
                      inst.n_bids, inst.n_slots, mech, method)
-        winners, payments, status, welfare, used, honest = self._run(inst, mech, method, limit)
+        tenant_of = {c.task.id: c.task.tenant for c in cands}
+        winners, payments, status, welfare, used, honest = self._run(inst, mech, method, limit, tenant_of)
         t2 = time.perf_counter()
         logger.info("round at step %g: %s, %d winning bids, welfare %.6g, %.3f s", now, status, len(winners),
                     welfare, t2 - t1)
@@ -376,16 +381,16 @@ class Market:
         aged = t.value * self.weights.get(t.tenant, 1.0) * (1.0 + self.config.aging * cand.waited / t.duration)
         return float(aged / (t.preferred_memory * t.gpus * max(1.0, cand.remaining)))
 
-    def _run(self, inst: Instance, mech: str, method: str, limit: float | None):
+    def _run(self, inst: Instance, mech: str, method: str, limit: float | None, tenant_of: Mapping[str, str]):
         try:
-            return self._run_once(inst, mech, method, limit)
+            return self._run_once(inst, mech, method, limit, tenant_of)
         except Exception as exc:  # a failing backend must not stop the market: fall back to greedy
             if method == "greedy":
                 raise
             self.errors.append(f"{mech}/{method} failed ({type(exc).__name__}: {exc}); used greedy")
-            return self._run_once(inst, mech, "greedy", limit)
+            return self._run_once(inst, mech, "greedy", limit, tenant_of)
 
-    def _run_once(self, inst: Instance, mech: str, method: str, limit: float | None):
+    def _run_once(self, inst: Instance, mech: str, method: str, limit: float | None, tenant_of: Mapping[str, str]):
         try:
             from ..mechanisms import run_mechanism
         except ImportError:  # pragma: no cover - mechanisms ship with the package
@@ -401,6 +406,11 @@ class Market:
 
             auto_det.__name__ = "auto"
             method = auto_det  # type: ignore[assignment]
+        if mech == "others-price":  # winners pay the best density the round turned away from others
+            alloc = solve(inst, method=method, time_limit=limit)
+            pays, _ = others_payments(inst, alloc.winners, tenant_of)
+            honest = (True, MappingProxyType({b: (p, p) for b, p in pays.items()}), "")
+            return alloc.winners, pays, alloc.status.value, alloc.welfare, alloc.method, honest
         if run_mechanism is None and mech == "pay-as-bid":
             alloc = solve(inst, method=method, time_limit=limit)
             index = inst.bid_index
