@@ -150,7 +150,7 @@ def test_an_unstoppable_caught_task_is_paid_back_by_its_tenants_other_tasks(pree
     w1 = Task("w1", 4, 4, 4, 1.0, compute=0.3, tenant="L", release=3)
     w2 = replace(w1, id="w2", tenant="T")
     c = Cluster([GpuSpec("g", 10.0)], [replace(n, duration=2), w1, w2], truths={"n": n})
-    pol = MarketPolicy(pay_back=pay_back)
+    pol = MarketPolicy(pay_back=pay_back)  # smith = 0: L's calibration (x1.5) would move Smith's factor
     pol.attach(c)
     for st in c.tasks.values():
         st.state = "waiting"
@@ -199,3 +199,19 @@ def test_tolerance_is_validated():
     for bad in (-0.1, 1.0, float("nan"), True):
         with pytest.raises(ValueError, match="tolerance"):
             MarketPolicy(tolerance=bad)
+
+
+def test_smiths_rule_orders_by_remaining_work():
+    # three truthful tasks arrive together (rho = 1 each, no credits yet): scores follow
+    # (median remaining / remaining) ** smith, hand-computed; smith = 0 ties them
+    tasks = [Task(k, 4, 4, d, 1.0, compute=0.3, tenant=k) for k, d in (("a", 2), ("b", 8), ("c", 32))]
+    c = Cluster([GpuSpec("g", 10.0)], tasks)
+    for smith, want in ((0.5, [2.0, 1.0, 0.5]), (1.0, [4.0, 1.0, 0.25]), (0.0, [1.0, 1.0, 1.0])):
+        pol = MarketPolicy(smith=smith)
+        pol.attach(c)
+        for st in c.tasks.values():
+            st.state = "waiting"
+        score, _ = pol._scores(c, [c.tasks[k] for k in "abc"])
+        assert (score / score[1]).tolist() == pytest.approx(want)
+    with pytest.raises(ValueError, match="smith"):
+        MarketPolicy(smith=-1.0)
