@@ -27,15 +27,18 @@ def _tiny(seed: int) -> tuple[list[Task], list[GpuSpec]]:
     tasks = []
     for i in range(int(rng.integers(2, 5))):
         pref = float(rng.choice([6.0, 8.0, 12.0, 16.0]))
-        tasks.append(Task(f"t{i}", pref, pref / 2 if rng.random() < 0.5 else pref, int(rng.integers(1, 4)), 10.0,
-                          urgency=0.5, elasticity=float(rng.choice([0.0, 1.0])),
-                          compute=float(rng.choice([0.4, 0.5, 1.0])), release=int(rng.integers(0, 3)),
+        release, dur = int(rng.integers(0, 3)), int(rng.integers(1, 4))
+        deadline = release + dur + int(rng.integers(0, 4)) if rng.random() < 0.4 else None
+        tasks.append(Task(f"t{i}", pref, pref / 2 if rng.random() < 0.5 else pref, dur, float(rng.integers(5, 20)),
+                          urgency=float(rng.choice([0.0, 0.3, 0.8, 1.0])), elasticity=float(rng.choice([0.0, 1.0])),
+                          compute=float(rng.choice([0.4, 0.5, 1.0])), release=release, deadline=deadline,
                           gpus=2 if n_gpus == 2 and rng.random() < 0.25 else 1))
     return tasks, gpus
 
 
-def brute_force_sum_c(tasks: list[Task], gpus: list[GpuSpec]) -> float:
-    """Least sum of completion times over every schedule that decides at integer steps: in each
+def brute_force_sum_c(tasks: list[Task], gpus: list[GpuSpec], cost=lambda task, c: c) -> float:
+    """Least sum of ``cost(task, completion time)`` (default: the completion time) over every
+    schedule that decides at integer steps: in each
     step each task runs on one GPU (or a gang on all GPUs) at its minimum or preferred memory, or
     waits; GPU memory and compute hold; a task finishing inside a step frees nothing before the
     next one. Each such schedule is one the simulator's model allows (lease 1, no checkpoint
@@ -79,17 +82,17 @@ def brute_force_sum_c(tasks: list[Task], gpus: list[GpuSpec]) -> float:
             if any(choice[i] is None and any(fits(choice[:i] + (o,) + choice[i + 1:]) for o in options[i])
                    for i in ready):
                 continue
-            new, cost = list(rems), 0.0
+            new, total = list(rems), 0.0
             for i, c in enumerate(choice):
                 if c is None:
                     continue
                 s = c[2]
                 if new[i] <= s + 1e-12:
-                    cost += t + new[i] / s
+                    total += cost(tasks[i], t + new[i] / s)
                     new[i] = 0.0
                 else:
                     new[i] = round(new[i] - s, 9)
-            out = min(out, cost + best(t + 1, tuple(new)))
+            out = min(out, total + best(t + 1, tuple(new)))
         return out
 
     return best(0, tuple(float(t.duration) for t in tasks))
@@ -113,6 +116,35 @@ def test_bound_below_brute_force_optimum(seed):
     assert math.isfinite(opt)
     assert bound_holds(_sum_c(b, tasks), opt), (b, opt)
     assert b.avg_jct >= b.avg_jct_trivial - 1e-12  # the max of both
+
+
+def _value(task: Task, finish: float) -> float:
+    """The welfare the simulator counts for a task finishing at ``finish`` (0 past its deadline)."""
+    if task.deadline is not None and finish > task.deadline + 1e-9:
+        return 0.0
+    return task_value(task, finish)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_welfare_bound_above_brute_force_optimum(seed):
+    tasks, gpus = _tiny(seed)
+    b = offline_bound(tasks, gpus=gpus)
+    best = -brute_force_sum_c(tasks, gpus, cost=lambda t, c: -_value(t, c))
+    assert b.welfare >= best - 1e-7 * (1 + best), (b, best)
+    assert b.welfare <= b.welfare_trivial + 1e-9
+
+
+def test_welfare_check_catches_an_invalid_bound():
+    # a task due one step after its ideal finish on a GPU another whole-card task holds first:
+    # a "bound" that forgets the value decay after the ideal finish claims too much
+    g = [GpuSpec("g0", 16.0, 1.0, "n0")]
+    a = Task("a", 16.0, 16.0, 2, 10.0, compute=1.0, urgency=0.9)
+    c = Task("c", 16.0, 16.0, 2, 10.0, compute=1.0, urgency=0.9)
+    best = -brute_force_sum_c([a, c], g, cost=lambda t, x: -_value(t, x))
+    assert best == pytest.approx(10.0 + 10.0 * 0.1)  # one of them is two steps late
+    b = offline_bound([a, c], gpus=g)
+    assert b.welfare_trivial == pytest.approx(20.0) and not b.welfare_trivial <= best  # caught
+    assert best - 1e-9 <= b.welfare < 20.0  # the LP bound holds and sees the decay
 
 
 def test_bound_is_tight_where_the_optimum_is_known():
