@@ -10,16 +10,28 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-__all__ = ["choice", "METHODS", "MECHANISMS", "SIM_MECHANISMS", "POLICIES", "DEFAULT_POLICIES", "BACKENDS"]
+__all__ = ["choice", "METHODS", "MECHANISMS", "SIM_MECHANISMS", "POLICIES", "DEFAULT_POLICIES", "BACKENDS",
+           "BACKENDS_HELP"]
 
-#: backends of ``gensolver run``
-BACKENDS: tuple[str, ...] = ("nvml", "sim", "slurm")
 #: policies of ``gensolver simulate`` (kept equal to :func:`gensolver.sim.list_policies` by a test)
 POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "time-slicing", "mps", "mig",
                              "finish-time-fair", "auction", "market")
 #: what ``gensolver simulate`` compares when no ``--policy`` is given
 DEFAULT_POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction",
                                      "market")
+
+
+def _backends() -> tuple[str, ...]:
+    from ..executor.execution import EXECUTION_BACKENDS
+
+    return tuple(EXECUTION_BACKENDS)
+
+
+def _backends_help() -> str:
+    from ..executor.execution import EXECUTION_BACKENDS
+
+    parts = [f"{name} ({EXECUTION_BACKENDS.get(name).description})" for name in EXECUTION_BACKENDS]
+    return (", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else "".join(parts)) + "."
 
 
 def _methods() -> tuple[str, ...]:
@@ -41,7 +53,13 @@ def _sim_mechanisms() -> tuple[str, ...]:
     return tuple(sorted(set(MECHANISMS_BUILTIN) | set(registry)))
 
 
+#: execution backends of ``gensolver run`` (:data:`gensolver.executor.execution.EXECUTION_BACKENDS`)
+BACKENDS = _backends()
+#: ``--backend`` help: each execution backend with its description
+BACKENDS_HELP = _backends_help()
+#: solver methods (:func:`gensolver.solvers.list_methods`)
 METHODS = _methods()
+#: mechanisms (:data:`gensolver.mechanisms.MECHANISMS`)
 MECHANISMS = _mechanisms()
 SIM_MECHANISMS = _sim_mechanisms()
 

@@ -19,7 +19,7 @@ from typing import Any, Iterator, List, Optional
 import typer
 from rich.markup import escape
 
-from .choices import BACKENDS, METHODS, choice
+from .choices import BACKENDS, BACKENDS_HELP, METHODS, choice
 from .common import check_output_dir, check_output_file, check_time_limit_option, console, err_console, fail, print_json
 from .progress import task_progress, working
 
@@ -100,7 +100,7 @@ def _os_error(exc: OSError) -> str:
 
 def run_command(
     plan_file: Path = typer.Argument(..., help="A gensolver.plan/v1 JSON file."),
-    backend: str = typer.Option("nvml", "--backend", "-b", **choice(BACKENDS), help="nvml (real NVIDIA GPUs), sim (simulated devices) or slurm (submit to Slurm)."),
+    backend: str = typer.Option("nvml", "--backend", "-b", **choice(BACKENDS), help=BACKENDS_HELP),
     journal: Optional[Path] = typer.Option(None, "--journal", "-j", help="Append-only journal; reuse it to resume after a crash."),
     sim_devices: List[str] = typer.Option([], "--sim-devices", help="COUNT:MEMORY of simulated devices, e.g. 2:16G (repeatable). Default: the plan's devices."),
     sim_state: Optional[Path] = typer.Option(None, "--sim-state", help="Folder of simulated usage reports (default: JOURNAL.sim, or a temporary folder)."),
@@ -126,22 +126,25 @@ def run_command(
         ExecutorPolicy,
         Journal,
         JournalError,
-        NvmlBackend,
         PlanError,
         PlanRunner,
-        SimulatedBackend,
         check_plan,
         parse_memory,
         read_plan,
         resolve_devices,
     )
+    from ..executor.execution import EXECUTION_BACKENDS, PlanDevicesError
     from ..executor.runner import OVER_GRANT_POLICIES
 
     # options first: nothing is read, created or launched before they are all good
-    if backend not in BACKENDS:
-        fail(f"--backend: unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
-    if mps and backend != "nvml":
-        fail("--mps: only with --backend nvml")
+    if backend not in EXECUTION_BACKENDS:
+        fail(f"--backend: unknown backend {backend!r}; choose one of: {', '.join(EXECUTION_BACKENDS)}")
+    target = EXECUTION_BACKENDS.get(backend)
+    for option, key, given in (("--mps", "mps", mps), ("--sim-devices", "sim_devices", bool(sim_devices)),
+                               ("--sim-state", "sim_state", sim_state is not None)):
+        if given and key not in target.takes:
+            takers = [b for b in EXECUTION_BACKENDS if key in EXECUTION_BACKENDS.get(b).takes]
+            fail(f"{option}: only with --backend {' or '.join(takers)}")
     if over_grant not in OVER_GRANT_POLICIES:
         fail(f"--over-grant must be one of {', '.join(OVER_GRANT_POLICIES)}, got {over_grant!r}")
     if preempt not in ("plan", "checkpoint"):
@@ -162,15 +165,11 @@ def run_command(
     _number(grace, "--grace", positive=False)
     _number(poll, "--poll")
     _number(timeout, "--timeout")
-    if sim_devices and backend != "sim":
-        fail("--sim-devices: only with --backend sim")
-    if sim_state is not None and backend != "sim":
-        fail("--sim-state: only with --backend sim")
     # where results go: checked before any work
     check_output_file(journal, "--journal")
     check_output_file(feedback, "--feedback")
     check_output_dir(log_dir, "--log-dir")
-    if backend == "slurm":  # Slurm runs the jobs (gensolver.cli.slurm_run, gensolver.adapters.slurm)
+    if target.submits:  # Slurm runs the jobs (gensolver.cli.slurm_run, gensolver.adapters.slurm)
         from .slurm_run import run_slurm
 
         run_slurm(plan_file, device_map=device_map, journal=journal, time_scale=time_scale, grace=grace,
@@ -181,7 +180,7 @@ def run_command(
         return
     state = sim_state
     state_option = "--sim-state"
-    if backend == "sim" and state is None and journal is not None:
+    if "sim_state" in target.takes and state is None and journal is not None:
         state = journal.with_name(journal.name + ".sim")
         state_option = "--journal (its simulated state folder JOURNAL.sim)"
     check_output_dir(state, state_option)
@@ -219,30 +218,18 @@ def run_command(
     policy = ExecutorPolicy(over_grant=over_grant, over_grant_tolerance=tolerance, grace=grace, preempt=preempt,
                             lost=lost)
 
-    gpu: NvmlBackend | SimulatedBackend
-    if backend == "nvml":
-        try:
-            gpu = NvmlBackend(mps=mps)
-        except BackendError as exc:
-            fail(str(exc), EXIT_BACKEND_UNAVAILABLE)
-    else:
-        try:
-            if sim_devices:
-                try:
-                    gpu = SimulatedBackend.from_specs(sim_devices, state_dir=state)
-                except ValueError as exc:
-                    msg = str(exc)
-                    fail(msg if msg.startswith("--sim-devices") else f"--sim-devices: {msg}")
-            else:
-                missing = [d.id for d in plan.devices if d.memory is None]
-                if missing:
-                    fail(f"the plan does not give the memory of {missing}; pass --sim-devices COUNT:MEMORY")
-                empty = [d.id for d in plan.devices if not d.memory]
-                if empty:
-                    fail(f"{plan_file}: devices {empty} have no memory (0 bytes); pass --sim-devices COUNT:MEMORY")
-                gpu = SimulatedBackend([(d.id, d.memory) for d in plan.devices], state_dir=state)  # type: ignore[misc]
-        except OSError as exc:
-            fail(f"--sim-state: {_os_error(exc)}")
+    assert target.open is not None  # an entry that does not submit opens its devices
+    try:
+        gpu = target.open(plan, mps=mps, sim_devices=sim_devices, state_dir=state)
+    except BackendError as exc:
+        fail(str(exc), EXIT_BACKEND_UNAVAILABLE)
+    except PlanDevicesError as exc:
+        fail(f"{plan_file}: {exc}")
+    except OSError as exc:
+        fail(f"--sim-state: {_os_error(exc)}")
+    except ValueError as exc:  # a bad --sim-devices spec
+        msg = str(exc)
+        fail(msg if msg.startswith("--sim-devices") else f"--sim-devices: {msg}")
     try:
         taken: dict[str, str] = {}
         for name in sorted({e.device for e in plan.entries}):
