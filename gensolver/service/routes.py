@@ -68,6 +68,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
                        (415, "unsupported media type"), (422, "invalid input (field named)"), (429, "rate limited"))
 }
 _PATH_ID = Path(min_length=1, max_length=253, description="task name (metadata.name)")
+_TENANT_Q = Query(None, min_length=1, max_length=64,
+                  description="the task's tenant (operators, when two tenants use the name)")
 
 
 def _service(request: Request) -> MarketService:
@@ -140,13 +142,15 @@ def register_routes(app: FastAPI) -> None:
         return {"tasks": _service(request).list_tasks(who, state=state, tenant=tenant, limit=limit)}
 
     @app.get("/v1/tasks/{task_id}", response_model=TaskView, responses=_ERRORS, tags=["market"], summary="One task")
-    def get_task(request: Request, task_id: str = _PATH_ID, who: Principal = Depends(principal)) -> Any:
-        return _service(request).get_task(who, task_id)
+    def get_task(request: Request, task_id: str = _PATH_ID, who: Principal = Depends(principal),
+                 tenant: Optional[str] = _TENANT_Q) -> Any:
+        return _service(request).get_task(who, task_id, tenant)
 
     @app.delete("/v1/tasks/{task_id}", response_model=TaskView, responses=_ERRORS, tags=["market"],
                 summary="Cancel a task")
-    def delete_task(request: Request, task_id: str = _PATH_ID, who: Principal = Depends(principal)) -> Any:
-        return _service(request).cancel(who, task_id)
+    def delete_task(request: Request, task_id: str = _PATH_ID, who: Principal = Depends(principal),
+                    tenant: Optional[str] = _TENANT_Q) -> Any:
+        return _service(request).cancel(who, task_id, tenant)
 
     @app.post("/v1/rounds", response_model=RoundDetail, status_code=201, responses=_ERRORS, tags=["market"],
               summary="Clear a round now (operator)")
@@ -179,7 +183,7 @@ def register_routes(app: FastAPI) -> None:
               summary="An executor's usage report on a running task")
     def post_feedback(request: Request, report: FeedbackIn, who: Principal = Depends(principal)) -> Any:
         return _service(request).feedback(who, task_id=report.task, memory_bytes=report.memory_bytes,
-                                          progress=report.progress)
+                                          progress=report.progress, tenant=report.tenant)
 
     @app.get("/v1/me", response_model=Me, responses=_ERRORS, tags=["market"], summary="Who the token belongs to")
     def get_me(who: Principal = Depends(principal)) -> Any:

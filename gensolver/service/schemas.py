@@ -107,7 +107,8 @@ class Problem(_Model):
 
 
 class TaskView(_Model):
-    id: str
+    id: str = Field(description="the task's name (metadata.name), unique per tenant")
+    key: str = Field(description="TENANT/NAME: its id in rounds, payments and plans")
     tenant: str
     state: Literal["waiting", "running", "done", "cancelled"]
     submitted: float
@@ -228,7 +229,9 @@ class TenantList(_Model):
 class FeedbackIn(_Model):
     """An executor's report on a running task."""
 
-    task: str = Field(min_length=1, max_length=253)
+    task: str = Field(min_length=1, max_length=253, description="the task's name")
+    tenant: Optional[str] = Field(default=None, min_length=1, max_length=64,
+                                  description="its tenant (an operator's report, when two tenants use the name)")
     memory_bytes: Optional[float] = Field(default=None, gt=0, description="device memory the task uses now, bytes")
     progress: Optional[float] = Field(default=None, ge=0, le=1, description="share of its work done")
 

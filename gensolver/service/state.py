@@ -19,6 +19,7 @@ task states, payments, credit changes, balances) or not at all; its number is th
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from typing import Any, Mapping
@@ -35,11 +36,29 @@ from .metrics import Metrics
 from .settings import Settings
 from .storage import Store, audit
 
-__all__ = ["MarketService", "TASK_STATES", "UnsupportedMediaType"]
+__all__ = ["MarketService", "TASK_STATES", "UnsupportedMediaType", "check_task_name", "task_key"]
 
 TASK_STATES = ("waiting", "running", "done", "cancelled")
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 _EPS = 1e-9
+
+
+#: a Kubernetes object name (DNS-1123 subdomain): lower-case letters, digits, '-' and '.', at most 253
+_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def check_task_name(name: object, field: str = "metadata.name") -> str:
+    """A task name: a DNS-1123 subdomain (as Kubernetes names objects), else :class:`BadRequest`."""
+    if not isinstance(name, str) or not 1 <= len(name) <= 253 or not _DNS1123.match(name):
+        shown = name if not isinstance(name, str) or len(name) <= 80 else name[:80] + "..."
+        raise BadRequest(f"{field}: a task name is 1-253 lower-case letters, digits, '-' and '.', starting and "
+                         f"ending with a letter or digit (a DNS-1123 name), got {shown!r}", field=field)
+    return name
+
+
+def task_key(tenant: str, name: str) -> str:
+    """The id of tenant ``tenant``'s task ``name`` in the market, rounds and plans."""
+    return f"{tenant}/{name}"
 
 
 class UnsupportedMediaType(ServiceError):
@@ -193,10 +212,9 @@ class MarketService:
                 check_tenant_name(tenant)
             except ValueError as exc:
                 raise BadRequest(str(exc), field="metadata.labels.tenant") from None
-            if len(task.id) > 253:
-                raise BadRequest("metadata.name: at most 253 characters", field="metadata.name")
+            check_task_name(task.id)
             self._check_fits(task)
-            placed = Task(**{**task.to_dict(), "command": task.command, "tenant": tenant,
+            placed = Task(**{**task.to_dict(), "id": task_key(tenant, task.id), "command": task.command, "tenant": tenant,
                              "release": int(clock) + task.release,
                              "deadline": None if task.deadline is None else int(clock) + task.deadline})
             rows.append((placed, _dumps(doc)))
@@ -206,22 +224,26 @@ class MarketService:
             created = False
             views = []
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM tasks").fetchone()[0]
-            for placed, source in rows:
+            for (_doc, task), (placed, source) in zip(parsed, rows):
                 old = db.execute("SELECT * FROM tasks WHERE id = ?", (placed.id,)).fetchone()
-                if old is not None:
-                    if old["tenant"] == placed.tenant and old["source"] == source and principal.may_see(old["tenant"]):
+                if old is not None and old["state"] == "cancelled":  # a cancelled task frees its name
+                    db.execute("UPDATE tasks SET id = ? WHERE id = ?", (f"{placed.id}~{old['seq']}", placed.id))
+                elif old is not None:
+                    if old["source"] == source:
                         views.append(self._view(old))
                         continue
-                    raise Conflict(f"a task named {placed.id!r} already exists with other content "
-                                   f"(names are unique; cancel it or choose another name)", field="metadata.name")
+                    raise Conflict(f"tenant {placed.tenant!r} already has a task named {task.id!r} with other content "
+                                   f"(names are unique per tenant until the task is cancelled; cancel it or choose "
+                                   f"another name)", field="metadata.name")
                 seq += 1
                 task_json = _dumps(placed.to_dict())
-                db.execute("INSERT INTO tasks(id, tenant, state, task, source, submitted, seq, remaining, waited, wait_since)"
-                           " VALUES(?,?,?,?,?,?,?,?,0,?)",
-                           (placed.id, placed.tenant, "waiting", task_json, source, now, seq,
+                db.execute("INSERT INTO tasks(id, tenant, name, state, task, source, submitted, seq, remaining, waited, "
+                           "wait_since) VALUES(?,?,?,?,?,?,?,?,?,0,?)",
+                           (placed.id, placed.tenant, task.id, "waiting", task_json, source, now, seq,
                             float(placed.duration), float(placed.release)))
                 created = True
-                views.append(self._view({"id": placed.id, "tenant": placed.tenant, "state": "waiting", "submitted": now,
+                views.append(self._view({"id": placed.id, "tenant": placed.tenant, "name": task.id, "state": "waiting",
+                                         "submitted": now,
                                          "remaining": float(placed.duration), "placement": None, "memory": None,
                                          "started_round": None, "finished_round": None, "task": task_json}))
             return views, created
@@ -238,21 +260,33 @@ class MarketService:
         """A task's API view from its row (an ``sqlite3.Row`` or a mapping with the same keys)."""
         task = json.loads(row["task"])
         return {
-            "id": row["id"], "tenant": row["tenant"], "state": row["state"], "submitted": row["submitted"],
+            "id": row["name"], "key": row["id"], "tenant": row["tenant"], "state": row["state"],
+            "submitted": row["submitted"],
             "remaining": row["remaining"], "gpus": None if row["placement"] is None else json.loads(row["placement"]),
             "memory": row["memory"], "started_round": row["started_round"], "finished_round": row["finished_round"],
             "task": task,
         }
 
-    def _row(self, principal: Principal, task_id: str):
-        row = self.store.one("SELECT * FROM tasks WHERE id = ?", (task_id,))
+    def _row(self, principal: Principal, task_id: str, tenant: str | None = None, *, field: str = "path.task_id"):
+        """The row of the caller's task named ``task_id`` (an operator: any tenant's, ``tenant``
+        naming it when two tenants use the name). Another tenant's task is simply not found."""
+        if tenant is not None and not principal.admin and tenant != principal.tenant:
+            principal.require(tenant, f"tenant {tenant!r}'s tasks", field="query.tenant")
+        owner = tenant if tenant is not None else (None if principal.admin else principal.tenant)
+        if owner is not None:
+            row = self.store.one("SELECT * FROM tasks WHERE id = ?", (task_key(owner, task_id),))
+        else:
+            rows = self.store.query("SELECT * FROM tasks WHERE name = ? AND id = tenant || '/' || name LIMIT 2",
+                                    (task_id,))
+            if len(rows) > 1:
+                raise Conflict(f"several tenants have a task named {task_id!r}; add ?tenant=NAME", field="query.tenant")
+            row = rows[0] if rows else None
         if row is None:
-            raise NotFound(f"no task {task_id!r}", field="path.task_id")
-        principal.require(row["tenant"], f"task {task_id!r}", field="path.task_id")
+            raise NotFound(f"no task {task_id!r}" + (f" of tenant {owner!r}" if owner else ""), field=field)
         return row
 
-    def get_task(self, principal: Principal, task_id: str) -> dict[str, Any]:
-        return self._view(self._row(principal, task_id))
+    def get_task(self, principal: Principal, task_id: str, tenant: str | None = None) -> dict[str, Any]:
+        return self._view(self._row(principal, task_id, tenant))
 
     def list_tasks(self, principal: Principal, *, state: str | None, tenant: str | None, limit: int) -> list[dict[str, Any]]:
         where, params = [], []
@@ -269,29 +303,31 @@ class MarketService:
         sql = "SELECT * FROM tasks" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq LIMIT ?"
         return [self._view(r) for r in self.store.query(sql, params + [limit])]
 
-    def cancel(self, principal: Principal, task_id: str) -> dict[str, Any]:
-        """Cancel a waiting or running task (its GPUs are free from the next round)."""
+    def cancel(self, principal: Principal, task_id: str, tenant: str | None = None) -> dict[str, Any]:
+        """Cancel a waiting or running task (its GPUs are free from the next round, its name at once)."""
         with self.clear_lock:
-            row = self._row(principal, task_id)
+            row = self._row(principal, task_id, tenant)
+            key = row["id"]
             if row["state"] == "done":
                 raise Conflict(f"task {task_id!r} has finished; nothing to cancel", field="path.task_id")
             if row["state"] != "cancelled":
                 with self.store.write() as db:
                     db.execute("UPDATE tasks SET state='cancelled', placement=NULL, finished_round=? WHERE id=?",
-                               (self.next_round - 1, task_id))
-                self.glue.forget(task_id)
-                if self._reported.pop(task_id, None) is not None:
+                               (self.next_round - 1, key))
+                self.glue.forget(key)
+                if self._reported.pop(key, None) is not None:
                     self._refresh_memory_metrics()
-            return self._view(self.store.one("SELECT * FROM tasks WHERE id = ?", (task_id,)))
+            return self._view(self.store.one("SELECT * FROM tasks WHERE id = ?", (key,)))
 
     # ------------------------------------------------------------------ feedback
     def feedback(self, principal: Principal, *, task_id: str, memory_bytes: float | None,
-                 progress: float | None) -> dict[str, Any]:
+                 progress: float | None, tenant: str | None = None) -> dict[str, Any]:
         """Record an executor's report on a running task: memory in use and/or progress in [0, 1]."""
         with self.clear_lock:
-            row = self._row(principal, task_id)
+            row = self._row(principal, task_id, tenant, field="/task")
+            name, task_id = task_id, row["id"]
             if row["state"] != "running":
-                raise Conflict(f"task {task_id!r} is {row['state']}, not running", field="/task")
+                raise Conflict(f"task {name!r} is {row['state']}, not running", field="/task")
             task = task_from_dict(json.loads(row["task"]))
             gib = None if memory_bytes is None else memory_bytes / 2 ** 30
             if gib is not None and gib <= 0:

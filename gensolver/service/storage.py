@@ -16,9 +16,12 @@ Tables
 ``audit(seq, at, actor, action, subject, detail)``
     Append-only log of token, round and credit changes (:func:`audit`); nothing updates or
     deletes its rows.
-``tasks(id, tenant, state, task, source, ...)``
+``tasks(id, tenant, name, state, task, source, ...)``
     Every accepted task: its :class:`~gensolver.model.tasks.Task` as JSON, the submitted
-    document, and its market state (``waiting``, ``running``, ``done``, ``cancelled``).
+    document, and its market state (``waiting``, ``running``, ``done``, ``cancelled``). ``name``
+    is the GenTask's ``metadata.name``, unique per tenant; ``id`` is ``TENANT/NAME`` (the task's
+    id in the market, rounds and plans), or ``TENANT/NAME~SEQ`` once a cancelled task's name
+    was taken again.
 ``rounds(n, now, at, summary, detail)``
     Cleared rounds: the summary and the full answer of ``GET /v1/rounds/{n}``.
 ``payments(round, task, tenant, payment, low, high, exact, charge)``
@@ -41,7 +44,7 @@ from ..errors import GensolverError
 
 __all__ = ["Store", "StoreError", "SCHEMA_VERSION", "audit"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 T = TypeVar("T")
 
 _DDL = """
@@ -57,7 +60,7 @@ CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
     BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE TABLE IF NOT EXISTS tasks(
-    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, state TEXT NOT NULL, task TEXT NOT NULL,
+    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', state TEXT NOT NULL, task TEXT NOT NULL,
     source TEXT NOT NULL, submitted REAL NOT NULL, seq INTEGER NOT NULL,
     remaining REAL NOT NULL, placement TEXT, memory REAL,
     waited REAL NOT NULL DEFAULT 0, wait_since REAL NOT NULL, progress_round INTEGER,
@@ -65,6 +68,7 @@ CREATE TABLE IF NOT EXISTS tasks(
 CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);
 CREATE INDEX IF NOT EXISTS tasks_tenant ON tasks(tenant);
 CREATE INDEX IF NOT EXISTS tasks_seq ON tasks(seq);
+CREATE INDEX IF NOT EXISTS tasks_name ON tasks(name);
 CREATE TABLE IF NOT EXISTS rounds(
     n INTEGER PRIMARY KEY, now REAL NOT NULL, at REAL NOT NULL, summary TEXT NOT NULL, detail TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS payments(
@@ -87,19 +91,34 @@ class StoreError(GensolverError, RuntimeError):
     """The database cannot be opened or has an unknown layout."""
 
 
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
+
+
 def _migrate(db: sqlite3.Connection) -> None:
-    """Bring a database of layout 1 to layout 2 (token expiry and revocation, the audit log)."""
-    has_meta = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
-    if has_meta is None:
+    """Bring an older layout up to date: 1 -> 2 (token expiry and revocation, the audit log),
+    2 -> 3 (task names per tenant: ids become ``TENANT/NAME``)."""
+    if not _has_table(db, "meta"):
         return
     row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-    if row is None or row[0] != "1":
-        return
-    db.execute("BEGIN IMMEDIATE")
-    db.execute("ALTER TABLE tokens ADD COLUMN expires REAL")
-    db.execute("ALTER TABLE tokens ADD COLUMN revoked REAL")
-    db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
-    db.execute("COMMIT")
+    version = None if row is None else row[0]
+    if version == "1":
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("ALTER TABLE tokens ADD COLUMN expires REAL")
+        db.execute("ALTER TABLE tokens ADD COLUMN revoked REAL")
+        db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+        db.execute("COMMIT")
+        version = "2"
+    if version == "2":
+        db.execute("BEGIN IMMEDIATE")
+        if _has_table(db, "tasks"):
+            db.execute("ALTER TABLE tasks ADD COLUMN name TEXT NOT NULL DEFAULT ''")
+            db.execute("UPDATE tasks SET name = id, id = tenant || '/' || id, "
+                       "task = json_set(task, '$.id', tenant || '/' || id)")
+        if _has_table(db, "feedback"):
+            db.execute("UPDATE feedback SET task = tenant || '/' || task")
+        db.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+        db.execute("COMMIT")
 
 
 def audit(db: sqlite3.Connection, *, actor: str, action: str, subject: str, detail: Any) -> None:

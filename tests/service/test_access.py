@@ -151,3 +151,29 @@ def test_a_layout_1_database_is_migrated(tmp_path):
         assert store.one("SELECT value FROM meta WHERE key='schema_version'")["value"] == str(SCHEMA_VERSION)
     finally:
         store.close()
+
+
+def test_a_layout_2_database_gets_per_tenant_task_ids(tmp_path):
+    """Tasks of layout 2 were keyed by their bare name; layout 3 keys them TENANT/NAME."""
+    path = tmp_path / "v2.db"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES('schema_version', '2');"
+        "CREATE TABLE tasks(id TEXT PRIMARY KEY, tenant TEXT NOT NULL, state TEXT NOT NULL, task TEXT NOT NULL,"
+        " source TEXT NOT NULL, submitted REAL NOT NULL, seq INTEGER NOT NULL, remaining REAL NOT NULL, placement TEXT,"
+        " memory REAL, waited REAL NOT NULL DEFAULT 0, wait_since REAL NOT NULL, progress_round INTEGER,"
+        " started_round INTEGER, finished_round INTEGER);"
+        "CREATE TABLE feedback(seq INTEGER PRIMARY KEY AUTOINCREMENT, task TEXT NOT NULL, tenant TEXT NOT NULL,"
+        " at REAL NOT NULL, memory_gib REAL, progress REAL);"
+        "INSERT INTO tasks(id, tenant, state, task, source, submitted, seq, remaining, wait_since) VALUES"
+        " ('job', 'alice', 'waiting', '{\"id\": \"job\", \"tenant\": \"alice\"}', '{}', 0, 1, 5, 0);"
+        "INSERT INTO feedback(task, tenant, at, memory_gib) VALUES ('job', 'alice', 0, 3.0);")
+    db.close()
+    store = Store(path)
+    try:
+        row = store.one("SELECT id, name, task FROM tasks")
+        assert (row["id"], row["name"]) == ("alice/job", "job")
+        assert '"id":"alice/job"' in row["task"].replace(" ", "")
+        assert store.one("SELECT task FROM feedback")["task"] == "alice/job"
+    finally:
+        store.close()

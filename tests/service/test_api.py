@@ -119,9 +119,11 @@ def test_malformed_tasks_are_4xx_problems(api, body, ctype, status, field):
 def test_tenants_see_only_their_own(api):
     api.client.post("/v1/tasks", json=gentask("a1"), headers=api.h("alice"))
     api.client.post("/v1/tasks", json=gentask("b1"), headers=api.h("bob"))
-    # another tenant's task: 403 to read, to cancel, to report on
-    is_problem(api.client.get("/v1/tasks/a1", headers=api.h("bob")), 403, "path.task_id")
-    is_problem(api.client.delete("/v1/tasks/a1", headers=api.h("bob")), 403, "path.task_id")
+    # another tenant's task is simply not found (names are per tenant: nothing tells whether it exists)
+    assert is_problem(api.client.get("/v1/tasks/a1", headers=api.h("bob")), 404, "path.task_id") == \
+        is_problem(api.client.get("/v1/tasks/zz", headers=api.h("bob")), 404, "path.task_id") | {
+            "detail": "no task 'a1' of tenant 'bob'", "instance": "/v1/tasks/a1"}
+    is_problem(api.client.delete("/v1/tasks/a1", headers=api.h("bob")), 404, "path.task_id")
     is_problem(api.client.get("/v1/tasks?tenant=alice", headers=api.h("bob")), 403, "query.tenant")
     is_problem(api.client.get("/v1/tenants/alice", headers=api.h("bob")), 403, "path.tenant")
     is_problem(api.client.get("/v1/tenants", headers=api.h("bob")), 403)
@@ -139,7 +141,7 @@ def test_tenants_see_only_their_own(api):
     assert {c["tenant"] for c in seen_by_bob["credits"]} <= {"bob"}
     assert {a["tenant"] for a in seen_by_bob["assignments"]} <= {"bob"}
     plan_tasks = {e["task"] for d in seen_by_bob["plan"]["devices"] for e in d["entries"]}
-    assert plan_tasks <= {"b1"}
+    assert plan_tasks <= {"bob/b1"}
     full = api.client.get(f"/v1/rounds/{n}", headers=api.h("ops")).json()
     assert {a["tenant"] for a in full["assignments"]} == {"alice", "bob"}
     # the operator may cancel anyone's task; the owner sees it cancelled
@@ -186,3 +188,31 @@ def test_schemas_are_served(api):
     assert {"GensolverInstanceV1", "GensolverGpuroundV1", "GensolverPlanV1", "GenTask"} <= set(comps)
     body = doc["paths"]["/v1/solve"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body == {"$ref": "#/components/schemas/GensolverInstanceV1"}
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", "a\x00b", "a\nb", "<b>x</b>", "Upper", "-lead", "trail-", "a" * 254, ""])
+def test_task_names_are_dns_1123(api, name):
+    is_problem(api.client.post("/v1/tasks", json=gentask(name), headers=api.h("alice")), 422, "metadata.name")
+
+
+def test_names_are_per_tenant_and_freed_on_cancel(api):
+    a, b, ops = api.h("alice"), api.h("bob"), api.h("ops")
+    assert api.client.post("/v1/tasks", json=gentask("same", value=5.0), headers=a).status_code == 201
+    # bob may use the name alice uses; each sees their own
+    assert api.client.post("/v1/tasks", json=gentask("same", value=7.0), headers=b).status_code == 201
+    assert api.client.get("/v1/tasks/same", headers=a).json()["task"]["value"] == 5.0
+    assert api.client.get("/v1/tasks/same", headers=b).json()["task"]["value"] == 7.0
+    # the operator names the tenant when the name is ambiguous
+    is_problem(api.client.get("/v1/tasks/same", headers=ops), 409, "query.tenant")
+    assert api.client.get("/v1/tasks/same?tenant=bob", headers=ops).json()["key"] == "bob/same"
+    # a used name with other content is a conflict until the task is cancelled, then free
+    is_problem(api.client.post("/v1/tasks", json=gentask("same", value=9.0), headers=a), 409, "metadata.name")
+    assert api.client.delete("/v1/tasks/same", headers=a).json()["state"] == "cancelled"
+    r = api.client.post("/v1/tasks", json=gentask("same", value=9.0), headers=a)
+    assert r.status_code == 201 and r.json()["tasks"][0]["state"] == "waiting"
+    assert api.client.get("/v1/tasks/same", headers=a).json()["task"]["value"] == 9.0
+    # both of alice's incarnations are listed; the round bids the live one only
+    mine = api.client.get("/v1/tasks", headers=a).json()["tasks"]
+    assert sorted((t["id"], t["state"]) for t in mine) == [("same", "cancelled"), ("same", "waiting")]
+    rnd = api.client.post("/v1/rounds", headers=ops).json()
+    assert sorted(x["task"] for x in rnd["assignments"]) == ["alice/same", "bob/same"]

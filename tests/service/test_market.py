@@ -45,7 +45,7 @@ def test_rounds_respect_capacity_and_account_every_credit(market_api):
         api.client.post("/v1/tasks", json=gentask(f"b{k}", preferred="50Gi", duration="5m", value=40 + k,
                                                   preemptible=k % 2 == 0), headers=api.h("bob"))
     gpus = api.client.get("/healthz").json()["gpus"]
-    tasks = {t["id"]: t["task"] for t in api.client.get("/v1/tasks", headers=api.h("ops")).json()["tasks"]}
+    tasks = {t["key"]: t["task"] for t in api.client.get("/v1/tasks", headers=api.h("ops")).json()["tasks"]}
     rounds = []
     for _ in range(8):
         r = api.client.post("/v1/rounds", headers=api.h("ops"))
@@ -76,7 +76,7 @@ def test_rounds_respect_capacity_and_account_every_credit(market_api):
         assert view["spent"] == pytest.approx(charged)
         assert -sum(c["amount"] for c in changes if c["reason"] == "payment") == pytest.approx(charged)
     # every task ran to completion: 10 steps at >= 20/30 speed fit in the 8 rounds of 5 steps
-    states = {t["id"]: t["state"] for t in api.client.get("/v1/tasks", headers=api.h("ops")).json()["tasks"]}
+    states = {t["key"]: t["state"] for t in api.client.get("/v1/tasks", headers=api.h("ops")).json()["tasks"]}
     finished = {f["task"] for doc in rounds for f in doc["finished"]}
     assert finished == {t for t, s in states.items() if s == "done"}
     assert len(finished) >= 6
@@ -88,14 +88,14 @@ def test_work_is_counted_and_tasks_finish(tmp_path):
     try:
         api.client.post("/v1/tasks", json=gentask("w", preferred="40Gi", duration="12m", value=100), headers=api.h("alice"))
         first = api.client.post("/v1/rounds", headers=api.h("ops")).json()
-        assert [a["task"] for a in first["assignments"]] == ["w"] and first["assignments"][0]["memory"] == 40.0
+        assert [a["task"] for a in first["assignments"]] == ["alice/w"] and first["assignments"][0]["memory"] == 40.0
         # 12 steps at full speed: 7 left after one lease, 2 after two, done at the fourth round
         api.client.post("/v1/rounds", headers=api.h("ops"))
         assert api.client.get("/v1/tasks/w", headers=api.h("alice")).json()["remaining"] == pytest.approx(7.0)
         api.client.post("/v1/rounds", headers=api.h("ops"))
         assert api.client.get("/v1/tasks/w", headers=api.h("alice")).json()["remaining"] == pytest.approx(2.0)
         fourth = api.client.post("/v1/rounds", headers=api.h("ops")).json()
-        assert fourth["finished"] == [{"task": "w", "tenant": "alice"}] and fourth["assignments"] == []
+        assert fourth["finished"] == [{"task": "alice/w", "tenant": "alice"}] and fourth["assignments"] == []
         assert api.client.get("/v1/tasks/w", headers=api.h("alice")).json()["state"] == "done"
     finally:
         gen.close()
@@ -110,7 +110,8 @@ def test_feedback_replaces_the_progress_model(api):
                         headers=api.h("alice"))
     assert r.status_code == 200, r.text
     assert r.json()["remaining"] == pytest.approx(30.0)
-    assert api.client.post("/v1/feedback", json={"task": "f", "progress": 0.5}, headers=api.h("bob")).status_code == 403
+    # another tenant's task is simply not found
+    assert api.client.post("/v1/feedback", json={"task": "f", "progress": 0.5}, headers=api.h("bob")).status_code == 404
     bad = api.client.post("/v1/feedback", json={"task": "f"}, headers=api.h("alice"))
     assert bad.status_code == 422 and bad.headers["content-type"].startswith("application/problem+json")
     bad = api.client.post("/v1/feedback", json={"task": "f", "progress": 2}, headers=api.h("alice"))
