@@ -9,11 +9,10 @@ from typing import Any, Callable, Iterable, Mapping
 from ..errors import check_executor, check_time_limit
 from ..errors import check_options as _check_options
 from ..model import Bid, Instance
-from ..solvers import Allocation, Status, solve
+from ..solvers import Allocation, Status, UnknownMethodError, get_method, solve
 from .outcome import Outcome
 
 __all__ = [
-    "HINT_METHODS",
     "check_options",
     "solve_wdp",
     "winning_bids",
@@ -22,8 +21,6 @@ __all__ = [
     "TOL",
 ]
 
-#: methods that accept ``options={"hint": [...]}`` (a warm start)
-HINT_METHODS = frozenset({"cpsat", "scip", "highs", "cbc", "pulp-cbc", "pulp-highs"})
 
 #: absolute tolerance used when comparing payments, values and welfare
 TOL = 1e-9
@@ -60,6 +57,16 @@ def check_solver_and_limit(solver: Any, time_limit: Any) -> None:
     check_time_limit(time_limit)
 
 
+def _takes_hints(solver: str | Callable[..., Any]) -> bool:
+    """Whether ``solver`` is a registered method that declares :attr:`~gensolver.solvers.Method.hints`."""
+    if not isinstance(solver, str):
+        return False
+    try:
+        return get_method(solver).hints
+    except UnknownMethodError:
+        return False  # solve() raises the error that lists the valid names
+
+
 def solve_wdp(
     instance: Instance,
     *,
@@ -68,9 +75,10 @@ def solve_wdp(
     threads: int | None = None,
     hint: Iterable[str] | None = None,
 ) -> Allocation:
-    """Solve the winner determination problem; pass ``hint`` only to methods that take one."""
+    """Solve the winner determination problem; pass ``hint`` only to methods that take one
+    (:attr:`gensolver.solvers.Method.hints`)."""
     options: dict[str, Any] = {}
-    if hint is not None and isinstance(solver, str) and solver in HINT_METHODS:
+    if hint is not None and _takes_hints(solver):
         options["hint"] = list(hint)
     if instance.n_bids == 0:
         import numpy as np

@@ -57,6 +57,17 @@ class Method:
         Importable modules it needs.
     description : str
     install_hint : str
+    hints : bool
+        Takes a warm start, ``options={"hint": [bid ids]}`` (callers such as VCG's pivots pass
+        one only to methods that declare it).
+    threads : bool
+        Uses the ``threads`` argument (the others accept and ignore it).
+    deterministic : bool
+        The answer depends only on the instance, ``seed`` and options, never on timing or on
+        thread interleaving (``auto`` is so only with ``options={"deterministic": True}``).
+    check : callable, optional
+        ``check() -> (ok, reason)``: an availability test beyond ``requires`` (run by
+        :meth:`available`).
     """
 
     name: str
@@ -65,15 +76,18 @@ class Method:
     requires: tuple[str, ...]
     description: str
     install_hint: str = "pip install 'gensolver[solvers]'"
+    hints: bool = False
+    threads: bool = False
+    deterministic: bool = False
+    check: Callable[[], tuple[bool, str]] | None = None
 
     def available(self) -> tuple[bool, str]:
         """``(True, "")`` when usable here, else ``(False, reason)``."""
         for mod in self.requires:
             if importlib.util.find_spec(mod) is None:
                 return False, f"Python package {mod!r} is not installed ({self.install_hint})"
-        check = _EXTRA_CHECKS.get(self.name)
-        if check is not None:
-            return check()
+        if self.check is not None:
+            return self.check()
         return True, ""
 
     def load(self) -> MethodFn:
@@ -146,13 +160,6 @@ def _ortools_highs_check() -> tuple[bool, str]:
     return True, ""
 
 
-_EXTRA_CHECKS: dict[str, Callable[[], tuple[bool, str]]] = {
-    "highs": _ortools_highs_check,
-    "pulp-cbc": _pulp_check("PULP_CBC_CMD"),
-    "pulp-highs": _pulp_check("HiGHS"),
-}
-
-
 def register(method: Method, *, replace: bool = False) -> Method:
     """Add ``method`` to the registry; a name already taken is refused unless ``replace=True``."""
     if not isinstance(method, Method):
@@ -178,17 +185,22 @@ _ORTOOLS = ("ortools",)
 _PULP = ("pulp",)
 for _m in (
     Method("auto", "gensolver.solvers.auto:solve_auto", True, (),
-           "anytime: greedy, column-generation LP bound, reduced-cost fixing + LNS with CP-SAT/SCIP sub-MIPs; never worse than greedy"),
-    Method("cpsat", "gensolver.solvers.exact.cpsat:solve_cpsat", True, _ORTOOLS, "OR-Tools CP-SAT"),
-    Method("scip", "gensolver.solvers.exact.ortools_linear:solve_scip", True, _ORTOOLS, "SCIP through OR-Tools' linear solver wrapper"),
-    Method("highs", "gensolver.solvers.exact.ortools_linear:solve_highs", True, _ORTOOLS, "HiGHS MIP through OR-Tools' linear solver wrapper"),
-    Method("cbc", "gensolver.solvers.exact.ortools_linear:solve_cbc", True, _ORTOOLS, "CBC through OR-Tools' linear solver wrapper"),
-    Method("pulp-cbc", "gensolver.solvers.exact.pulp_backend:solve_pulp_cbc", True, _PULP, "CBC through PuLP (bundled binary)"),
+           "anytime: greedy, column-generation LP bound, reduced-cost fixing + LNS with CP-SAT/SCIP sub-MIPs; never worse than greedy",
+           threads=True),
+    Method("cpsat", "gensolver.solvers.exact.cpsat:solve_cpsat", True, _ORTOOLS, "OR-Tools CP-SAT", hints=True, threads=True),
+    Method("scip", "gensolver.solvers.exact.ortools_linear:solve_scip", True, _ORTOOLS, "SCIP through OR-Tools' linear solver wrapper",
+           hints=True, threads=True),
+    Method("highs", "gensolver.solvers.exact.ortools_linear:solve_highs", True, _ORTOOLS, "HiGHS MIP through OR-Tools' linear solver wrapper",
+           check=_ortools_highs_check, hints=True, threads=True),
+    Method("cbc", "gensolver.solvers.exact.ortools_linear:solve_cbc", True, _ORTOOLS, "CBC through OR-Tools' linear solver wrapper",
+           hints=True, threads=True),
+    Method("pulp-cbc", "gensolver.solvers.exact.pulp_backend:solve_pulp_cbc", True, _PULP, "CBC through PuLP (bundled binary)",
+           check=_pulp_check("PULP_CBC_CMD"), hints=True, threads=True),
     Method("pulp-highs", "gensolver.solvers.exact.pulp_backend:solve_pulp_highs", True, ("pulp", "highspy"),
-           "HiGHS through PuLP's highspy interface"),
+           "HiGHS through PuLP's highspy interface", check=_pulp_check("HiGHS"), hints=True, threads=True),
     Method("greedy", "gensolver.solvers.approximation.greedy:solve_greedy", False, (),
-           "Lehmann-O'Callaghan-Shoham greedy (value / sqrt(size)), first fit, O(B log B + nnz)"),
+           "Lehmann-O'Callaghan-Shoham greedy (value / sqrt(size)), first fit, O(B log B + nnz)", deterministic=True),
     Method("lp", "gensolver.solvers.approximation.lp:solve_lp", False, (),
-           "LP relaxation (HiGHS via SciPy) for a certified bound, plus LP-guided rounding and repair"),
+           "LP relaxation (HiGHS via SciPy) for a certified bound, plus LP-guided rounding and repair", deterministic=True),
 ):
     register(_m)

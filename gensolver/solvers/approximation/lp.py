@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import check_options
 from ...model import Instance
 from ..formulation.bounds import LpRelaxation
 from ..formulation.bounds import dual_bound as _dual_bound
@@ -57,8 +58,7 @@ def solve_lp(instance: Instance, *, time_limit: float | None = None, threads: in
 
     No options. ``time_limit`` bounds the LP solve; ``threads``/``seed`` are unused.
     """
-    if options:
-        raise ValueError(f"method 'lp' does not take option(s) {sorted(options)}")
+    check_options(options, (), "method 'lp'")
     t0 = time.perf_counter()
     _ = instance.capacity_matrix
     t1 = time.perf_counter()
