@@ -233,8 +233,8 @@ def _prepare(reports: Sequence[Task], truths: Any, pins: Any, gpus: tuple[GpuSpe
         fits_any, elig = False, []
         for members in nodes.values():
             usable = [g for g in members if (not allowed or gpus[g].model in allowed)
-                      and gpus[g].memory + TOL >= t.min_memory]
-            strict = [g for g in usable if gpus[g].compute + TOL >= t.compute]
+                      and gpus[g].memory + 2 * TOL >= t.min_memory]
+            strict = [g for g in usable if gpus[g].memory + TOL >= t.min_memory and gpus[g].compute + TOL >= t.compute]
             fits_any |= len(strict) >= t.gpus  # the simulator's acceptance rule
             if len(usable) >= t.gpus:
                 elig.extend(usable)
