@@ -101,14 +101,18 @@ def plot_gantt(result: SimResult, path: Optional[Target] = None, *, max_gpus: in
 
 
 def plot_utilisation(results: Sequence[SimResult], path: Optional[Target] = None) -> Figure:
-    """Memory and compute utilisation over time, one line per policy (the Figure; saved to ``path`` if given)."""
+    """Memory (used by tasks' speed laws: solid; held: dotted) and compute utilisation over time,
+    one colour per policy (the Figure; saved to ``path`` if given)."""
     fig = _figure((9, 6))
     axes = fig.subplots(2, 1, sharex=True)
     for r in results:
         t, m, c = utilisation_series(r.events)
-        axes[0].step(t, m, where="post", label=r.policy)
+        useful = {k: rec.useful_memory for k, rec in r.tasks.items() if rec.useful_memory is not None}
+        _, used, _ = utilisation_series(r.events, useful)
+        (line,) = axes[0].step(t, used, where="post", label=r.policy)
+        axes[0].step(t, m, where="post", linestyle=":", color=line.get_color())
         axes[1].step(t, c, where="post", label=r.policy)
-    axes[0].set_ylabel("memory used / up")
+    axes[0].set_ylabel("memory used (held dotted) / up")
     axes[1].set_ylabel("compute used / up")
     axes[1].set_xlabel("time (steps)")
     axes[0].legend(fontsize=7)
@@ -117,13 +121,16 @@ def plot_utilisation(results: Sequence[SimResult], path: Optional[Target] = None
 
 
 def plot_jct_cdf(results: Sequence[SimResult], path: Optional[Target] = None) -> Figure:
-    """Empirical CDF of job completion times per policy (the Figure; saved to ``path`` if given)."""
+    """Empirical CDF of job completion times per policy, over every accepted job: a policy that
+    left jobs unfinished tops out below 1 (the legend says done/total). The Figure; saved to
+    ``path`` if given."""
     fig = _figure((7, 4.5))
     ax = fig.add_subplot(1, 1, 1)
     for r in results:
         x = np.sort(np.array(list(r.jct().values()), dtype=float))
         if x.size:
-            ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=r.policy)
+            total = max(len(r.tasks), x.size)
+            ax.step(x, np.arange(1, x.size + 1) / total, where="post", label=f"{r.policy} ({x.size}/{total})")
     ax.set_xlabel("JCT (steps)")
     ax.set_ylabel("fraction of jobs")
     if ax.lines:

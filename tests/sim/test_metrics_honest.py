@@ -75,3 +75,15 @@ def test_cut_runs_are_marked_and_counted(capsys):
     assert row["mem_used"] <= row["mem_held"]
     assert main(args) == 0
     assert ">=" in capsys.readouterr().out
+
+
+def test_plots_show_unfinished_jobs_and_memory_held_apart():
+    from gensolver.sim.plots import plot_jct_cdf, plot_utilisation
+
+    two = [Task(x, 80.0, 80.0, 10, 1.0, compute=1.0) for x in "ab"]
+    cut = simulate(two, policy="fcfs-packing", gpus=CARD, until=15)
+    (line,) = plot_jct_cdf([cut]).axes[0].lines
+    assert max(line.get_ydata()) == pytest.approx(0.5) and "1/2" in line.get_label()  # not 1.0 of 1 job
+    whole = simulate([Task("a", 16.0, 8.0, 4, 1.0, compute=0.5)], policy="fcfs-whole-gpu", gpus=CARD)
+    used, held = plot_utilisation([whole]).axes[0].lines
+    assert max(used.get_ydata()) == pytest.approx(0.2) and max(held.get_ydata()) == pytest.approx(1.0)
