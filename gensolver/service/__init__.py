@@ -10,7 +10,8 @@ Modules: :mod:`.settings`, :mod:`.app` (the factory and the request guard), :mod
 rounds, credits), :mod:`.market_glue` (the one module using the market, mechanisms and solvers),
 :mod:`.storage` (SQLite WAL), :mod:`.auth` (tokens, rate limits), :mod:`.metrics`,
 :mod:`.errors` (problem+json), :mod:`.page` (the live page), :mod:`.connections` (deadlines,
-head limits and the connection cap of the HTTP server).
+head limits and the connection cap of the HTTP server), :mod:`.strict` (the strict reading of
+bodies).
 
 Needs the ``service`` extra (``pip install "gensolver[service]"``: fastapi, uvicorn, httpx,
 prometheus-client).

@@ -22,11 +22,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import RateLimiter, TokenCache
-from .errors import PROBLEM_JSON, ServiceError, TooLarge, problem_response
+from .errors import PROBLEM_JSON, ServiceError, TooLarge, UnsupportedMediaType, problem_response
 from .metrics import Metrics
 from .schemas import openapi_components
 from .settings import Settings
-from .state import MarketService
+from .state import YAML_TYPES, MarketService
+from .strict import JSON_TYPES, loads_strict
 
 __all__ = ["create_app", "Guard"]
 
@@ -63,6 +64,29 @@ class Guard:
         await send({"type": "http.response.start", "status": status, "headers": hdrs})
         await send({"type": "http.response.body", "body": raw})
 
+    async def _problem(self, send: Send, exc: ServiceError, path: str) -> None:
+        doc = {"type": "urn:gensolver:problem:" + exc.kind, "title": exc.title, "status": exc.status,
+               "detail": exc.detail, "instance": path}
+        if exc.field is not None:
+            doc["field"] = exc.field
+        await self._refuse(send, exc.status, doc, exc.headers)
+
+    @staticmethod
+    def _check_body(path: str, content_type: bytes, body: bytes) -> None:
+        """A body's media type (JSON; GenTasks also YAML) and, for JSON, the strict reading."""
+        if not body:
+            return
+        media = content_type.decode("latin-1").split(";")[0].strip().lower()
+        if media in JSON_TYPES:
+            if path != "/v1/tasks":  # GenTasks are read strictly by the service, naming fields its way
+                loads_strict(body)
+            return
+        if path == "/v1/tasks" and media in YAML_TYPES:
+            return
+        allowed = "application/json" + (" or application/yaml" if path == "/v1/tasks" else "")
+        raise UnsupportedMediaType(f"send the body as {allowed}, not {media or 'no type'!r}",
+                                   field="header.content-type")
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -92,11 +116,7 @@ class Guard:
                 raise BadHeader("more than one Authorization header; send exactly one", field="header.authorization")
         except ServiceError as exc:
             status_box["status"] = exc.status
-            doc = {"type": "urn:gensolver:problem:" + exc.kind, "title": exc.title, "status": exc.status,
-                   "detail": exc.detail, "instance": path}
-            if exc.field is not None:
-                doc["field"] = exc.field
-            await self._refuse(send, exc.status, doc, exc.headers)
+            await self._problem(send, exc, path)
             done()
             return
         length = headers.get(b"content-length")
@@ -136,6 +156,13 @@ class Guard:
             chunks.append(chunk)
             more = message.get("more_body", False)
         body = b"".join(chunks)
+        try:
+            self._check_body(path, headers.get(b"content-type", b""), body)
+        except ServiceError as exc:
+            status_box["status"] = exc.status
+            await self._problem(send, exc, path)
+            done()
+            return
         sent = False
 
         async def replay() -> Message:

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from ..errors import GensolverError
 
 __all__ = ["ServiceError", "BadRequest", "Unauthorized", "Forbidden", "NotFound", "Conflict", "TooLarge",
-           "TooManyRequests", "problem_response", "problem", "PROBLEM_TYPE", "PROBLEM_JSON"]
+           "TooManyRequests", "UnsupportedMediaType", "problem_response", "problem", "PROBLEM_TYPE", "PROBLEM_JSON"]
 
 PROBLEM_JSON = "application/problem+json"
 #: ``type`` URI prefix of the service's problems (documented in docs/how-to/service.md)
@@ -61,6 +61,10 @@ class Conflict(ServiceError):
 
 class TooLarge(ServiceError):
     status, title, kind = 413, "Request body too large", "too-large"
+
+
+class UnsupportedMediaType(ServiceError):
+    status, title, kind = 415, "Unsupported media type", "unsupported-media-type"
 
 
 class TooManyRequests(ServiceError):

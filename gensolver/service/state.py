@@ -30,16 +30,17 @@ from ..market.spec import loads_gentasks, parse_gentask
 from ..model.io import json_safe
 from ..model.tasks import Task, task_speed
 from .auth import Principal, check_tenant_name
-from .errors import BadRequest, Conflict, Forbidden, NotFound, ServiceError
+from .errors import BadRequest, Conflict, Forbidden, NotFound, UnsupportedMediaType
 from .market_glue import MarketGlue, RoundResult, task_from_dict
 from .metrics import Metrics
 from .settings import Settings
 from .storage import Store, audit
+from .strict import check_gentask_fields, check_numbers, loads_strict
 
 __all__ = ["MarketService", "TASK_STATES", "UnsupportedMediaType", "check_task_name", "task_key"]
 
 TASK_STATES = ("waiting", "running", "done", "cancelled")
-_YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 _EPS = 1e-9
 
 
@@ -59,10 +60,6 @@ def check_task_name(name: object, field: str = "metadata.name") -> str:
 def task_key(tenant: str, name: str) -> str:
     """The id of tenant ``tenant``'s task ``name`` in the market, rounds and plans."""
     return f"{tenant}/{name}"
-
-
-class UnsupportedMediaType(ServiceError):
-    status, title, kind = 415, "Unsupported media type", "unsupported-media-type"
 
 
 def _dumps(obj: Any) -> str:
@@ -145,27 +142,29 @@ class MarketService:
             raise BadRequest(f"the body is not UTF-8 (byte {exc.start})", field="") from None
         step = self.settings.step_seconds
         if media == "application/json":
-            try:
-                doc = json.loads(text)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                raise BadRequest(f"the body is not JSON ({exc})", field="") from None
+            doc = loads_strict(text, style="dotted")
             docs = doc if isinstance(doc, list) else [doc]
             if not docs:
                 raise BadRequest("an empty list holds no GenTask", field="")
             out = []
             for k, d in enumerate(docs):
+                check_gentask_fields(d, prefix=f"[{k}]" if isinstance(doc, list) else "")
                 out.append((d, parse_gentask(d, step_seconds=step, document=k + 1 if isinstance(doc, list) else None)))
             names = [t.id for _, t in out]
             if len(set(names)) != len(names):
                 dup = next(n for n in names if names.count(n) > 1)
                 raise BadRequest(f"task name {dup!r} appears twice in the request", field="metadata.name")
             return out
-        if media in _YAML_TYPES:
+        if media in YAML_TYPES:
             tasks = loads_gentasks(text, source="body", step_seconds=step)
             try:
                 docs = [d for d in yaml.safe_load_all(text) if d is not None]
             except (yaml.YAMLError, RecursionError) as exc:  # pragma: no cover - loads_gentasks read it first
                 raise BadRequest(f"invalid YAML: {exc}", field="") from None
+            for k, d in enumerate(docs):
+                prefix = f"[{k}]" if len(docs) > 1 else ""
+                check_numbers(d, where=[k] if len(docs) > 1 else [], style="dotted")
+                check_gentask_fields(d, prefix=prefix)
             return list(zip(docs, tasks))
         raise UnsupportedMediaType(f"send a GenTask as application/json or application/yaml, not {media or 'no type'!r}",
                                    field="header.content-type")

@@ -60,7 +60,8 @@ def test_solve_refuses_bad_input_naming_the_field(api):
     is_problem(api.client.post("/v1/solve?time_limit=1e9", json=INSTANCE, headers=h), 422, "query.time_limit")
     is_problem(api.client.post("/v1/solve", content=b"{not json", headers={**h, "content-type": "application/json"}), 422, "")
     is_problem(api.client.post("/v1/solve", json=[1, 2], headers=h), 422, "")
-    is_problem(api.client.post("/v1/solve", content=b"[" * 100000, headers=h), 422)
+    is_problem(api.client.post("/v1/solve", content=b"[" * 100000, headers={**h, "content-type": "application/json"}), 422)
+    is_problem(api.client.post("/v1/solve", content=b"[" * 100000, headers=h), 415, "header.content-type")
 
 
 def test_tokens_are_required_and_checked(api):
@@ -216,3 +217,63 @@ def test_names_are_per_tenant_and_freed_on_cancel(api):
     assert sorted((t["id"], t["state"]) for t in mine) == [("same", "cancelled"), ("same", "waiting")]
     rnd = api.client.post("/v1/rounds", headers=ops).json()
     assert sorted(x["task"] for x in rnd["assignments"]) == ["alice/same", "bob/same"]
+
+
+def test_every_body_is_read_strictly(api):
+    """The audit's reproducers: unknown fields, duplicate keys, values beyond 2**53, wrong types."""
+    a = {**api.h("alice"), "content-type": "application/json"}
+    doc = gentask("strict")
+    doc["spec"]["genResources"]["gpus"] = 4  # misplaced: dropped silently before
+    is_problem(api.client.post("/v1/tasks", json=doc, headers=api.h("alice")), 422, "spec.genResources.gpus")
+    doc = gentask("strict")
+    doc["gpus"] = 4
+    is_problem(api.client.post("/v1/tasks", json=doc, headers=api.h("alice")), 422, "gpus")
+    doc = gentask("strict")
+    doc["spec"]["containers"] = [{"name": "c", "resources": {"limit": {"nvidia.com/gpu": 2}}}]
+    is_problem(api.client.post("/v1/tasks", json=doc, headers=api.h("alice")), 422, "spec.containers[0].resources.limit")
+    is_problem(api.client.post("/v1/tasks", json=[gentask("ok1"), {**gentask("ok2"), "extra": 1}],
+                               headers=api.h("alice")), 422, "[1].extra")
+    # duplicate keys, even for the tenant label
+    raw = json.dumps(gentask("dup", tenant="alice"))
+    raw = raw.replace('"tenant": "alice"', '"tenant": "alice", "tenant": "bob"')
+    is_problem(api.client.post("/v1/tasks", content=raw, headers=a), 422, "metadata.labels.tenant")
+    is_problem(api.client.post("/v1/feedback", content=b'{"task": "x", "task": "y", "progress": 0.5}', headers=a),
+               422, "/task")
+    is_problem(api.client.post("/v1/solve", content=json.dumps(INSTANCE).replace('"name"', '"name": "x", "name"'),
+                               headers=a), 422, "/name")
+    # values beyond what doubles hold exactly, and non-finite ones
+    big = json.loads(json.dumps(INSTANCE))
+    big["bids"][0]["value"] = 1e17
+    is_problem(api.client.post("/v1/solve", json=big, headers=api.h("alice")), 422, "/bids/0/value")
+    is_problem(api.client.post("/v1/tasks", json=gentask("v", value=1e308), headers=api.h("alice")), 422,
+               "spec.genResources.value")
+    is_problem(api.client.post("/v1/feedback", content=b'{"task": "x", "progress": NaN}', headers=a), 422, "")
+    yaml_big = ("apiVersion: scheduling.gen.io/v1alpha1\nkind: GenTask\nmetadata: {name: y}\n"
+                "spec: {genResources: {gpuMemory: {preferred: 10Gi}, value: 1.0e+300}}\n")
+    is_problem(api.client.post("/v1/tasks", content=yaml_big, headers={**api.h("alice"), "content-type": "application/yaml"}),
+               422, "spec.genResources.value")
+    # a body in a type the route does not read is 415, not 422
+    is_problem(api.client.post("/v1/feedback", content=b"task=x", headers={**api.h("alice"),
+               "content-type": "application/x-www-form-urlencoded"}), 415, "header.content-type")
+    # unknown fields of the feedback report are refused by name
+    is_problem(api.client.post("/v1/feedback", json={"task": "x", "progress": 0.5, "memory": 1}, headers=api.h("alice")),
+               422, "/memory")
+    # nothing of the above was stored
+    assert api.client.get("/v1/tasks", headers=api.h("alice")).json()["tasks"] == []
+
+
+def test_the_strict_reader_can_fail_and_pass():
+    from gensolver.service.errors import BadRequest
+    from gensolver.service.strict import MAX_NUMBER, check_gentask_fields, loads_strict
+
+    assert loads_strict(b'{"a": [1, 2.5, {"b": 9007199254740992}]}') == {"a": [1, 2.5, {"b": 2 ** 53}]}
+    assert abs(loads_strict(b"-9007199254740992")) == MAX_NUMBER
+    for raw, field in ((b'{"a": {"b": 1, "b": 2}}', "/a/b"), (b"[0, 9007199254740993]", "/1"),
+                       (b'{"x": Infinity}', ""), (b'{"x/y": [1e300]}', "/x~1y/0")):
+        with pytest.raises(BadRequest) as err:
+            loads_strict(raw)
+        assert err.value.field == field, raw
+    check_gentask_fields(gentask("fine", gpus=2, tenant="t"))
+    with pytest.raises(BadRequest) as err:
+        check_gentask_fields({"metadata": {"nmae": "x"}})
+    assert err.value.field == "metadata.nmae"
