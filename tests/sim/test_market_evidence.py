@@ -215,3 +215,25 @@ def test_smiths_rule_orders_by_remaining_work():
         assert (score / score[1]).tolist() == pytest.approx(want)
     with pytest.raises(ValueError, match="smith"):
         MarketPolicy(smith=-1.0)
+
+
+@pytest.mark.parametrize("tolerance", [0.05, 0.0])
+def test_an_honest_memory_under_estimate_is_corrected_not_punished(tolerance):
+    # e truly needs 4 GiB and reports 3.84 (96%): at its report it runs at speed 0.96. Within the
+    # band, the next pass grows it to 3.84 / 0.95 = 4.04 GiB (free memory allows): full speed again
+    e = Task("e", 4, 4, 20, 1.0, compute=0.3, tenant="E")
+    rep = replace(e, preferred_memory=3.84, min_memory=3.84)
+    c = Cluster([GpuSpec("g", 10.0)], [rep], truths={"e": e})
+    pol = MarketPolicy(tolerance=tolerance)
+    pol.attach(c)
+    c.tasks["e"].state = "waiting"
+    c.start("e", ["g"], 3.84)
+    c.env.run(until=5.0)
+    assert c.tasks["e"].speed == pytest.approx(0.96)
+    pol.schedule(c, boundary=True)
+    st = c.tasks["e"]
+    if tolerance:
+        assert st.memory == pytest.approx(3.84 / 0.95) and st.speed == pytest.approx(1.0)
+        assert "e" not in pol._slow
+    else:  # no band: a lie, caught, not grown
+        assert st.memory == pytest.approx(3.84) and "e" in pol._slow

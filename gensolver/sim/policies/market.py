@@ -154,7 +154,9 @@ class MarketPolicy(Policy):
         duration, or (``verify_memory``) when it runs at its reported preferred memory slower
         than ``band ** -elasticity`` (it needs more than ``band`` times the memory it
         reported); calibration counts a ratio observed work / reported duration within the
-        band as 1. A tenant that understates by less than the band
+        band as 1; a task seen slower than its report predicts but within the band grows into
+        free memory up to ``band`` times its reported preferred memory (the estimate is
+        corrected). A tenant that understates by less than the band
         is treated as honest, so what it can gain is bounded by what a report off by the band
         moves (measured against the noise floor by ``benchmarks/bench_market.py``).
     **options
@@ -212,6 +214,7 @@ class MarketPolicy(Policy):
         self._reported: dict[str, float] = {}
         self._ratio: dict[str, float] = {}  # largest observed work / reported duration of a finished task
         self._slow: set[str] = set()  # tasks seen running slower than their memory report allows
+        self._short: set[str] = set()  # tasks seen a little slow at their report: an estimate, not a lie
 
     @property
     def balances(self) -> dict[str, float]:
@@ -339,9 +342,12 @@ class MarketPolicy(Policy):
         over = done > np.fromiter((s.task.duration for s in states), float, n) * band + 1e-6
         if self.verify_memory:
             for s in states:
-                if (s.state == "running" and s.memory + TOL >= s.task.preferred_memory
-                        and s.speed < s.factor * s.inter * band ** (-s.task.elasticity) * (1 - 1e-6)):
-                    self._slow.add(s.id)
+                if s.state == "running" and s.memory + TOL >= s.task.preferred_memory \
+                        and s.speed < s.factor * s.inter * (1 - 1e-6):
+                    if s.speed < s.factor * s.inter * band ** (-s.task.elasticity) * (1 - 1e-6):
+                        self._slow.add(s.id)
+                    else:
+                        self._short.add(s.id)
             over |= np.fromiter((s.id in self._slow for s in states), bool, n)
         return over
 
@@ -385,9 +391,13 @@ class MarketPolicy(Policy):
         waiting = cluster.waiting()
         self._arrive(waiting)
         if not waiting:
+            if self._short:
+                self._grow(cluster)
             return
         score, _ = self._scores(cluster, waiting)
         self._backfill(cluster, [waiting[k] for k in self._order(waiting, score)])
+        if self._short:
+            self._grow(cluster)
 
     def _clear(self, cluster: Cluster) -> None:
         now = cluster.now
@@ -496,11 +506,15 @@ class MarketPolicy(Policy):
             cluster.start(st.id, gpus, max(t.min_memory, min(t.preferred_memory, free)))
 
     def _grow(self, cluster: Cluster) -> None:
+        """Running tasks below their preferred memory grow into free memory; a task seen slow
+        at its reported preferred memory, within the tolerance band (an honest under-estimate),
+        grows up to ``band`` times its report, so the estimate is corrected, not punished."""
         for st in cluster.running():
-            if st.memory + TOL < st.task.preferred_memory:
+            target = st.task.preferred_memory * (self._band if st.id in self._short else 1.0)
+            if st.memory + TOL < target:
                 free = min(cluster.gpus[g].free_memory for g in st.gpus)
                 if free > TOL:
-                    cluster.resize(st.id, min(st.task.preferred_memory, st.memory + free))
+                    cluster.resize(st.id, min(target, st.memory + free))
 
     def _flush(self, cluster: Cluster) -> None:
         for tenant, amount, reason, task in self.bank.drain():
