@@ -26,7 +26,8 @@ _ROOT = "gensolver"
 
 #: C0 and C1 control characters, DEL, and the Unicode bidirectional overrides and isolates
 #: (which reorder what a terminal shows); newline and tab are kept
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# lone surrogates too: JSON's "\\ud800" reads into a str that no encoding can write
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: str) -> str:

@@ -6,13 +6,14 @@ listed in :data:`COMMAND_MODULES`. Bad input exits with status 2 and the error o
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
 import typer
 from rich.markup import escape
 
-from ..errors import MissingExtraError
+from ..errors import GensolverError, MissingExtraError
 from .common import EXIT_BAD_INPUT, console, err_console
 
 __all__ = ["app", "main", "COMMAND_MODULES", "EXIT_BAD_INPUT", "EXIT_MISSING_EXTRA"]
@@ -20,6 +21,10 @@ __all__ = ["app", "main", "COMMAND_MODULES", "EXIT_BAD_INPUT", "EXIT_MISSING_EXT
 #: exit status when a command needs an optional extra that is not installed (as ``run``'s
 #: unavailable backend)
 EXIT_MISSING_EXTRA = 3
+
+#: errors of a path the user gave (exit 2, bad input); any other OSError exits 1
+_INPUT_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.EACCES,
+                           errno.EPERM})
 
 app = typer.Typer(
     name="gensolver",
@@ -94,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gensolver`` script; returns the exit status.
 
     Usage errors (unknown command or option, missing argument) print click's message on
-    stderr and return its exit status, 2, without a traceback.
+    stderr and return its exit status, 2, without a traceback; so does any
+    :class:`~gensolver.errors.GensolverError` a command lets through (a missing extra: 3), and an
+    :class:`OSError` on a path (2 for a name too long, missing, a loop, no permission; else 1).
     """
     try:
         rc = app(args=argv, prog_name="gensolver", standalone_mode=False)
@@ -108,6 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     except MissingExtraError as exc:  # e.g. simulate without simpy: what to install, no traceback
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_MISSING_EXTRA
+    except GensolverError as exc:  # bad input a command did not word itself: still exit 2, no traceback
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    except OSError as exc:  # a path the system refuses (a name too long, a loop of links): no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        err_console.print(f"[bold red]error:[/] {escape(where + (exc.strerror or str(exc)))}", highlight=False,
+                          soft_wrap=True)
+        return EXIT_BAD_INPUT if exc.errno in _INPUT_ERRNOS else 1
     except _usage_error_types() as exc:
         exc.show(file=sys.stderr)  # type: ignore[attr-defined]
         return int(exc.exit_code)  # type: ignore[attr-defined]

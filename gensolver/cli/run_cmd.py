@@ -77,6 +77,18 @@ def _number(value: float | None, option: str, *, positive: bool = True, what: st
         fail(f"{option} must be a {kind} number of {what}, got {value:g}")
 
 
+def _check_device_sizes(plan: Any, gpu: Any, uuids: dict[str, str], plan_file: Path) -> None:
+    """Exit 2 when a device is smaller than the largest grant the plan puts on it: that task
+    could never start (the runner would wait for it until the end, then exit 1 with no word)."""
+    memory = {d.uuid: d.memory for d in gpu.devices()}
+    for e in sorted(plan.entries, key=lambda e: -e.memory):
+        have = memory.get(uuids.get(e.device, ""))
+        if have is not None and e.memory > have:
+            fail(f"{plan_file}: task {e.task!r} is granted {e.memory} bytes on plan device {e.device!r}, but the "
+                 f"{gpu.name} device {uuids[e.device]} has {have} bytes; pass larger --sim-devices or another "
+                 "--device-map")
+
+
 def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
                   line: Any = None) -> None:
     """``warnings.showwarning`` for the CLI: one line on stderr, no source location."""
@@ -242,6 +254,7 @@ def run_command(
                 where = "--device-map" if name in mapping or other in mapping else str(plan_file)
                 fail(f"{where}: plan devices {other!r} and {name!r} both name the {gpu.name} device {uuid}")
             taken[uuid] = name
+        _check_device_sizes(plan, gpu, {name: uuid for uuid, name in taken.items()}, plan_file)
         with _clean_warnings():
             with task_progress(len(plan.tasks), label=f"running {plan.name or plan_file.name}",
                                enabled=not as_json) as on_event:

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any, List, Optional
@@ -63,7 +64,7 @@ def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int |
     kw: dict[str, Any] = {k: v for k, v in {"max_jobs": max_jobs, "compress": compress}.items() if v is not None}
     nodes = 4 if nodes is None else nodes
     p = Path(trace)
-    if trace in TRACES and not p.exists():
+    if trace in TRACES and not os.path.exists(p):  # os.path: False, not OSError, for a name too long
         base = traces_dir or default_trace_dir()
         _check_trace_present(trace, base, given=traces_dir is not None)
         if trace == "alibaba":
@@ -71,7 +72,7 @@ def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int |
         return philly_workload(base / "philly" / "philly.csv", nodes=nodes, seed=seed, **kw)
     if _is_synthetic(trace):
         return parse_synthetic(trace, seed=seed)
-    if not p.exists():
+    if not os.path.exists(p):
         raise ValueError(f"TRACE: no such file {trace!r}; use alibaba, philly, synthetic:key=value,... or a trace "
                          "file (an Alibaba 2023 pod list, a Philly CSV or GenTask YAML)")
     detected = detect_trace_format(p)
@@ -82,7 +83,7 @@ def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int |
         raise ValueError(f"--node-list: applies only to Alibaba pod lists, not to a {kind} file")
     if kind == "alibaba":
         nl = node_list if node_list is not None else p.parent / ALIBABA_NODE_FILE
-        if not nl.is_file():
+        if not os.path.isfile(nl):
             raise ValueError(f"--node-list: the Alibaba nodes file {nl} does not exist; pass --node-list PATH "
                              "(openb_node_list_gpu_node.csv)")
         return alibaba_workload(pods=p, node_list=nl, window=None, nodes=nodes, seed=seed,
@@ -106,11 +107,12 @@ def _check_trace_present(trace: str, base: Path, *, given: bool) -> None:
 
 
 def _parse_gpus(text: str):
+    from ..model.quantity import QuantityError, parse_number
     from ..model.tasks import uniform_gpus
 
-    try:
-        mems = [float(x) for x in text.replace("+", ",").split(",") if x.strip()]
-    except ValueError:
+    try:  # every item a number with ASCII digits; an empty item ('80,,80') is refused, not skipped
+        mems = [parse_number(x, field="--gpus") for x in text.replace("+", ",").split(",")]
+    except QuantityError:
         raise ValueError(f"--gpus: expected GiB per GPU like '80,40,24', got {text!r}") from None
     if not mems or not all(math.isfinite(m) and m > 0 for m in mems):
         raise ValueError(f"--gpus: expected finite positive GiB per GPU like '80,40,24', got {text!r}")
@@ -196,7 +198,7 @@ def _check_options(trace: str, policy: List[str], solver: str, mechanism: str, t
         fail(f"--seed: must be an integer in [0, 2**32), got {seed}")
     trace_only = {"--max-jobs": max_jobs, "--nodes": nodes, "--compress": compress}
     path = Path(trace)
-    is_trace_file = (not _is_synthetic(trace) and path.suffix.lower() not in (".yaml", ".yml") and path.is_file())
+    is_trace_file = (not _is_synthetic(trace) and path.suffix.lower() not in (".yaml", ".yml") and os.path.isfile(path))
     if trace not in TRACES and not is_trace_file:
         given = [name for name, v in trace_only.items() if v is not None]
         if given:
@@ -357,7 +359,7 @@ def simulate_command(
     if fmt is not None and fmt not in TRACE_FORMATS:
         fail(f"--format: must be one of {', '.join(TRACE_FORMATS)}, got {fmt!r}")
     if (fmt is not None or node_list is not None) and (trace in TRACES or _is_synthetic(trace)) \
-            and not Path(trace).exists():
+            and not os.path.exists(trace):
         fail(f"{'--format' if fmt is not None else '--node-list'}: applies only to a trace file, not to {trace!r}")
     created: list[Path] = []
     if out is not None:

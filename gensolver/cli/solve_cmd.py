@@ -11,7 +11,7 @@ from rich.table import Table
 from ..model import InstanceError, read_instance
 from ..solvers import BackendUnavailableError, UnknownMethodError, list_methods, solve
 from .choices import MECHANISMS, METHODS, choice
-from .common import console, fail, print_json
+from .common import check_time_limit_option, console, fail, print_json
 from .progress import working
 
 __all__ = ["register"]
@@ -32,6 +32,7 @@ def solve_command(
              "it is the machine's CPU count)."),
 ) -> None:
     """Solve the winner determination problem of FILE and print the allocation."""
+    check_time_limit_option(time_limit)  # the one rule of -t, before the file is read
     if deterministic and (method != "auto" or mechanism is not None):
         fail("--deterministic: only for --method auto without --mechanism")
     if mechanism is not None and seed != 0 and mechanism != "lavi-swamy":

@@ -11,7 +11,7 @@ from rich.table import Table
 from ..model import InstanceError, read_instance
 from ..solvers import BackendUnavailableError, UnknownMethodError
 from .choices import MECHANISMS, METHODS, choice
-from .common import console, err_console, fail, print_json
+from .common import check_time_limit_option, console, err_console, fail, print_json
 
 __all__ = ["register"]
 
@@ -29,6 +29,7 @@ def verify_command(
     from ..mechanisms import UnknownMechanismError
     from ..verify.regret import FAMILIES, max_regret
 
+    check_time_limit_option(time_limit)  # the one rule of -t, before the file is read
     try:
         instance = read_instance(file)
     except InstanceError as exc:

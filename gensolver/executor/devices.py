@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 from .backends import GpuBackend
 from .policy import ExecutorError
 
-_INDEXED = re.compile(r"^(?:cuda:|gpu|GPU|sim|SIM-GPU-)?(\d+)$")
+_INDEXED = re.compile(r"^(?:cuda:|gpu|GPU|sim|SIM-GPU-)?(\d+)$", re.ASCII)
 
 
 def resolve_devices(names: Sequence[str], backend: GpuBackend, device_map: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -9,6 +9,7 @@ from ..model import Instance
 from .plan_model import (
     _TOL,
     GIB,
+    MAX_PLAN_BYTES,
     DevicePlan,
     ExecutionPlan,
     PlanEntry,
@@ -99,6 +100,9 @@ def to_plan(instance: Instance, allocation: Any, tasks: Mapping[str, Any] | None
         m = s.capacity.get("memory")
         c = s.capacity.get("compute")
         if m is not None:
+            if not m * memory_unit <= MAX_PLAN_BYTES:
+                raise PlanError(f"/slots/{s.id}/capacity/memory",
+                                f"{m!r} units of {memory_unit} bytes is over the largest memory of a plan, 2**80 bytes")
             cap_mem[s.gpu] = max(cap_mem.get(s.gpu) or 0, int(m * memory_unit))
         else:
             cap_mem.setdefault(s.gpu, None)

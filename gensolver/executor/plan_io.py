@@ -8,9 +8,18 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..model.inputs import ReadError, loads_json, read_limited
+from ..model.inputs import GZIP_MAGIC, ReadError, decompress_limited, loads_json, read_limited
 from ..model.io import atomic_write
-from .plan_model import PLAN_SCHEMA, DevicePlan, ExecutionPlan, PlanEntry, PlanError, PlanTask, PreemptionPoint
+from .plan_model import (
+    MAX_PLAN_BYTES,
+    PLAN_SCHEMA,
+    DevicePlan,
+    ExecutionPlan,
+    PlanEntry,
+    PlanError,
+    PlanTask,
+    PreemptionPoint,
+)
 
 
 def _num(value: Any, where: str, *, allow_none: bool = False) -> float | None:
@@ -19,6 +28,16 @@ def _num(value: Any, where: str, *, allow_none: bool = False) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise PlanError(where, f"expected a finite non-negative number, got {value!r}")
     return float(value)
+
+
+def _bytes(value: Any, where: str, *, allow_none: bool = False) -> int | None:
+    """A memory amount in bytes: finite, non-negative, at most :data:`MAX_PLAN_BYTES`."""
+    num = _num(value, where, allow_none=allow_none)
+    if num is None:
+        return None
+    if num > MAX_PLAN_BYTES:
+        raise PlanError(where, f"{value!r} bytes is over the largest memory of a plan, 2**80 bytes")
+    return int(num)
 
 
 def _argv(value: Any, where: str) -> tuple[str, ...]:
@@ -73,7 +92,7 @@ def plan_from_dict(doc: Any) -> ExecutionPlan:
         where = f"/devices/{k}"
         if not isinstance(d, Mapping) or not isinstance(d.get("id"), str) or not d.get("id"):
             raise PlanError(where, "expected an object with a non-empty string 'id'")
-        mem = _num(d.get("memory"), f"{where}/memory", allow_none=True)
+        mem = _bytes(d.get("memory"), f"{where}/memory", allow_none=True)
         cmp_ = _num(d.get("compute"), f"{where}/compute", allow_none=True)
         entries = []
         raw_entries = d.get("entries", [])
@@ -90,7 +109,7 @@ def plan_from_dict(doc: Any) -> ExecutionPlan:
             end = _num(e.get("end"), f"{ew}/end")
             if not start < end:  # type: ignore[operator]
                 raise PlanError(ew, f"start {start} must be before end {end}")
-            memory = _num(e.get("memory"), f"{ew}/memory")
+            memory = _bytes(e.get("memory"), f"{ew}/memory")
             compute = _num(e.get("compute", 0.0), f"{ew}/compute")
             entries.append(PlanEntry(task, d["id"], start, end, int(memory), compute,  # type: ignore[arg-type]
                                      _argv(e.get("command"), f"{ew}/command"), str(e.get("bid", "")),
@@ -132,7 +151,7 @@ def read_plan(path: str | os.PathLike[str]) -> ExecutionPlan:
     Parameters
     ----------
     path : path
-        A UTF-8 JSON file.
+        A UTF-8 JSON file, plain or gzip-compressed.
 
     Returns
     -------
@@ -147,7 +166,10 @@ def read_plan(path: str | os.PathLike[str]) -> ExecutionPlan:
     """
     p = Path(path)
     try:
-        text = read_limited(p).decode("utf-8")
+        data = read_limited(p)
+        if data[:2] == GZIP_MAGIC:  # a gzip-compressed plan, as instances may be
+            data = decompress_limited(data)
+        text = data.decode("utf-8")
     except ReadError as exc:
         raise PlanError("", str(exc), path=str(p)) from None
     except FileNotFoundError:

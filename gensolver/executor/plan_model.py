@@ -13,6 +13,9 @@ from ..errors import InputError
 PLAN_SCHEMA = "gensolver.plan/v1"
 #: bytes per GiB: instance memory (GiB) times this is plan memory (bytes)
 GIB = 1 << 30
+#: the largest memory (bytes) of a device or an entry of a plan, 2**80: the largest quantity
+#: :mod:`gensolver.model.quantity` reads, so every backend can hold it
+MAX_PLAN_BYTES = 1 << 80
 _TOL = 1e-9
 
 

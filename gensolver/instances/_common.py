@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..errors import InputError
 from ..model import Bid, Instance, Slot, validate
 
 __all__ = ["rng_of", "check_int", "check_prob", "check_pos", "remove_dominated", "single_unit_instance"]
@@ -19,28 +20,28 @@ def rng_of(seed: int | np.random.Generator) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     return np.random.default_rng(int(seed))
 
 
 def check_int(name: str, value: Any, *, minimum: int = 1) -> int:
     """``value`` as an int >= ``minimum``, or a ``ValueError`` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
 
 
 def check_prob(name: str, value: Any) -> float:
     """``value`` as a probability in [0, 1], or a ``ValueError`` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+        raise InputError(f"{name} must be a probability in [0, 1], got {value!r}")
     return float(value)
 
 
 def check_pos(name: str, value: Any, *, allow_zero: bool = False) -> float:
     """``value`` as a finite positive (or non-negative) float, or a ``ValueError``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be a finite {'non-negative' if allow_zero else 'positive'} number, got {value!r}")
+        raise InputError(f"{name} must be a finite {'non-negative' if allow_zero else 'positive'} number, got {value!r}")
     return float(value)
 
 

@@ -32,6 +32,7 @@ from typing import Any, Callable
 import networkx as nx
 import numpy as np
 
+from ..errors import InputError
 from ..model import Instance
 from ._common import Bundle, check_int, check_pos, check_prob, remove_dominated, rng_of, single_unit_instance
 
@@ -47,7 +48,7 @@ def _fill(n_bids: int, draw: Callable[[], list[Bundle]]) -> list[list[Bundle]]:
     while total < n_bids:
         tries += 1
         if tries > _MAX_BIDDERS_FACTOR * n_bids + 100:
-            raise RuntimeError("generator produced no bids; check the parameters")
+            raise InputError("generator produced no bids; check the parameters")
         bids = remove_dominated(draw())
         if bids:
             bidders.append(bids)
@@ -161,7 +162,7 @@ def _location_params(n_goods: int, n_bids: int, **kw: Any) -> dict[str, Any]:
         check_prob(p, kw[p])
     check_int("max_substitutable_bids", kw["max_substitutable_bids"], minimum=0)
     if kw["deviation_model"] not in ("uniform", "normal", "either"):
-        raise ValueError(f"deviation_model must be 'uniform', 'normal' or 'either', got {kw['deviation_model']!r}")
+        raise InputError(f"deviation_model must be 'uniform', 'normal' or 'either', got {kw['deviation_model']!r}")
     return kw
 
 
@@ -304,7 +305,7 @@ def paths(n_cities: int = 20, n_bids: int = 150, *, seed: int | np.random.Genera
     check_pos("shipping_cost_factor", shipping_cost_factor)
     check_int("max_bid_set_size", max_bid_set_size)
     if shipping_cost_factor <= 1.0:
-        raise ValueError("shipping_cost_factor must exceed 1 (otherwise no path is worth bidding on)")
+        raise InputError("shipping_cost_factor must exceed 1 (otherwise no path is worth bidding on)")
     rng = rng_of(seed)
     pts = rng.uniform(0.0, 1.0, size=(n_cities, 2))
     dist = np.linalg.norm(pts[:, None, :] - pts[None, :, :], axis=2)
@@ -400,10 +401,10 @@ def matching(n_goods: int = 64, n_bids: int = 200, *, seed: int | np.random.Gene
     check_int("n_bids", n_bids)
     check_int("n_airports", n_airports, minimum=2)
     if n_goods % n_airports:
-        raise ValueError(f"n_goods ({n_goods}) must be divisible by n_airports ({n_airports})")
+        raise InputError(f"n_goods ({n_goods}) must be divisible by n_airports ({n_airports})")
     slots_per = n_goods // n_airports
     if slots_per < 3:
-        raise ValueError("need at least 3 time slots per airport")
+        raise InputError("need at least 3 time slots per airport")
     for name, v in (("early_takeoff_deviation", early_takeoff_deviation), ("late_takeoff_deviation", late_takeoff_deviation),
                     ("early_land_deviation", early_land_deviation), ("late_land_deviation", late_land_deviation)):
         check_int(name, v, minimum=0)
@@ -568,7 +569,7 @@ def legacy(kind: str, n_goods: int = 64, n_bids: int = 200, *, seed: int | np.ra
        Sandholm (2002), Fujishima et al. (1999), Hoos & Boutilier (2000).
     """
     if kind not in LEGACY:
-        raise ValueError(f"unknown legacy distribution {kind!r}; valid: {', '.join(LEGACY)}")
+        raise InputError(f"unknown legacy distribution {kind!r}; valid: {', '.join(LEGACY)}")
     check_int("n_goods", n_goods)
     check_int("n_bids", n_bids)
     rng = rng_of(seed)

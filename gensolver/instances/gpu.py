@@ -24,6 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import InputError
 from ..model import GpuRound, GpuSpec, Task
 from ..traces import TraceJob, read_alibaba, read_philly
 from ._common import check_int, check_pos, check_prob, rng_of
@@ -95,7 +96,7 @@ def gpu_round(n_gpus: int = 4, n_tasks: int = 10, steps: int = 6, *, seed: int |
     check_prob("gang_prob", gang_prob)
     check_prob("deadline_prob", deadline_prob)
     if not gpu_memories or any(not (isinstance(m, (int, float)) and m > 0) for m in gpu_memories):
-        raise ValueError(f"gpu_memories must be positive numbers, got {gpu_memories!r}")
+        raise InputError(f"gpu_memories must be positive numbers, got {gpu_memories!r}")
     rng = rng_of(seed)
     gpus = _gpus(gpu_memories, n_gpus, per_node, rng)
     cap = 0.9 * max(gpu_memories)
@@ -213,7 +214,7 @@ def trace_round(source: str = "alibaba", n_gpus: int = 8, max_tasks: int = 12, s
     .. [1] Weng et al., USENIX ATC 2023 (Alibaba). .. [2] Jeon et al., USENIX ATC 2019 (Philly).
     """
     if source not in ("alibaba", "philly"):
-        raise ValueError(f"source must be 'alibaba' or 'philly', got {source!r}")
+        raise InputError(f"source must be 'alibaba' or 'philly', got {source!r}")
     check_int("n_gpus", n_gpus)
     check_int("max_tasks", max_tasks)
     check_int("steps", steps)
@@ -244,7 +245,7 @@ def trace_round(source: str = "alibaba", n_gpus: int = 8, max_tasks: int = 12, s
     horizon = steps * step_seconds
     queue = [j for j in jobs if (j.arrival_s <= time_s < j.end_s) or (time_s <= j.arrival_s < time_s + horizon)]
     if not queue:
-        raise ValueError(f"no {source} job is running or arriving in [{time_s:g}, {time_s + horizon:g}) s")
+        raise InputError(f"no {source} job is running or arriving in [{time_s:g}, {time_s + horizon:g}) s")
     if len(queue) > max_tasks:
         pick = sorted(int(i) for i in rng.choice(len(queue), size=max_tasks, replace=False))
         queue = [queue[i] for i in pick]

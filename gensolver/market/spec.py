@@ -66,7 +66,7 @@ KIND = "GenTask"
 #: share of one device a GenTask takes when ``spec.genResources.gpuCompute`` is absent
 DEFAULT_COMPUTE = 0.25
 
-_DURATION = re.compile(r"^\s*(\d+\.?\d*|\.\d+)\s*(ms|s|m|h|d)?\s*$")
+_DURATION = re.compile(r"^\s*(\d+\.?\d*|\.\d+)\s*(ms|s|m|h|d)?\s*$", re.ASCII)
 _DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 #: the fields of ``spec.genResources`` and its parts (anything else is refused as a likely typo)
 _GEN_RESOURCES = ("gpuMemory", "computeTime", "gpuCompute", "value")
@@ -147,8 +147,8 @@ def parse_duration(value: Any, *, field: str = "duration") -> float:
         return float(value)
     if not isinstance(value, str) or not value.strip():
         raise SpecError(field, f"bad duration {value!r}")
-    parts = re.findall(r"(\d+\.?\d*|\.\d+)\s*(ms|s|m|h|d)?", value)
-    if not parts or re.sub(r"(\d+\.?\d*|\.\d+)\s*(ms|s|m|h|d)?|\s", "", value):
+    parts = re.findall(r"(\d+\.?\d*|\.\d+)\s*(ms|s|m|h|d)?", value, flags=re.ASCII)
+    if not parts or re.sub(r"(\d+\.?\d*|\.\d+)\s*(ms|s|m|h|d)?|\s", "", value, flags=re.ASCII):
         raise SpecError(field, f"bad duration {value!r} (use seconds or e.g. '90s', '30m', '2h', '1h30m')")
     return sum(float(n) * _DURATION_UNITS[u or None] for n, u in parts)
 

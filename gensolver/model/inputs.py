@@ -11,7 +11,7 @@ a malformed one gets a message naming what is wrong instead of a traceback:
   :data:`MAX_INT_DIGITS` digits and nesting deeper than the interpreter can parse
   (:class:`RecursionError`), and names a UTF-8 byte-order mark;
 - :func:`loads_yaml_all` is PyYAML's safe loader that refuses aliases (``*name``: the "billion
-  laughs" expansion) and duplicate mapping keys.
+  laughs" expansion), merge keys (``<<``) and duplicate mapping keys.
 
 Limits (documented in ``docs/reference/instance-format.md``), each overridable by an
 environment variable holding a positive integer:
@@ -23,7 +23,18 @@ variable                        limit                                      defau
 ``GENSOLVER_MAX_INFLATED_BYTES`` bytes a gzip file may inflate to           268435456 (256 MiB)
 ``GENSOLVER_MAX_CATS_GOODS``    ``goods N`` (plus ``dummy D``) of a CATS file  1000000
 ``GENSOLVER_MAX_TASK_SECONDS``  a GenTask's ``computeTime.duration``        31622400 (366 days)
+``GENSOLVER_MAX_MEMORY_LEVELS`` a round's ``memory_levels``                 1024
+``GENSOLVER_MAX_ROUND_ENTRIES`` slots plus bid-slot entries of an expanded  4000000
+                                round (:meth:`GpuRound.expand`)
+``GENSOLVER_MAX_TASKS``         tasks of a synthetic workload, bids of a     100000
+                                generated instance
 ==============================  =========================================  ==================
+
+The size model: each reader or generator states its work as a function of its input's sizes
+and checks it against these limits *before* allocating (a round's expansion costs
+``gpus * steps`` slots plus, per task, ``levels * groups * starts * gpus * length`` demand
+entries, computed in closed form; a CATS file costs its bytes; a synthetic workload its task
+count). A refusal names the field and the variable that raises the limit.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ import os
 import stat
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Iterator
 
 import yaml
 
@@ -43,6 +54,9 @@ __all__ = [
     "ReadError",
     "GzipError",
     "read_limited",
+    "read_head",
+    "iter_lines_limited",
+    "MAX_LINE_BYTES",
     "decompress_limited",
     "loads_json",
     "loads_yaml_all",
@@ -51,6 +65,11 @@ __all__ = [
     "max_decompressed_bytes",
     "max_cats_goods",
     "max_task_seconds",
+    "max_memory_levels",
+    "max_round_entries",
+    "max_tasks",
+    "SizeLimitError",
+    "check_size",
     "MAX_INT_DIGITS",
     "GZIP_MAGIC",
 ]
@@ -58,6 +77,8 @@ __all__ = [
 GZIP_MAGIC = b"\x1f\x8b"
 #: longest integer literal accepted in JSON (a double's range needs 309 digits)
 MAX_INT_DIGITS = 400
+#: longest line of a line-oriented input (CSV traces); a trace row is a few hundred bytes
+MAX_LINE_BYTES = 1 << 20
 _BOM = "\ufeff"
 
 
@@ -68,6 +89,18 @@ class ReadError(InputError):
 
 class GzipError(ReadError):
     """Truncated or corrupt gzip data."""
+
+
+class SizeLimitError(InputError):
+    """Work an input asks for beyond a documented limit (the message names the field, the
+    limit and the environment variable that raises it)."""
+
+    def __init__(self, field: str, amount: int | float, limit: int, variable: str, what: str) -> None:
+        self.field = field
+        self.amount = amount
+        self.limit = limit
+        self.variable = variable
+        super().__init__(f"{field}: {what} {amount:.4g} is over the limit of {limit} (raise it with {variable})")
 
 
 def _env_limit(name: str, default: int) -> int:
@@ -104,6 +137,28 @@ def max_task_seconds() -> int:
     return _env_limit("GENSOLVER_MAX_TASK_SECONDS", 366 * 86400)
 
 
+def max_memory_levels() -> int:
+    """Most memory levels a round may offer per task (``GENSOLVER_MAX_MEMORY_LEVELS``, default 1024)."""
+    return _env_limit("GENSOLVER_MAX_MEMORY_LEVELS", 1024)
+
+
+def max_round_entries() -> int:
+    """Most slots plus demand entries an expanded round may have (``GENSOLVER_MAX_ROUND_ENTRIES``,
+    default 4,000,000: about 1 GiB of Python objects)."""
+    return _env_limit("GENSOLVER_MAX_ROUND_ENTRIES", 4_000_000)
+
+
+def max_tasks() -> int:
+    """Most tasks a synthetic workload or bids a generator may make (``GENSOLVER_MAX_TASKS``, default 100,000)."""
+    return _env_limit("GENSOLVER_MAX_TASKS", 100_000)
+
+
+def check_size(field: str, amount: int | float, limit: int, variable: str, what: str) -> None:
+    """Raise :class:`SizeLimitError` when ``amount`` is over ``limit``."""
+    if amount > limit:
+        raise SizeLimitError(field, amount, limit, variable, what)
+
+
 def read_limited(path: str | os.PathLike[str], *, limit: int | None = None) -> bytes:
     """The bytes of ``path``, at most ``limit`` (default :func:`max_file_bytes`).
 
@@ -131,6 +186,45 @@ def read_limited(path: str | os.PathLike[str], *, limit: int | None = None) -> b
         raise ReadError(f"file is over the limit of {cap} bytes (not a regular file, or it grew); "
                          "raise the limit with GENSOLVER_MAX_FILE_BYTES")
     return data
+
+
+def read_head(path: str | os.PathLike[str], size: int = 65536) -> bytes:
+    """At most the first ``size`` bytes of ``path`` (format sniffing: one bounded read, also from
+    ``/dev/zero`` or a FIFO; a FIFO with no writer blocks in ``open`` as any reader would).
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError, PermissionError, OSError
+        As ``open`` raises them.
+    """
+    with open(Path(path), "rb") as fh:
+        return fh.read(size)
+
+
+def iter_lines_limited(fh: BinaryIO, *, limit: int | None = None, max_line: int = MAX_LINE_BYTES,
+                       encoding: str = "utf-8-sig") -> Iterator[str]:
+    """The lines of the binary file ``fh`` as text (ends kept, as ``csv`` wants them), read
+    lazily: at most ``limit`` bytes in all (default :func:`max_file_bytes`) and ``max_line``
+    bytes per line.
+
+    Raises (while iterating) :class:`ReadError` past either limit (``/dev/zero`` has no line
+    end: it is refused after ``max_line`` bytes) and :class:`UnicodeDecodeError` for bytes that
+    are not ``encoding``; a ``utf-8-sig`` byte-order mark is dropped from the first line.
+    """
+    cap = max_file_bytes() if limit is None else limit
+    total = 0
+    first = True
+    while True:
+        raw = fh.readline(max_line + 1)
+        if not raw:
+            return
+        total += len(raw)
+        if total > cap:
+            raise ReadError(f"file is over the limit of {cap} bytes; raise it with GENSOLVER_MAX_FILE_BYTES")
+        if len(raw) > max_line:
+            raise ReadError(f"a line is longer than {max_line} bytes (not a text file of rows?)")
+        yield raw.decode(encoding if first else encoding.replace("-sig", ""))
+        first = False
 
 
 def decompress_limited(data: bytes, *, limit: int | None = None) -> bytes:
@@ -219,6 +313,10 @@ class _StrictLoader(yaml.SafeLoader):
         if isinstance(node, yaml.MappingNode):
             seen: set[Any] = set()
             for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # '<<': keys that override unseen
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        "YAML merge keys (<<) are not accepted here; write the keys out", key_node.start_mark)
                 key = self.construct_object(key_node, deep=True)
                 try:
                     dup = key in seen

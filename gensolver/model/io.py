@@ -31,6 +31,7 @@ from typing import IO, Any, Callable, Iterator, Mapping
 
 import numpy as np
 
+from ..errors import InputError
 from .inputs import GZIP_MAGIC, GzipError, ReadError, decompress_limited, loads_json, max_cats_goods, read_limited
 from .instance import Bid, Instance, Slot
 from .validate import InstanceError, check_totals, from_dict, mark_validated
@@ -199,7 +200,7 @@ def read_instance(path: str | os.PathLike[str]) -> Instance:
 
 
 _NON_SPACE = re.compile(r"\S")
-_JSON_SCALAR = re.compile(r'^(null|true|false|-?\d+(\.\d+)?([eE][+-]?\d+)?|"[^"]*")\s*$')
+_JSON_SCALAR = re.compile(r'^(null|true|false|-?\d+(\.\d+)?([eE][+-]?\d+)?|"[^"]*")\s*$', re.ASCII)
 
 
 def _looks_like_json(path: Path, stripped: str) -> bool:
@@ -226,7 +227,7 @@ def write_instance(instance: Instance, path: str | os.PathLike[str], *, format: 
     elif fmt == "json":
         payload = json.dumps(instance.to_dict(), separators=(",", ":"), allow_nan=False).encode()
     else:
-        raise ValueError(f"unknown format {fmt!r}; valid: 'json', 'cats'")
+        raise InputError(f"unknown format {fmt!r}; valid: 'json', 'cats'")
     if p.suffix == ".gz":
         payload = gzip.compress(payload, mtime=0)
     with atomic_write(p, "wb") as fh:
@@ -235,7 +236,7 @@ def write_instance(instance: Instance, path: str | os.PathLike[str], *, format: 
 
 
 # ---------------------------------------------------------------------------- CATS
-_HEADER = re.compile(r"^(goods|bids|dummy)\s+(\d+)\s*$", re.IGNORECASE)
+_HEADER = re.compile(r"^(goods|bids|dummy)\s+(\d+)\s*$", re.IGNORECASE | re.ASCII)
 
 
 def parse_cats(text: str, *, name: str = "") -> Instance:
@@ -272,6 +273,8 @@ def parse_cats(text: str, *, name: str = "") -> Instance:
         where = f"/line/{lineno}"
         if "goods" not in header or "bids" not in header:
             raise InstanceError(where, "bid line before the 'goods N' and 'bids M' header")
+        if not line.isascii():  # int() and float() would read Arabic-Indic or full-width digits
+            raise InstanceError(where, "bid line has a non-ASCII character (digits must be 0-9)")
         parts = line.split()
         if parts[-1] != "#":
             raise InstanceError(where, "bid line must end with '#' (truncated file?)")
@@ -310,13 +313,13 @@ def parse_cats(text: str, *, name: str = "") -> Instance:
         if bid_no in seen:
             raise InstanceError(where, f"duplicate bid index {bid_no}")
         seen.add(bid_no)
-        real: list[int] = []
+        real: dict[int, None] = {}  # insertion-ordered; membership in O(1), not a list scan per good
         dummy: int | None = None
         for g in goods:
             if 0 <= g < n_goods:
                 if g in real:
                     raise InstanceError(where, f"good {g} repeated")
-                real.append(g)
+                real[g] = None
             elif n_goods <= g < n_goods + n_dummy:
                 if dummy is not None:
                     raise InstanceError(where, "more than one dummy good")
@@ -355,7 +358,7 @@ def format_cats(instance: Instance) -> str:
     good_of = {}
     for k, s in enumerate(instance.slots):
         if dict(s.capacity) != {"units": 1.0}:
-            raise ValueError(f"slot {s.id!r} is not a single-unit good; CATS cannot express it")
+            raise InputError(f"slot {s.id!r} is not a single-unit good; CATS cannot express it")
         good_of[s.id] = k
     n = len(instance.slots)
     groups = instance.bids_of_bidder
@@ -374,7 +377,7 @@ def format_cats(instance: Instance) -> str:
         goods = []
         for sid, res in bid.demand.items():
             if dict(res) != {"units": 1.0}:
-                raise ValueError(f"bid {bid.id!r} demands {dict(res)} of {sid!r}; CATS needs one unit")
+                raise InputError(f"bid {bid.id!r} demands {dict(res)} of {sid!r}; CATS needs one unit")
             goods.append(good_of[sid])
         if bid.bidder in dummy_of:
             goods.append(dummy_of[bid.bidder])

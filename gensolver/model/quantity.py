@@ -38,13 +38,16 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["QuantityError", "parse_quantity", "parse_memory_bytes", "BINARY_SUFFIXES", "DECIMAL_SUFFIXES"]
+__all__ = ["QuantityError", "parse_number", "parse_quantity", "parse_memory_bytes", "BINARY_SUFFIXES", "DECIMAL_SUFFIXES"]
 
 BINARY_SUFFIXES = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
 DECIMAL_SUFFIXES = {"m": Decimal("0.001"), "": Decimal(1), "k": Decimal(10) ** 3, "M": Decimal(10) ** 6,
                     "G": Decimal(10) ** 9, "T": Decimal(10) ** 12, "P": Decimal(10) ** 15,
                     "E": Decimal(10) ** 18}
-_FORM = re.compile(r"^\s*\+?((?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d{1,3})|([A-Za-z]*))\s*$")
+# ASCII digits only: Python's \d (and int(), float()) also take Arabic-Indic and other digits
+_FORM = re.compile(r"^\s*\+?((?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d{1,3})|([A-Za-z]*))\s*$", re.ASCII)
+_NUMBER = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d{1,4})?\s*", re.ASCII)
+_INTEGER = re.compile(r"\s*[+-]?\d{1,18}\s*", re.ASCII)
 #: the largest quantity accepted (an exabyte-scale bound that keeps every result a finite float)
 _MAX = Decimal(2) ** 80
 
@@ -105,6 +108,25 @@ def _decimal(value: Any, field: str) -> tuple[Decimal, bool]:
     raise QuantityError(field, f"bad quantity {value!r}: unknown suffix {suffix!r} (Kubernetes suffixes: "
                                f"{', '.join(BINARY_SUFFIXES)}, {', '.join(s for s in DECIMAL_SUFFIXES if s)})"
                         + _suggest(number, suffix))
+
+
+def parse_number(text: str, *, field: str, integer: bool = False) -> float:
+    """A plain number written with ASCII digits (``float()``/``int()`` would also take ``"٣٠"``,
+    full-width digits and ``"1_000"``); ``integer``: at most 18 digits, no point or exponent.
+
+    Examples
+    --------
+    >>> parse_number("80", field="--gpus"), parse_number("1.5e3", field="x")
+    (80.0, 1500.0)
+    >>> parse_number("\u0663\u0660", field="--gpus")
+    Traceback (most recent call last):
+    ...
+    gensolver.model.quantity.QuantityError: --gpus: expected a number written with ASCII digits, got '٣٠'
+    """
+    if not isinstance(text, str) or not (_INTEGER if integer else _NUMBER).fullmatch(text):
+        kind = "an integer" if integer else "a number"
+        raise QuantityError(field, f"expected {kind} written with ASCII digits, got {text!r}")
+    return int(text) if integer else float(text)
 
 
 def parse_quantity(value: Any, *, field: str = "quantity") -> float:

@@ -24,6 +24,12 @@ Task utility model (documented, used by generators, the market and the simulator
   count linear in the number of GPUs), with the memory level on each.
 - **Memory levels.** ``memory_levels`` evenly spaced levels from ``min_memory`` to
   ``preferred_memory`` (one level when they are equal).
+
+Size limits (refused by name before anything is allocated; see :mod:`gensolver.model.inputs`):
+memories at most :data:`MAX_MEMORY_GIB`; ``elasticity * ln(preferred_memory / min_memory)`` at
+most :data:`MAX_SLOWDOWN_LOG` (the speed at ``min_memory`` stays a normal double);
+``memory_levels`` at most ``GENSOLVER_MAX_MEMORY_LEVELS``; the expansion's slots, bids and demand
+entries at most ``GENSOLVER_MAX_ROUND_ENTRIES`` (:meth:`GpuRound.expansion_size`).
 """
 
 from __future__ import annotations
@@ -35,10 +41,21 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .inputs import check_size, max_memory_levels, max_round_entries
 from .instance import Bid, Bidder, Instance, Slot
-from .validate import InstanceError, _esc, is_integer, is_real, mark_validated
+from .validate import InstanceError, _esc, check_totals, is_integer, is_real, mark_validated
 
-__all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "task_value", "task_steps", "task_speed"]
+__all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "task_value", "task_steps", "task_speed",
+           "MAX_MEMORY_GIB", "MAX_SLOWDOWN_LOG"]
+
+#: the largest memory (GiB) of a GPU or a task: 2**50 GiB = 2**80 bytes, the largest quantity
+#: :mod:`gensolver.model.quantity` reads (every byte count stays a finite, exact-enough float)
+MAX_MEMORY_GIB = float(2 ** 50)
+#: the largest ``elasticity * ln(preferred_memory / min_memory)``: the slowest speed,
+#: ``exp(-700)``, is still a normal double, so no step count overflows or divides by zero
+MAX_SLOWDOWN_LOG = 700.0
+#: a step count that no horizon reaches (a task too slow at some memory is never offered it)
+_NEVER = 2 ** 62
 
 
 def _kind(value: Any) -> str:
@@ -138,6 +155,14 @@ class Task:
         if self.min_memory <= 0 or self.min_memory > self.preferred_memory:
             raise InstanceError(f"/tasks/{self.id}/min_memory",
                                 f"need 0 < min_memory <= preferred_memory, got {self.min_memory} and {self.preferred_memory}")
+        if self.preferred_memory > MAX_MEMORY_GIB:
+            raise InstanceError(f"/tasks/{self.id}/preferred_memory",
+                                f"must be at most {MAX_MEMORY_GIB:.0f} GiB (2**80 bytes), got {self.preferred_memory!r}")
+        if self.elasticity * math.log(self.preferred_memory / self.min_memory) > MAX_SLOWDOWN_LOG:
+            raise InstanceError(f"/tasks/{self.id}/elasticity",
+                                f"too large: the speed at min_memory, (min_memory/preferred_memory)**elasticity, "
+                                f"is below exp(-{MAX_SLOWDOWN_LOG:g}) (elasticity {self.elasticity!r}, memory "
+                                f"{self.min_memory!r} of {self.preferred_memory!r})")
         if self.urgency > 1:
             raise InstanceError(f"/tasks/{self.id}/urgency", f"must be in [0, 1], got {self.urgency}")
         if not 0 < self.compute <= 1:
@@ -178,7 +203,11 @@ def task_steps(task: Task, memory: float, *, work: float | None = None) -> int:
     preferred memory; default its whole ``duration``): ``ceil(work / task_speed - 1e-9)``, at
     least 1 (see the utility model)."""
     w = task.duration if work is None else work
-    return max(1, math.ceil(w / task_speed(task, memory) - 1e-9))
+    speed = task_speed(task, memory)
+    steps = w / speed if speed > 0 else math.inf
+    if not steps < _NEVER:  # slower than any horizon (never offered), and no float overflow
+        return _NEVER
+    return max(1, math.ceil(steps - 1e-9))
 
 
 def task_value(task: Task, finish: float) -> float:
@@ -243,6 +272,8 @@ class GpuRound:
             raise InstanceError("/step_seconds", f"must be a finite positive number, got {_kind(self.step_seconds)}")
         if not is_integer(self.memory_levels) or self.memory_levels < 1:
             raise InstanceError("/memory_levels", f"must be a positive integer, got {_kind(self.memory_levels)}")
+        check_size("/memory_levels", self.memory_levels, max_memory_levels(), "GENSOLVER_MAX_MEMORY_LEVELS",
+                   "memory levels")
         if not isinstance(self.name, str):
             raise InstanceError("/name", f"expected a string, got {_kind(self.name)}")
         seen: dict[Any, int] = {}
@@ -258,6 +289,9 @@ class GpuRound:
                 val = getattr(g, name)
                 if not is_real(val) or not math.isfinite(val) or val <= 0:
                     raise InstanceError(f"/gpus/{k}/{name}", f"must be a finite positive number, got {_kind(val)}")
+            if g.memory > MAX_MEMORY_GIB:
+                raise InstanceError(f"/gpus/{k}/memory", f"must be at most {MAX_MEMORY_GIB:.0f} GiB (2**80 bytes), "
+                                                         f"got {g.memory!r}")
             for name in ("node", "model"):
                 if not isinstance(getattr(g, name), str):
                     raise InstanceError(f"/gpus/{k}/{name}", f"expected a string, got {_kind(getattr(g, name))}")
@@ -308,6 +342,32 @@ class GpuRound:
                         continue
                     yield BundleOption(task_index, group, float(mem), level, start, length, value)
 
+    def expansion_size(self) -> int:
+        """An upper bound of the work of :meth:`expand`: slots, plus bids and demand entries.
+
+        ``gpus * steps`` slots; per task and memory level ``m`` (length ``L`` steps, ``k`` GPUs),
+        ``G(m) * S(L)`` bids of ``k * L`` entries each, where ``G(m)`` counts the GPU groups that
+        fit ``m`` and ``S(L)`` the start steps. Costs ``O(tasks * levels * groups)`` arithmetic,
+        nothing proportional to ``steps`` or to the expansion itself.
+        """
+        total = len(self.gpus) * self.steps
+        mins: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for task in self.tasks:
+            if task.gpus not in mins:
+                groups = self.gpu_groups(task.gpus)
+                mins[task.gpus] = (np.array([min(self.gpus[g].memory for g in grp) for grp in groups]),
+                                   np.array([min(self.gpus[g].compute for g in grp) for grp in groups]))
+            mem, cmp_ = mins[task.gpus]
+            end_limit = self.steps if task.deadline is None else min(self.steps, task.deadline)
+            fits_compute = cmp_ + 1e-9 >= task.compute
+            for level in task.memory_levels(self.memory_levels):
+                length = task_steps(task, level)
+                starts = max(0, end_limit - length - task.release + 1)
+                if starts:
+                    fitting = int(np.count_nonzero(fits_compute & (mem + 1e-9 >= level)))
+                    total += fitting * starts * (1 + task.gpus * length)
+        return total
+
     def slot_id(self, gpu: int, step: int) -> str:
         """Id of the slot of GPU index ``gpu`` at ``step``."""
         return f"{self.gpus[gpu].id}@t{step}"
@@ -327,7 +387,11 @@ class GpuRound:
             one of its tasks' bundles — only meaningful when tenants bid for one task each).
         """
         if bidder not in ("task", "tenant"):
-            raise ValueError(f"bidder must be 'task' or 'tenant', got {bidder!r}")
+            raise InstanceError("", f"bidder must be 'task' or 'tenant', got {bidder!r}")
+        size = self.expansion_size()
+        check_size("/steps", size, max_round_entries(), "GENSOLVER_MAX_ROUND_ENTRIES",
+                   f"{len(self.gpus)} GPUs x {self.steps} steps with {len(self.tasks)} tasks expand to slots, bids "
+                   "and demand entries:")
         slots = []
         for g, spec in enumerate(self.gpus):
             for t in range(self.steps):
@@ -346,7 +410,9 @@ class GpuRound:
                 "gpus": [g.id for g in self.gpus], "tasks": len(self.tasks)}
         if not bids:
             raise InstanceError("/tasks", "no task has a feasible bundle in this round")
-        return mark_validated(Instance(tuple(slots), tuple(bids), bidders, self.name, meta))
+        instance = Instance(tuple(slots), tuple(bids), bidders, self.name, meta)
+        check_totals(instance)  # values of 1e308 each: their sum must stay finite
+        return mark_validated(instance)
 
     # ----------------------------------------------------------------- I/O
     def to_dict(self) -> dict[str, Any]:

@@ -39,7 +39,7 @@ class Fault:
             raise FaultError(f"fault end must come after its start, got {self.start}-{self.end}")
 
 
-_SPEC = re.compile(r"^(gpu|node):([^@\s]+)@(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?$")
+_SPEC = re.compile(r"^(gpu|node):([^@\s]+)@(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?$", re.ASCII)
 
 
 def parse_fault(text: str) -> Fault:

@@ -39,6 +39,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
+from ..model.inputs import iter_lines_limited, read_head
 from ..model.tasks import GpuSpec, Task
 from .workload import Workload, WorkloadError
 
@@ -134,8 +135,8 @@ def _pinned_models(path: Path, ids: set[str]) -> dict[str, tuple[str, ...]]:
     import csv
 
     out: dict[str, tuple[str, ...]] = {}
-    with open(path, newline="", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh):
+    with open(path, "rb") as fh:  # bounded as the reader was (the same file, read before)
+        for row in csv.DictReader(iter_lines_limited(fh)):
             name, spec = row.get("name", ""), row.get("gpu_spec") or ""
             if name in ids and spec:
                 out[name] = tuple(s for s in spec.split("|") if s)
@@ -198,15 +199,19 @@ def detect_trace_format(path: str | Path) -> str:
         replay has nothing to replay; the message names the missing columns.
     """
     p = Path(path)
-    if p.is_dir():
+    try:
+        is_dir = p.is_dir()
+    except OSError as exc:  # a name too long for the file system, a loop of links
+        raise WorkloadError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if is_dir:
         raise WorkloadError(f"{p}: is a directory; give a trace file (an Alibaba pod list, philly.csv or GenTask YAML)")
     if p.suffix.lower() in (".yaml", ".yml"):
         return "gentask"
-    try:
-        with open(p, encoding="utf-8", errors="replace") as fh:
-            first = fh.readline().strip()
+    try:  # one bounded read (/dev/zero, a FIFO): the header is the first line of the first 64 KiB
+        head = read_head(p).decode("utf-8", errors="replace").splitlines()[:1]
     except OSError as exc:
         raise WorkloadError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    first = head[0].strip() if head else ""
     cols = tuple(c.strip() for c in first.split(","))
     if set(ALIBABA_COLUMNS) <= set(cols):
         return "alibaba"

@@ -28,6 +28,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..model.inputs import check_size, max_tasks
+from ..model.quantity import parse_number
 from ..model.tasks import GpuSpec, Task, uniform_gpus
 from ..model.validate import is_integer, is_real
 
@@ -128,6 +130,7 @@ def synthetic_workload(n: int = 50, *, seed: int = 0, rate: float | None = 0.5,
             raise WorkloadError(f"{key} must be a positive integer, got {v!r}")
     if not is_integer(seed) or not 0 <= seed < 2**32:
         raise WorkloadError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+    check_size("synthetic n", n, max_tasks(), "GENSOLVER_MAX_TASKS", "tasks")  # before any array of n draws
     if duration_max < duration_min:
         raise WorkloadError(f"need 1 <= duration_min <= duration_max, got {duration_min}, {duration_max}")
     if not _is_real(min_fraction) or not 0 < min_fraction <= 1:
@@ -215,13 +218,13 @@ def parse_synthetic(spec: str, *, seed: int | None = None) -> Workload:
             raise WorkloadError(f"synthetic spec: key {k!r} given twice")
         try:
             if k == "gpus":
-                kw["gpus"] = tuple(float(x) for x in v.split("+"))
+                kw["gpus"] = tuple(parse_number(x, field=k) for x in v.split("+"))
             elif k == "rate" and v == "batch":
                 kw["rate"] = None
-            else:
-                kw[k] = _KEYS[k](v)
+            else:  # ASCII digits only (int() would read '٣')
+                kw[k] = _KEYS[k](parse_number(v, field=k, integer=_KEYS[k] is int))
         except ValueError:
-            kind = "an integer" if _KEYS.get(k) is int else "GiB values like 80+40+24" if k == "gpus" else "a number"
+            kind = "an integer" if _KEYS.get(k) is int else "finite positive GiB values like 80+40+24" if k == "gpus" else "a number"
             raise WorkloadError(f"synthetic spec: bad value for {k!r}: {v!r} (expected {kind})") from None
     if seed is not None:
         kw.setdefault("seed", seed)

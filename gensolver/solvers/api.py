@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import check_time_limit
+from ..errors import InputError, InputTypeError, check_time_limit
 from ..model import Bid, Bidder, Instance, Slot, coerce_instance
 from .registry import get_method
 from .result import Allocation, Status, finish
@@ -25,15 +25,15 @@ def _check_args(time_limit: Any, threads: Any, seed: Any, options: Any) -> dict[
     check_time_limit(time_limit)  # NumPy scalars are numbers too; bool is not
     if threads is not None:
         if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral) or threads < 1:
-            raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+            raise InputError(f"threads must be a positive integer or None, got {threads!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
+        raise InputTypeError(f"seed must be an integer, got {seed!r}")
     if not 0 <= int(seed) < 2**31:  # the backends' seed parameters are 32-bit signed
-        raise ValueError(f"seed must be an integer in [0, 2**31), got {seed!r}")
+        raise InputError(f"seed must be an integer in [0, 2**31), got {seed!r}")
     if options is None:
         return {}
     if not isinstance(options, Mapping):
-        raise ValueError(f"options must be a mapping, got {type(options).__name__}")
+        raise InputTypeError(f"options must be a mapping, got {type(options).__name__}")
     return dict(options)
 
 

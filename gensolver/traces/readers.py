@@ -31,6 +31,8 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ..errors import InputError
+from ..model.inputs import ReadError, iter_lines_limited
 from .records import (
     ALIBABA_MODEL_GPUS,
     GPU_MODEL_MEMORY_GIB,
@@ -66,19 +68,19 @@ MAX_JOB_GPUS = 65536
 # ------------------------------------------------------------------------------ argument checks
 def _check_path(arg: str, path: object) -> Path:
     if isinstance(path, (bytes, bytearray)) or not isinstance(path, (str, os.PathLike)):
-        raise ValueError(f"{arg} must be a path (str or os.PathLike), got {type(path).__name__} {path!r}")
+        raise InputError(f"{arg} must be a path (str or os.PathLike), got {type(path).__name__} {path!r}")
     return Path(path)
 
 
 def _check_seed(seed: object) -> int:
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
     return int(seed)
 
 
 def _check_bool(arg: str, value: object) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{arg} must be True or False, got {value!r}")
+        raise InputError(f"{arg} must be True or False, got {value!r}")
     return bool(value)
 
 
@@ -87,14 +89,14 @@ def _check_names(arg: str, value: object) -> list[str] | None:
     if value is None:
         return None
     if isinstance(value, (str, bytes)):
-        raise ValueError(f"{arg} must be a sequence of str (e.g. [{value!r}]), not a bare string")
+        raise InputError(f"{arg} must be a sequence of str (e.g. [{value!r}]), not a bare string")
     try:
         items = list(value)  # type: ignore[call-overload]
     except TypeError:
-        raise ValueError(f"{arg} must be a sequence of str or None, got {value!r}") from None
+        raise InputError(f"{arg} must be a sequence of str or None, got {value!r}") from None
     bad = [v for v in items if not isinstance(v, str)]
     if bad:
-        raise ValueError(f"{arg} must hold only str, got {bad[0]!r}")
+        raise InputError(f"{arg} must hold only str, got {bad[0]!r}")
     return items
 
 
@@ -103,53 +105,66 @@ def _check_nodes(nodes: object) -> int | list[str] | None:
         return None
     if isinstance(nodes, numbers.Integral) and not isinstance(nodes, (bool, np.bool_)):
         if nodes < 0:
-            raise ValueError(f"nodes must be non-negative, got {nodes}")
+            raise InputError(f"nodes must be non-negative, got {nodes}")
         return int(nodes)
     if isinstance(nodes, (str, bytes)):
-        raise ValueError("nodes must be an int or a sequence of node ids, not a string")
+        raise InputError("nodes must be an int or a sequence of node ids, not a string")
     if isinstance(nodes, (bool, np.bool_, numbers.Number)):
-        raise ValueError(f"nodes must be a non-negative integer or a sequence of node ids, got {nodes!r}")
+        raise InputError(f"nodes must be a non-negative integer or a sequence of node ids, got {nodes!r}")
     return _check_names("nodes", nodes)
 
 
 def _rows(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield ``(line, row)`` of a CSV file whose header must contain ``columns``."""
+    """Yield ``(line, row)`` of a CSV file whose header must contain ``columns``.
+
+    Bounded: ``GENSOLVER_MAX_FILE_BYTES`` in all and :data:`~gensolver.model.inputs.MAX_LINE_BYTES`
+    a line (``/dev/zero``, a FIFO); work and memory linear in the file's bytes.
+    """
     name = str(path)
     try:
-        fh = open(path, newline="", encoding="utf-8-sig")  # a BOM (spreadsheet exports) is not part of the header
+        fh = open(path, "rb")
     except FileNotFoundError:
         raise TraceError(name, None, "no such file") from None
     except IsADirectoryError:
         raise TraceError(name, None, "is a directory") from None
+    except OSError as exc:  # a name too long, no permission, ...
+        raise TraceError(name, None, f"cannot read: {exc.strerror or exc}") from None
     with fh:
-        reader = csv.reader(fh, strict=True)  # strict: an unterminated quote is an error, not data
+        try:  # a BOM (spreadsheet exports) is not part of the header
+            yield from _csv_rows(name, iter_lines_limited(fh), columns)
+        except ReadError as exc:
+            raise TraceError(name, None, str(exc)) from None
+
+
+def _csv_rows(name: str, lines: Iterator[str], columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    reader = csv.reader(lines, strict=True)  # strict: an unterminated quote is an error, not data
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise TraceError(name, 1, "empty file (no header)") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise TraceError(name, 1, f"unreadable header: {exc}") from None
+    header = [h.strip() for h in header]
+    repeated = [c for c in columns if header.count(c) > 1]
+    if repeated:
+        raise TraceError(name, 1, f"header repeats column {repeated[0]!r}")
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise TraceError(name, 1, f"header lacks column(s) {', '.join(missing)}; expected {','.join(columns)}")
+    pos = {c: header.index(c) for c in columns}
+    while True:
         try:
-            header = next(reader)
+            row = next(reader)
         except StopIteration:
-            raise TraceError(name, 1, "empty file (no header)") from None
+            return
         except (csv.Error, UnicodeDecodeError) as exc:
-            raise TraceError(name, 1, f"unreadable header: {exc}") from None
-        header = [h.strip() for h in header]
-        repeated = [c for c in columns if header.count(c) > 1]
-        if repeated:
-            raise TraceError(name, 1, f"header repeats column {repeated[0]!r}")
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise TraceError(name, 1, f"header lacks column(s) {', '.join(missing)}; expected {','.join(columns)}")
-        pos = {c: header.index(c) for c in columns}
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except (csv.Error, UnicodeDecodeError) as exc:
-                raise TraceError(name, reader.line_num, f"unreadable row: {exc}") from None
-            line = reader.line_num
-            if not row or all(not c.strip() for c in row):
-                continue
-            if len(row) != len(header):
-                raise TraceError(name, line, f"expected {len(header)} fields, got {len(row)}")
-            yield line, {c: row[i].strip() for c, i in pos.items()}
+            raise TraceError(name, reader.line_num, f"unreadable row: {exc}") from None
+        line = reader.line_num
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            raise TraceError(name, line, f"expected {len(header)} fields, got {len(row)}")
+        yield line, {c: row[i].strip() for c, i in pos.items()}
 
 
 def _num(path: Path, line: int, row: dict[str, str], col: str, *, integer: bool = False,
@@ -183,10 +198,10 @@ def _check_scaling(window: tuple[float, float] | None, max_jobs: int | None) -> 
                       for w in window)
               and window[0] <= window[1])
         if not ok:
-            raise ValueError(f"window must be (start_s, end_s) with start_s <= end_s, got {window!r}")
+            raise InputError(f"window must be (start_s, end_s) with start_s <= end_s, got {window!r}")
     if max_jobs is not None and (isinstance(max_jobs, (bool, np.bool_)) or not isinstance(max_jobs, numbers.Integral)
                                  or max_jobs < 0):
-        raise ValueError(f"max_jobs must be a non-negative integer or None, got {max_jobs!r}")
+        raise InputError(f"max_jobs must be a non-negative integer or None, got {max_jobs!r}")
 
 
 def _select(jobs: list[TraceJob], window: tuple[float, float] | None, max_jobs: int | None) -> tuple[TraceJob, ...]:
@@ -255,7 +270,7 @@ def read_alibaba_nodes(
     if models is not None:
         unknown = sorted(set(models) - set(GPU_MODEL_MEMORY_GIB))
         if unknown:
-            raise ValueError(f"unknown GPU model(s) {unknown}; known: {', '.join(GPU_MODEL_MEMORY_GIB)}")
+            raise InputError(f"unknown GPU model(s) {unknown}; known: {', '.join(GPU_MODEL_MEMORY_GIB)}")
         out = [n for n in out if n.gpu_model in set(models)]
     if nodes is None:
         return tuple(out)
@@ -264,7 +279,7 @@ def read_alibaba_nodes(
     by_id = {n.id: n for n in out}
     missing = [n for n in nodes if n not in by_id]
     if missing:
-        raise ValueError(f"unknown node id(s): {missing[:5]}")
+        raise InputError(f"unknown node id(s): {missing[:5]}")
     wanted = set(nodes)
     return tuple(n for n in out if n.id in wanted)
 
@@ -316,14 +331,14 @@ def read_alibaba_pods(
     seed = _check_seed(seed)
     gpu_only = _check_bool("gpu_only", gpu_only)
     if model_gpus is not None and not isinstance(model_gpus, Mapping):
-        raise ValueError(f"model_gpus must be a mapping of GPU model to weight, got {model_gpus!r}")
+        raise InputError(f"model_gpus must be a mapping of GPU model to weight, got {model_gpus!r}")
     weights = dict(ALIBABA_MODEL_GPUS if model_gpus is None else model_gpus)
     unknown = sorted(set(weights) - set(GPU_MODEL_MEMORY_GIB))
     if any(isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real) or not math.isfinite(w)
            for w in weights.values()):
-        raise ValueError(f"model_gpus weights must be finite numbers, got {weights!r}")
+        raise InputError(f"model_gpus weights must be finite numbers, got {weights!r}")
     if unknown or not weights or sum(weights.values()) <= 0 or min(weights.values()) < 0:
-        raise ValueError(f"model_gpus must map known models ({', '.join(GPU_MODEL_MEMORY_GIB)}) to non-negative weights, got {weights!r}")
+        raise InputError(f"model_gpus must map known models ({', '.join(GPU_MODEL_MEMORY_GIB)}) to non-negative weights, got {weights!r}")
     p = _check_path("path", path)
     parsed = []
     for line, row in _rows(p, POD_COLUMNS):
@@ -444,7 +459,7 @@ def read_alibaba(
         weights[n.gpu_model] = weights.get(n.gpu_model, 0.0) + n.gpus
     weights = {m: w for m, w in weights.items() if w > 0}
     if not weights:
-        raise ValueError("the node selection has no GPUs")
+        raise InputError("the node selection has no GPUs")
     jobs = read_alibaba_pods(d / ALIBABA_POD_FILE, seed=seed, model_gpus=weights, window=window,
                              max_jobs=max_jobs, gpu_only=gpu_only)
     return AlibabaTrace(jobs, node_list)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from ..errors import check_time_limit
 from ..model import Bid, Instance, coerce_instance
 from ..model.validate import mark_validated
 
@@ -381,6 +382,7 @@ def max_regret(
     """
     if not families or isinstance(families, str):
         raise ValueError(f"families must be a non-empty sequence of family names from {', '.join(FAMILIES)}")
+    check_time_limit(time_limit)  # 0 would make every solve stop at once and report false regrets
     instance = coerce_instance(instance)
     run = _runner(mechanism, solver, time_limit, executor, options)
     base = run(instance)

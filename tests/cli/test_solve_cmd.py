@@ -83,7 +83,7 @@ def test_script_json_is_clean_with_chatty_backends(instance_file: Path, method: 
         ("{\"schema\": \"gensolver.instance/v1\", \"slots\": [", [], r"invalid or truncated JSON"),
         (json.dumps({**DOC, "bids": [{**DOC["bids"][0], "value": -3}]}), [], r"/bids/0/value: must be non-negative"),
         (json.dumps(DOC), ["--method", "gurobi"], r"unknown method 'gurobi'; valid methods: "),
-        (json.dumps(DOC), ["--time-limit", "-1"], r"time_limit must be a positive"),
+        (json.dumps(DOC), ["--time-limit", "-1"], r"--time-limit must be a positive"),
     ],
     ids=["missing-file", "invalid-json", "invalid-instance", "unknown-method", "bad-time-limit"],
 )
