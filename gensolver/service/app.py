@@ -219,7 +219,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="gensolver market service", version="1",
                   description="GPU sharing as a market: stateless solves and a durable market of GenTasks "
                               "(docs/how-to/service.md). Errors are application/problem+json naming the field.",
-                  lifespan=lifespan)
+                  lifespan=lifespan, docs_url=None, redoc_url=None)  # no Swagger UI/ReDoc (they load a CDN)
     app.state.service = service
     app.state.settings = settings
     app.state.metrics = metrics

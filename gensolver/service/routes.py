@@ -17,6 +17,7 @@ route                      does                                                 
 ``GET /v1/me``              the token's tenant and role                                 any token
 ``GET /v1/schemas/{kind}`` the JSON Schema of instance, gpuround or plan documents      anyone
 ``GET /healthz``           liveness and configuration                                   anyone
+``GET /readyz``            readiness (the database answers)                             anyone
 ``GET /metrics``           Prometheus exposition (per tenant: operator token)           anyone
 ``GET /v1/audit``          the audit log (``limit``, ``after``)                        operator
 =========================  ===========================================================  ==========
@@ -138,8 +139,10 @@ def register_routes(app: FastAPI) -> None:
     def get_tasks(request: Request, who: Principal = Depends(principal),
                   state: Optional[Literal["waiting", "running", "done", "cancelled"]] = Query(None),
                   tenant: Optional[str] = Query(None, min_length=1, max_length=64),
-                  limit: int = Query(500, ge=1, le=5000)) -> Any:
-        return {"tasks": _service(request).list_tasks(who, state=state, tenant=tenant, limit=limit)}
+                  limit: int = Query(500, ge=1, le=5000),
+                  after: int = Query(0, ge=0, le=2 ** 62, description="the `next` of the previous page")) -> Any:
+        tasks, nxt = _service(request).list_tasks(who, state=state, tenant=tenant, limit=limit, after=after)
+        return {"tasks": tasks, "next": nxt}
 
     @app.get("/v1/tasks/{task_id}", response_model=TaskView, responses=_ERRORS, tags=["market"], summary="One task")
     def get_task(request: Request, task_id: str = _PATH_ID, who: Principal = Depends(principal),
@@ -160,8 +163,12 @@ def register_routes(app: FastAPI) -> None:
 
     @app.get("/v1/rounds", response_model=RoundList, responses=_ERRORS, tags=["market"], summary="Recent rounds")
     def get_rounds(request: Request, who: Principal = Depends(principal),
-                   limit: int = Query(20, ge=1, le=500)) -> Any:
-        return {"rounds": _service(request).list_rounds(who, limit=limit)}
+                   limit: int = Query(20, ge=1, le=500),
+                   after: Optional[int] = Query(None, ge=0, le=2 ** 62,
+                                                description="rounds after this number, oldest first (default: the latest)")
+                   ) -> Any:
+        rounds, nxt = _service(request).list_rounds(who, limit=limit, after=after)
+        return {"rounds": rounds, "next": nxt}
 
     @app.get("/v1/rounds/{n}", response_model=RoundDetail, responses=_ERRORS, tags=["market"],
              summary="One round: allocation, payments with intervals, plan")
@@ -170,8 +177,11 @@ def register_routes(app: FastAPI) -> None:
 
     @app.get("/v1/tenants", response_model=TenantList, responses=_ERRORS, tags=["market"],
              summary="Every tenant's account (operator)")
-    def get_tenants(request: Request, who: Principal = Depends(principal)) -> Any:
-        return {"tenants": _service(request).tenants(who)}
+    def get_tenants(request: Request, who: Principal = Depends(principal),
+                    limit: int = Query(100, ge=1, le=1000),
+                    after: str = Query("", max_length=64, description="the `next` of the previous page")) -> Any:
+        tenants, nxt = _service(request).tenants(who, limit=limit, after=after)
+        return {"tenants": tenants, "next": nxt}
 
     @app.get("/v1/tenants/{tenant}", response_model=TenantView, responses=_ERRORS, tags=["market"],
              summary="A tenant's credits and usage")
@@ -193,6 +203,13 @@ def register_routes(app: FastAPI) -> None:
              responses={200: {"content": {"application/schema+json": {"schema": {"type": "object"}}}}, **_ERRORS})
     def get_schema(kind: Literal["instance", "gpuround", "plan"]) -> Response:
         return Response(json.dumps(load_schema(SCHEMA_KINDS[kind])), media_type="application/schema+json")
+
+    @app.get("/readyz", tags=["operations"], summary="Readiness: the database answers (503 otherwise)",
+             responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}},
+                        503: {"content": {"application/json": {"schema": {"type": "object"}}}}})
+    async def readyz(request: Request) -> Response:
+        ok = await run_in_threadpool(_service(request).ready)
+        return JSONResponse({"status": "ready" if ok else "not ready"}, status_code=200 if ok else 503)
 
     @app.get("/healthz", response_model=Health, tags=["operations"], summary="Liveness and configuration")
     def healthz(request: Request) -> Any:

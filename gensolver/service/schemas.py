@@ -122,6 +122,7 @@ class TaskView(_Model):
 
 class TaskList(_Model):
     tasks: list[TaskView]
+    next: Optional[str] = Field(default=None, description="pass as ?after= for the next page (null: no more)")
 
 
 class Assignment(_Model):
@@ -196,6 +197,7 @@ class RoundDetail(RoundSummary):
 
 class RoundList(_Model):
     rounds: list[RoundSummary]
+    next: Optional[str] = Field(default=None, description="pass as ?after= for the next page (null: no more)")
 
 
 class LedgerEntry(_Model):
@@ -224,6 +226,7 @@ class TenantView(_Model):
 
 class TenantList(_Model):
     tenants: list[TenantView]
+    next: Optional[str] = Field(default=None, description="pass as ?after= for the next page (null: no more)")
 
 
 class FeedbackIn(_Model):

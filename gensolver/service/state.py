@@ -287,8 +287,11 @@ class MarketService:
     def get_task(self, principal: Principal, task_id: str, tenant: str | None = None) -> dict[str, Any]:
         return self._view(self._row(principal, task_id, tenant))
 
-    def list_tasks(self, principal: Principal, *, state: str | None, tenant: str | None, limit: int) -> list[dict[str, Any]]:
-        where, params = [], []
+    def list_tasks(self, principal: Principal, *, state: str | None, tenant: str | None, limit: int,
+                   after: int = 0) -> tuple[list[dict[str, Any]], str | None]:
+        """Tasks in submission order with ``seq > after``, at most ``limit``; and the next cursor."""
+        where: list[str] = ["seq > ?"]
+        params: list[Any] = [after]
         if not principal.admin:
             if tenant is not None and tenant != principal.tenant:
                 principal.require(tenant, f"tenant {tenant!r}'s tasks", field="query.tenant")
@@ -299,8 +302,10 @@ class MarketService:
         if state is not None:
             where.append("state = ?")
             params.append(state)
-        sql = "SELECT * FROM tasks" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq LIMIT ?"
-        return [self._view(r) for r in self.store.query(sql, params + [limit])]
+        sql = "SELECT * FROM tasks WHERE " + " AND ".join(where) + " ORDER BY seq LIMIT ?"
+        rows = self.store.query(sql, params + [limit + 1])
+        nxt = str(rows[limit - 1]["seq"]) if len(rows) > limit else None
+        return [self._view(r) for r in rows[:limit]], nxt
 
     def cancel(self, principal: Principal, task_id: str, tenant: str | None = None) -> dict[str, Any]:
         """Cancel a waiting or running task (its GPUs are free from the next round, its name at once)."""
@@ -527,9 +532,17 @@ class MarketService:
             raise NotFound(f"no round {n} (rounds cleared so far: {self.next_round - 1})", field="path.n")
         return self._filter_round(json.loads(row["detail"]), principal)
 
-    def list_rounds(self, principal: Principal, *, limit: int) -> list[dict[str, Any]]:
-        rows = self.store.query("SELECT summary FROM rounds ORDER BY n DESC LIMIT ?", (limit,))
-        return [self._filter_round(json.loads(r["summary"]), principal) for r in reversed(rows)]
+    def list_rounds(self, principal: Principal, *, limit: int, after: int | None = None
+                    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Rounds ``n > after`` in order (without ``after``: the latest ``limit``); and the next cursor."""
+        if after is None:
+            rows = list(reversed(self.store.query("SELECT n, summary FROM rounds ORDER BY n DESC LIMIT ?", (limit,))))
+            nxt = None
+        else:
+            rows = self.store.query("SELECT n, summary FROM rounds WHERE n > ? ORDER BY n LIMIT ?", (after, limit + 1))
+            nxt = str(rows[limit - 1]["n"]) if len(rows) > limit else None
+            rows = rows[:limit]
+        return [self._filter_round(json.loads(r["summary"]), principal) for r in rows], nxt
 
     def audit_page(self, *, limit: int, after: int) -> dict[str, Any]:
         """Audit entries with ``seq > after``, oldest first, at most ``limit``."""
@@ -539,36 +552,68 @@ class MarketService:
         entries = [{**dict(r), "detail": json.loads(r["detail"])} for r in rows[:limit]]
         return {"entries": entries, "next": entries[-1]["seq"] if more else None}
 
-    def _known_tenants(self) -> list[str]:
-        rows = self.store.query("SELECT tenant FROM tokens UNION SELECT tenant FROM tenants UNION SELECT tenant FROM tasks")
-        return sorted(r["tenant"] for r in rows)
+    def _tenant_names(self, after: str, limit: int) -> list[str]:
+        """Tenant names ``> after`` in order, at most ``limit`` (each table's index is walked)."""
+        names: set[str] = set()
+        for table in ("tenants", "tokens", "tasks"):
+            rows = self.store.query(f"SELECT DISTINCT tenant FROM {table} WHERE tenant > ? ORDER BY tenant LIMIT ?",
+                                    (after, limit))
+            names.update(r["tenant"] for r in rows)
+        return sorted(names)[:limit]
+
+    def _accounts(self, names: list[str], *, ledger: int) -> list[dict[str, Any]]:
+        """The account views of ``names``, with a few grouped queries for the whole page."""
+        if not names:
+            return []
+        marks = ",".join("?" * len(names))
+        accts = {r["tenant"]: r for r in self.store.query(
+            f"SELECT tenant, balance, weight, usage FROM tenants WHERE tenant IN ({marks})", names)}
+        counts: dict[str, dict[str, int]] = {t: {s: 0 for s in TASK_STATES} for t in names}
+        for r in self.store.query(f"SELECT tenant, state, COUNT(*) AS c FROM tasks WHERE tenant IN ({marks}) "
+                                  "GROUP BY tenant, state", names):
+            counts[r["tenant"]][r["state"]] = int(r["c"])
+        spent = {r["tenant"]: float(r["s"]) for r in self.store.query(
+            f"SELECT tenant, SUM(charge) AS s FROM payments WHERE tenant IN ({marks}) GROUP BY tenant", names)}
+        mem: dict[str, float] = {}
+        for t, b in self._reported.values():
+            mem[t] = mem.get(t, 0.0) + b
+        out = []
+        for t in names:
+            acct = accts.get(t)
+            entries = [] if ledger <= 0 else self.store.query(
+                "SELECT round, time, amount, reason, task FROM credits WHERE tenant = ? ORDER BY seq DESC LIMIT ?",
+                (t, ledger))
+            out.append({
+                "tenant": t, "opened": acct is not None,
+                "balance": float(acct["balance"]) if acct is not None else float(self.config.budget),
+                "weight": float(acct["weight"]) if acct is not None else 1.0,
+                "spent": spent.get(t, 0.0), "tasks": counts[t],
+                "usage": {"memory_gib_steps": float(acct["usage"]) if acct is not None else 0.0,
+                          "executor_memory_bytes": float(mem.get(t, 0.0))},
+                "credits": [dict(r) for r in entries],
+            })
+        return out
 
     def tenant_view(self, principal: Principal, tenant: str, *, ledger: int = 50) -> dict[str, Any]:
         principal.require(tenant, f"tenant {tenant!r}'s account", field="path.tenant")
-        if tenant not in self._known_tenants():
+        if not any(self.store.one(f"SELECT 1 FROM {t} WHERE tenant = ? LIMIT 1", (tenant,)) is not None
+                   for t in ("tenants", "tokens", "tasks")):
             raise NotFound(f"no tenant {tenant!r}", field="path.tenant")
-        acct = self.store.one("SELECT balance, weight, usage FROM tenants WHERE tenant = ?", (tenant,))
-        counts = {s: 0 for s in TASK_STATES}
-        for r in self.store.query("SELECT state, COUNT(*) AS c FROM tasks WHERE tenant = ? GROUP BY state", (tenant,)):
-            counts[r["state"]] = int(r["c"])
-        total = self.store.one("SELECT COALESCE(SUM(charge), 0) AS s FROM payments WHERE tenant = ?", (tenant,))
-        spent = 0.0 if total is None else total["s"]
-        entries = self.store.query("SELECT round, time, amount, reason, task FROM credits WHERE tenant = ? "
-                                   "ORDER BY seq DESC LIMIT ?", (tenant, ledger))
-        mem = sum(b for t, b in self._reported.values() if t == tenant)
-        return {
-            "tenant": tenant, "opened": acct is not None,
-            "balance": float(acct["balance"]) if acct is not None else float(self.config.budget),
-            "weight": float(acct["weight"]) if acct is not None else 1.0,
-            "spent": float(spent), "tasks": counts,
-            "usage": {"memory_gib_steps": float(acct["usage"]) if acct is not None else 0.0,
-                      "executor_memory_bytes": float(mem)},
-            "credits": [dict(r) for r in entries],
-        }
+        return self._accounts([tenant], ledger=ledger)[0]
 
-    def tenants(self, principal: Principal) -> list[dict[str, Any]]:
+    def tenants(self, principal: Principal, *, limit: int = 100, after: str = "") -> tuple[list[dict[str, Any]], str | None]:
+        """One page of every tenant's account (operator), in name order after ``after``."""
         principal.require_admin("listing every tenant")
-        return [self.tenant_view(principal, t, ledger=0) for t in self._known_tenants()]
+        names = self._tenant_names(after, limit + 1)
+        nxt = names[limit - 1] if len(names) > limit else None
+        return self._accounts(names[:limit], ledger=0), nxt
+
+    def ready(self) -> bool:
+        """Whether the database answers (a read on the writer connection)."""
+        try:
+            return self.store.one("SELECT value FROM meta WHERE key = 'schema_version'") is not None
+        except Exception:  # noqa: BLE001 - any failure means not ready
+            return False
 
     def status(self) -> dict[str, Any]:
         counts = {s: 0 for s in TASK_STATES}

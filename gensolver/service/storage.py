@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS tasks(
     remaining REAL NOT NULL, placement TEXT, memory REAL,
     waited REAL NOT NULL DEFAULT 0, wait_since REAL NOT NULL, progress_round INTEGER,
     started_round INTEGER, finished_round INTEGER);
+CREATE INDEX IF NOT EXISTS tokens_tenant ON tokens(tenant);
 CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);
 CREATE INDEX IF NOT EXISTS tasks_tenant ON tasks(tenant);
 CREATE INDEX IF NOT EXISTS tasks_seq ON tasks(seq);

@@ -277,3 +277,40 @@ def test_the_strict_reader_can_fail_and_pass():
     with pytest.raises(BadRequest) as err:
         check_gentask_fields({"metadata": {"nmae": "x"}})
     assert err.value.field == "metadata.nmae"
+
+
+def test_every_list_pages_by_cursor(api):
+    a, ops = api.h("alice"), api.h("ops")
+    names = [f"p{k}" for k in range(7)]
+    for n in names:
+        api.client.post("/v1/tasks", json=gentask(n), headers=a)
+    for _ in range(5):
+        api.client.post("/v1/rounds", headers=ops)
+
+    def walk(url: str, key: str, field: str) -> list:
+        got, after, pages = [], None, 0
+        while True:
+            page = api.client.get(url + ("" if after is None else f"&after={after}"), headers=ops).json()
+            got += [x[field] for x in page[key]]
+            pages += 1
+            after = page["next"]
+            if after is None:
+                return got if pages > 1 else pytest.fail("one page only")
+
+    assert walk("/v1/tasks?limit=3", "tasks", "id") == names
+    assert walk("/v1/rounds?limit=2&after=0", "rounds", "round") == [1, 2, 3, 4, 5]
+    assert api.client.get("/v1/rounds?limit=2", headers=ops).json()["rounds"][-1]["round"] == 5  # the latest
+    with api.service.store.write() as db:  # tenants known only from their accounts, as after rounds
+        db.executemany("INSERT INTO tenants(tenant, balance, weight) VALUES(?, 1.0, 1.0)", [(f"z{k}",) for k in range(5)])
+    assert walk("/v1/tenants?limit=2", "tenants", "tenant") == sorted(["ops", "alice", "bob"] + [f"z{k}" for k in range(5)])
+    is_problem(api.client.get("/v1/tasks?after=-1", headers=a), 422, "query.after")
+
+
+def test_readiness_and_no_cdn_docs(api):
+    assert api.client.get("/readyz").json() == {"status": "ready"}
+    api.service.store.close()
+    api.service.store.path = "/nonexistent-dir/\x00bad"  # the database can no longer be opened
+    assert api.client.get("/readyz").status_code == 503
+    for path in ("/docs", "/redoc"):
+        assert api.client.get(path).status_code == 404
+    assert api.client.get("/openapi.json").status_code == 200

@@ -82,7 +82,7 @@
       const me = await api("/v1/me");
       const rounds = (await api("/v1/rounds?limit=12")).rounds;
       let tenants;
-      if (me.admin) tenants = (await api("/v1/tenants")).tenants;
+      if (me.admin) tenants = (await api("/v1/tenants?limit=100")).tenants;  // the first page
       else tenants = [await api("/v1/tenants/" + encodeURIComponent(me.tenant))];
       const queue = (await api("/v1/tasks?state=waiting&limit=200")).tasks;
       drawChart(health, rounds);
@@ -106,6 +106,7 @@
     token = $("token").value.trim(); sessionStorage.setItem("gensolver-token", token);
     $("login").style.display = "none"; update();
   });
-  update();
-  setInterval(update, refresh);
+  // poll without overlap: the next update is scheduled only once this one has finished
+  async function loop() { await update(); setTimeout(loop, refresh); }
+  loop();
 })();
