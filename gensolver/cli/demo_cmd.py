@@ -38,7 +38,7 @@ GPUS = (("a100-80", 80.0, "node-a"), ("a100-40", 40.0, "node-b"))
 STEPS = 8
 STEP_SECONDS = 900.0
 POLICIES = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction", "market")
-TOL = 1e-6
+TOL = 1e-6  # demo figures are rounded to six decimals (model/tolerances.py holds the solver tolerances)
 
 
 def _console():  # type: ignore[no-untyped-def]

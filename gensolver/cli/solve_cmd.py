@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
@@ -14,16 +14,29 @@ from .choices import MECHANISMS, METHODS, choice
 from .common import check_time_limit_option, console, fail, print_json
 from .progress import working
 
-__all__ = ["register"]
+__all__ = ["register", "EXIT_SOLVE_ERROR"]
+
+#: exit status when the solve (or the mechanism's winner determination) ends with status
+#: ``error`` or ``infeasible``: the answer is printed, but it is never an exit 0
+EXIT_SOLVE_ERROR = 1
 
 
 def solve_command(
     file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text."),
     method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Solver method (see `gensolver methods`)."),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver (default: none, run until proven optimal; with --mechanism vcg, the whole budget of the main solve and all pivots; with other mechanisms, for each solve)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver (default: none, run until proven optimal; with --mechanism vcg, the whole budget of the main solve and all pivots, and with vcg on method auto or lavi-swamy a budget of work units, about a second each, unless --wall-clock; with other mechanisms, seconds for each solve)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Solver threads."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     mechanism: Optional[str] = typer.Option(None, "--mechanism", **choice(MECHANISMS), help="Also compute payments with this mechanism (e.g. vcg)."),
+    alpha: Optional[float] = typer.Option(
+        None, "--alpha",
+        help="--mechanism lavi-swamy: the scaling of the lottery, fixed before the reports (>= 1); without "
+             "it alpha is computed from the reports and the outcome is marked truthful: false."),
+    wall_clock: bool = typer.Option(
+        False, "--wall-clock",
+        help="--mechanism vcg (method auto) or lavi-swamy: read --time-limit as wall-clock seconds instead of "
+             "work units; payments of a run the limit stops then depend on the machine's load (the "
+             "outcome says so)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a summary."),
     deterministic: bool = typer.Option(
         False, "--deterministic",
@@ -35,6 +48,12 @@ def solve_command(
     check_time_limit_option(time_limit)  # the one rule of -t, before the file is read
     if deterministic and (method != "auto" or mechanism is not None):
         fail("--deterministic: only for --method auto without --mechanism")
+    if wall_clock and not (mechanism == "lavi-swamy" or (mechanism == "vcg" and method == "auto")):
+        fail("--wall-clock: only with --mechanism lavi-swamy, or --mechanism vcg with --method auto")
+    if alpha is not None and mechanism != "lavi-swamy":
+        fail("--alpha: only with --mechanism lavi-swamy")
+    if alpha is not None and not (alpha >= 1 and alpha < float("inf")):
+        fail(f"--alpha: must be a finite number >= 1, got {alpha}")
     if mechanism is not None and seed != 0 and mechanism != "lavi-swamy":
         fail("--seed: with --mechanism, only lavi-swamy (the draw from its lottery) takes a seed")
     try:
@@ -51,9 +70,13 @@ def solve_command(
             if threads is not None and (isinstance(threads, bool) or threads < 1):
                 fail(f"--threads: must be a positive integer, got {threads}")
             try:
-                opts = {} if threads is None else {"threads": threads}
+                opts: dict[str, Any] = {} if threads is None else {"threads": threads}
                 if mechanism == "lavi-swamy" and seed:
                     opts["seed"] = seed
+                if alpha is not None:
+                    opts["alpha"] = float(alpha)
+                if wall_clock:
+                    opts["deterministic"] = False
                 with working(f"{mechanism}: solving and pricing {instance.n_bids} bids", enabled=not as_json):
                     outcome = run_mechanism(instance, mechanism=mechanism, solver=method, time_limit=time_limit,
                                             options=opts or None)
@@ -68,10 +91,13 @@ def solve_command(
                                options={"deterministic": True} if deterministic else None)
     except (UnknownMethodError, BackendUnavailableError, ValueError) as exc:
         fail(str(exc))
+    failed = result.status.value in ("error", "infeasible")
     if as_json:
         from ..mechanisms import result_to_dict
 
         print_json(result_to_dict(result, outcome=outcome, mechanism=mechanism))
+        if failed:
+            raise typer.Exit(EXIT_SOLVE_ERROR)
         return
     console.print(f"[bold]{instance.name or file.name}[/]: {instance.n_slots} slots, {instance.n_bids} bids, {instance.n_bidders} bidders")
     gap = "—" if result.gap is None else f"{100 * result.gap:.4f} %"
@@ -103,12 +129,22 @@ def solve_command(
         console.print(f"... and {len(result.winners) - 50} more (use --json for all)")
     if outcome is not None:
         console.print(f"revenue {outcome.revenue:.6g}")
+        truthful = (outcome.details or {}).get("truthful_in_expectation")
+        if truthful is not None:
+            d = outcome.details
+            why = ("alpha fixed before the reports" if truthful else
+                   "alpha computed from the reports; pass --alpha" if d.get("alpha_requested") is None else
+                   "the oracle could not verify the requested alpha, or an LP stopped early")
+            console.print(f"truthful in expectation: {'yes' if truthful else '[bold]no[/]'} ({why}); "
+                          f"alpha {d.get('alpha', 0.0):.6g}, expected welfare {d.get('expected_welfare', 0.0):.6g}")
         if outcome.exact:
             console.print("payments exact: yes")
         else:
             from ..mechanisms import inexact_reason
 
             console.print(f"payments exact: [bold]no[/] ({inexact_reason(outcome)})")
+    if failed:
+        raise typer.Exit(EXIT_SOLVE_ERROR)
 
 
 def methods_command(
@@ -120,6 +156,12 @@ def methods_command(
         ok, why = m.available()
         table.add_row(m.name, "exact" if m.exact else "approximate", "yes" if ok else f"no: {why}", m.description)
     console.print(table)
+    from ..mechanisms import DESCRIPTIONS, MECHANISMS
+
+    mech = Table("mechanism", "guarantee and where it is worth using", title="mechanisms (solve --mechanism)")
+    for name in MECHANISMS.names():
+        mech.add_row(name, DESCRIPTIONS.get(name, ""))
+    console.print(mech)
 
 
 def register(app: typer.Typer) -> None:

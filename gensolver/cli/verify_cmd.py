@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
@@ -18,11 +18,15 @@ __all__ = ["register"]
 
 def verify_command(
     file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text."),
-    mechanism: str = typer.Option("vcg", "--mechanism", "-M", **choice(MECHANISMS), help="Mechanism: vcg, greedy-critical, pay-as-bid, core."),
+    mechanism: str = typer.Option("vcg", "--mechanism", "-M", **choice(MECHANISMS), help="Mechanism: vcg, greedy-critical, pay-as-bid, core, lavi-swamy (with --alpha)."),
     solver: str = typer.Option("auto", "--solver", "-s", **choice(METHODS), help="Winner determination method (see `gensolver methods`)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for each solve."),
     families: Optional[str] = typer.Option(
         None, "--families", help="Comma-separated misreport families (default: all of scale, bid, drop, subset, superset, false-name)."),
+    alpha: Optional[float] = typer.Option(
+        None, "--alpha",
+        help="--mechanism lavi-swamy: the lottery's scaling, fixed before the reports (>= 1); regret is then "
+             "measured on expected utilities. Without it alpha moves with the reports."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
 ) -> None:
     """Run MECHANISM on FILE and report each bidder's regret over a finite family of misreports."""
@@ -34,12 +38,23 @@ def verify_command(
         instance = read_instance(file)
     except InstanceError as exc:
         fail(f"{file}: {exc}")
+    if alpha is not None and mechanism != "lavi-swamy":
+        fail("--alpha: only with --mechanism lavi-swamy")
+    if alpha is not None and not (alpha >= 1 and alpha < float("inf")):
+        fail(f"--alpha: must be a finite number >= 1, got {alpha}")
+    kw: dict[str, Any] = {}
+    if mechanism == "lavi-swamy":
+        from ..verify.expected import expected_utility
+
+        kw["utility"] = expected_utility
+        if alpha is not None:
+            kw["options"] = {"alpha": float(alpha)}
     fams = FAMILIES if families is None else tuple(f.strip() for f in families.split(",") if f.strip())
     if not fams:
         fail(f"--families: no family given; choose from {', '.join(FAMILIES)}")
     try:
         if as_json or not err_console.is_terminal:
-            res = max_regret(mechanism, instance, families=fams, solver=solver, time_limit=time_limit)
+            res = max_regret(mechanism, instance, families=fams, solver=solver, time_limit=time_limit, **kw)
         else:  # a transient progress bar on stderr: one step per bidder
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -47,7 +62,7 @@ def verify_command(
                           TimeElapsedColumn(), console=err_console, transient=True) as bar:
                 task = bar.add_task(f"{mechanism}: bidders", total=instance.n_bidders)
                 res = max_regret(mechanism, instance, families=fams, solver=solver, time_limit=time_limit,
-                                 progress=lambda b, k, n: bar.update(task, completed=k, total=n))
+                                 progress=lambda b, k, n: bar.update(task, completed=k, total=n), **kw)
     except (UnknownMechanismError, UnknownMethodError, BackendUnavailableError, ValueError) as exc:
         fail(str(exc))
     worst = res.worst
@@ -56,6 +71,7 @@ def verify_command(
             "mechanism": mechanism,
             "instance": instance.name or file.name,
             "max_regret": res.regret,
+            "alpha": alpha,
             "families": list(fams),
             "bidders": {
                 b: {

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 
 from ..errors import InputTypeError, UnknownNameError, check_executor, check_time_limit
 from ..model import Instance, coerce_instance
+from ..model.canonical import canonical
 from ..registry import Registry
 from .core import core
 from .greedy_critical import critical_value, greedy_critical
@@ -39,6 +40,7 @@ __all__ = [
     "inexact_reason",
     "MECHANISMS",
     "MechanismFn",
+    "DESCRIPTIONS",
     "UnknownMechanismError",
     "run_mechanism",
     "get_mechanism",
@@ -63,6 +65,19 @@ MECHANISMS: Registry[MechanismFn] = Registry("mechanism", error=UnknownMechanism
 for _name, _fn in (("vcg", vcg), ("greedy-critical", greedy_critical), ("pay-as-bid", pay_as_bid), ("core", core),
                    ("lavi-swamy", lavi_swamy)):
     MECHANISMS.register(_name, _fn)
+
+
+#: one line per mechanism: what it guarantees and where it is worth using (``gensolver methods``)
+DESCRIPTIONS: dict[str, str] = {
+    "vcg": "efficient; truthful with exact pivots, certified payment intervals on a budget; the default "
+           "for GPU rounds",
+    "greedy-critical": "LOS greedy with critical values; truthful for single-minded bidders, fast on any size",
+    "pay-as-bid": "first price; not truthful (a baseline)",
+    "core": "bidder-optimal core payments nearest VCG; not truthful, revenue and stability",
+    "lavi-swamy": "lottery, truthful in expectation only with --alpha fixed before the reports; expected "
+                  "welfare LP*/alpha: worth it on small rounds and nearly integral LPs (alpha near 1), about "
+                  "half the welfare on GPU rounds of 8x16x60 and up (use vcg there)",
+}
 
 
 def get_mechanism(mechanism: str | MechanismFn) -> MechanismFn:
@@ -106,6 +121,9 @@ def run_mechanism(
     Returns
     -------
     Outcome
+        Computed on the canonical form of the instance (:func:`gensolver.model.canonical.canonical`:
+        slots, bids and bidders sorted by id), so allocation, payments and lottery do not
+        depend on the order of the bids; winners and bidders are listed in id order.
 
     Raises
     ------
@@ -128,5 +146,5 @@ def run_mechanism(
     func = get_mechanism(mechanism)
     check_time_limit(time_limit)
     check_executor(executor)
-    instance = coerce_instance(instance)
+    instance = canonical(coerce_instance(instance))
     return func(instance, solver=solver, time_limit=time_limit, executor=executor, options=options)

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable, Mapping
 from ..errors import check_executor, check_time_limit
 from ..errors import check_options as _check_options
 from ..model import Bid, Instance
+from ..model.tolerances import PAYMENT_TOL
 from ..solvers import Allocation, Status, UnknownMethodError, get_method, solve
 from .outcome import Outcome
 
@@ -23,7 +24,8 @@ __all__ = [
 
 
 #: absolute tolerance used when comparing payments, values and welfare
-TOL = 1e-9
+#: (:data:`gensolver.model.tolerances.PAYMENT_TOL`)
+TOL = PAYMENT_TOL
 
 
 def check_options(options: Mapping[str, Any] | None, allowed: Mapping[str, Any], mechanism: str) -> dict[str, Any]:
@@ -74,12 +76,16 @@ def solve_wdp(
     time_limit: float | None,
     threads: int | None = None,
     hint: Iterable[str] | None = None,
+    mip_gap: float | None = None,
 ) -> Allocation:
-    """Solve the winner determination problem; pass ``hint`` only to methods that take one
-    (:attr:`gensolver.solvers.Method.hints`)."""
+    """Solve the winner determination problem; pass ``hint`` and ``mip_gap`` (a relative gap,
+    to prove payments to an absolute tolerance) only to methods that take them
+    (:attr:`gensolver.solvers.Method.hints`: the exact backends)."""
     options: dict[str, Any] = {}
     if hint is not None and _takes_hints(solver):
         options["hint"] = list(hint)
+    if mip_gap is not None and _takes_hints(solver):
+        options["mip_gap"] = float(mip_gap)
     if instance.n_bids == 0:
         import numpy as np
 

@@ -156,7 +156,7 @@ def _greedy(Ps: MatrixProblem, size: np.ndarray, xs: np.ndarray) -> list[np.ndar
 
 def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = None, oracle: str = "auto",
               time_limit: float | None = None, max_iterations: int = 5000, seed: int = 0,
-              threads: int | None = None, oracle_slice: float = 0.5) -> Decomposition:
+              threads: int | None = None, oracle_slice: float = 0.5, deterministic: bool = False) -> Decomposition:
     """Decompose ``x_star / alpha`` into a lottery over integral allocations (module docstring).
 
     Parameters
@@ -173,8 +173,14 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
         early stop only makes ``V`` larger).
     seed, threads : for the ``"auto"`` oracle.
     oracle_slice : float
-        Seconds per call of the ``"auto"`` oracle's engine.
+        Seconds per call of the ``"auto"`` oracle's engine (work units when ``deterministic``).
+    deterministic : bool
+        No wall clock at all: ``time_limit`` is ignored (the caller caps ``max_iterations``
+        instead) and the ``"auto"`` oracle's engine runs on its deterministic work clock, so
+        the lottery depends on the input only, not on the machine's load.
     """
+    if deterministic:
+        time_limit = None
     if oracle not in ORACLES:
         raise ValueError(f"unknown oracle {oracle!r}; valid: {', '.join(ORACLES)}")
     t0 = time.perf_counter()
@@ -228,7 +234,7 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
             left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
             if left is None or left > 0.05:
                 sl = oracle_slice if left is None else max(0.05, min(oracle_slice, left))
-                res = anytime_solve(Pw, time_limit=sl, seed=seed + it, threads=threads)
+                res = anytime_solve(Pw, time_limit=sl, seed=seed + it, threads=threads, deterministic=deterministic)
                 cands.append(res.x)
                 best = max(best, float(w @ res.x))
                 if res.bound > 0:
@@ -240,15 +246,17 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
         if add(cands, w) == 0:
             converged = best <= 1.0 + 1e-9
             break
-    # exact coverage: lift lam by the (round-off sized) worst shortfall, then alpha >= sum(lam)
+    # exact coverage: the master covers x* only up to HiGHS's feasibility tolerance (an entry
+    # of x* below it may not be covered at all), so each shortfall is made up by the column of
+    # that bid alone (columns[e] is bid e alone); then alpha >= sum(lam)
+    lam = np.maximum(np.asarray(lam, dtype=np.float64).copy(), 0.0)
     M_cov = np.zeros(S.size)
     for k, rows in enumerate(columns):
         if lam[k] > 0:
             M_cov[rows] += lam[k]
-    short = float(np.max(xs / np.maximum(M_cov, 1e-300)))
-    if short > 1.0:
-        lam = lam * short
-        M_cov = M_cov * short
+    short = xs - M_cov
+    fill = np.flatnonzero(short > 0)
+    lam[fill] += short[fill]
     V = math.fsum(lam)
     a = V if alpha is None else max(float(alpha), V)
     # probabilities lam / a; trim the surplus sum_l pi_l x^l_e - x*_e / a bid by bid

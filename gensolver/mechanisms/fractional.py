@@ -36,17 +36,18 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..model.tolerances import payment_tolerance
 from ..solvers.anytime.column_generation import highs_rerun
 from ..solvers.formulation.problem import MatrixProblem, fit_mask
-from ..solvers.result import CAPACITY_TOL
 
 __all__ = ["LpSolution", "RestrictedLp", "fits_alone", "FractionalVcg", "fractional_vcg"]
 
 
 def fits_alone(P: MatrixProblem, chunk_nnz: int = 1 << 20) -> np.ndarray:
-    """``bool[n]``: the columns whose every demand is within capacity (``CAPACITY_TOL``):
-    :func:`~gensolver.solvers.formulation.problem.fit_mask` over every column."""
-    return fit_mask(P.A, None, P.cap + CAPACITY_TOL, chunk_nnz)
+    """``bool[n]``: the columns whose every demand is within capacity (the capacity rule of
+    :mod:`gensolver.model.tolerances`): :func:`~gensolver.solvers.formulation.problem.fit_mask`
+    over every column."""
+    return fit_mask(P.A, None, P.limit, chunk_nnz)
 
 
 @dataclass(frozen=True)
@@ -337,7 +338,11 @@ class FractionalVcg:
     pivots : dict
         Per re-solved owner: value, bound, converged, seconds.
     exact : bool
-        Every LP converged (dual bound within tolerance of the primal value).
+        Every LP converged with its certified dual bound within a quarter of
+        :func:`~gensolver.model.tolerances.payment_tolerance` (absolute) of its value, so every
+        payment is proved to that tolerance.
+    tolerance : float
+        That payment tolerance.
     seconds : float
     """
 
@@ -348,6 +353,7 @@ class FractionalVcg:
     pivots: dict[int, dict[str, Any]]
     exact: bool
     seconds: float
+    tolerance: float = 1e-6
 
 
 def fractional_vcg(P: MatrixProblem, *, support_tol: float = 1e-10, time_limit: float | None = None) -> FractionalVcg:
@@ -366,8 +372,9 @@ def fractional_vcg(P: MatrixProblem, *, support_tol: float = 1e-10, time_limit: 
     pay = np.zeros(P.n_owners)
     bounds = np.zeros((P.n_owners, 2))
     pivots: dict[int, dict[str, Any]] = {}
-    exact = lp.converged
-    scale = max(1.0, abs(lp.value))
+    # exact: every LP proved to a quarter of the payment tolerance (absolute, not relative)
+    ptol = payment_tolerance(lp.bound)
+    exact = lp.converged and lp.bound - lp.value <= ptol / 4
     for o in np.flatnonzero(share > 0).tolist():
         left = None if time_limit is None else max(0.05, time_limit - (time.perf_counter() - t0))
         s = relax.solve(exclude=o, time_limit=left)
@@ -379,7 +386,7 @@ def fractional_vcg(P: MatrixProblem, *, support_tol: float = 1e-10, time_limit: 
         lo = min(max(lo_val - (lp.bound - owner_value[o]), 0.0), owner_value[o])
         hi = min(max(s.bound - others, 0.0), owner_value[o])
         bounds[o] = (min(lo, p), max(hi, p))
-        exact = exact and s.converged and s.bound - lo_val <= 1e-9 * scale
+        exact = exact and s.converged and s.bound - lo_val <= ptol / 4
         pivots[o] = {"value": lo_val, "bound": s.bound, "converged": s.converged, "seconds": s.seconds}
     if not lp.converged:
         # x* is not known to be optimal: the exact fractional payment (at an LP optimum) is only
@@ -388,4 +395,4 @@ def fractional_vcg(P: MatrixProblem, *, support_tol: float = 1e-10, time_limit: 
         np.maximum.at(best, P.owner, np.where(relax.allowed, P.values, 0.0))
         bounds[:, 0] = 0.0
         bounds[:, 1] = np.maximum(best, bounds[:, 1])
-    return FractionalVcg(lp, owner_value, pay, bounds, pivots, bool(exact), time.perf_counter() - t0)
+    return FractionalVcg(lp, owner_value, pay, bounds, pivots, bool(exact), time.perf_counter() - t0, ptol)

@@ -50,8 +50,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..model import Instance
+from ..model.tolerances import capacity_limit
 from ..solvers.approximation.greedy import first_fit, greedy_keys, greedy_order
-from ..solvers.result import CAPACITY_TOL, finish
+from ..solvers.result import finish
 from .common import check_call, check_options, check_solver_and_limit, make_outcome
 from .outcome import Outcome
 
@@ -70,7 +71,7 @@ def critical_value(instance: Instance, bid_id: str, *, alpha: float = 0.5) -> fl
     size = float(instance.normalised_size[j])
     col = instance.capacity_matrix.getcol(j).tocoo()
     need_rows, need = col.row, col.data
-    residual = instance.capacity + CAPACITY_TOL
+    residual = capacity_limit(np.asarray(instance.capacity, dtype=np.float64))
     if np.any(need > residual[need_rows]):
         return float("inf")
     if size == 0.0:

@@ -49,8 +49,10 @@ are exact weighted sums (:func:`gensolver.verify.expected_regret`).
 
 Exactness
 ---------
-``exact`` is ``True`` when every LP converged (dual bound within ``1e-9`` relative of the
-primal value); the decomposition is exact by construction. ``payment_bounds`` scale the
+``exact`` is ``True`` when every LP converged with its certified dual bound within a quarter
+of ``details["payment_tolerance"]`` (absolute; :func:`gensolver.model.tolerances.payment_tolerance`)
+of its value, so every fractional payment is proved to that tolerance; the decomposition is
+exact by construction. ``payment_bounds`` scale the
 certified intervals of the fractional payments.
 
 Budgets
@@ -77,6 +79,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..model import Instance
+from ..model.canonical import canonical
 from ..solvers.formulation.problem import from_instance
 from ..solvers.result import finish
 from .common import check_call, check_options, make_outcome
@@ -86,7 +89,11 @@ from .outcome import Outcome
 
 __all__ = ["lavi_swamy"]
 
-_DEFAULTS: dict[str, Any] = {"alpha": None, "seed": 0, "threads": None, "payment_rule": "value-proportional"}
+_DEFAULTS: dict[str, Any] = {"alpha": None, "seed": 0, "threads": None, "payment_rule": "value-proportional",
+                             "deterministic": True}
+
+#: column-generation iterations of the decomposition per work unit of ``time_limit`` (deterministic mode)
+ITERATIONS_PER_UNIT = 200
 
 #: how a winner's payment in the draw is set; both have expectation ``p_i / alpha``
 PAYMENT_RULES = ("value-proportional", "win-indicator")
@@ -106,6 +113,8 @@ def _check(opts: dict[str, Any], solver: Any, time_limit: Any) -> str:
     t = opts["threads"]
     if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 1):
         raise ValueError(f"lavi-swamy option threads must be None or a positive integer, got {t!r}")
+    if not isinstance(opts["deterministic"], bool):
+        raise ValueError(f"lavi-swamy option deterministic must be True or False, got {opts['deterministic']!r}")
     if opts["payment_rule"] not in PAYMENT_RULES:
         raise ValueError(f"lavi-swamy option payment_rule must be one of {', '.join(PAYMENT_RULES)}, "
                          f"got {opts['payment_rule']!r}")
@@ -139,14 +148,19 @@ def lavi_swamy(
         ``"auto"`` (the greedy, then the anytime engine's LNS when the greedy finds no
         improving allocation; it also certifies ``alpha_floor``).
     time_limit : float, optional
-        Seconds in all. The LPs are solved to optimality (a limit that stops them makes the
-        outcome inexact); the decomposition gets the rest and is exact whenever it stops.
+        The budget. Deterministic mode (the default): work units; the LPs are solved to
+        optimality and the decomposition runs at most ``ITERATIONS_PER_UNIT * time_limit``
+        column-generation iterations (the ``"auto"`` oracle's engine on its work clock), so the
+        outcome depends on the reports and the budget only, never on the machine's load. With
+        ``deterministic=False``: seconds in all, the LPs may be stopped (the outcome is then
+        inexact) and the decomposition gets the rest; the outcome says the wall clock was used.
     executor : Executor, optional
         Unused (the re-solves are warm-started in one LP object).
     options : mapping, optional
         ``alpha`` (None or a number >= 1): the scaling, fixed before the reports for
         truthfulness in expectation; ``seed`` (int, default 0): the draw; ``threads``: for the
-        ``"auto"`` oracle; ``payment_rule``: ``"value-proportional"`` (default, the winner of
+        ``"auto"`` oracle; ``deterministic`` (bool, default True): see ``time_limit``;
+        ``payment_rule``: ``"value-proportional"`` (default, the winner of
         bid ``j`` pays ``p_i v_ij / (v_i . x*_i)``, individually rational in every draw) or
         ``"win-indicator"`` (the winner pays ``p_i / sum_j x*_ij``, i.e. ``(p_i/alpha) /
         Pr[i wins]``; individually rational only in expectation for bidders with several
@@ -173,16 +187,22 @@ def lavi_swamy(
     >>> out.details["alpha"], dict(out.details["expected_payments"])
     (1.0, {'A': 3.0, 'B': 0.0})
     """
-    instance = check_call(instance, executor)
+    instance = canonical(check_call(instance, executor))  # an LP optimum independent of the input order
     opts = check_options(options, _DEFAULTS, "lavi-swamy")
     oracle = _check(opts, solver, time_limit)
+    det = bool(opts["deterministic"])
     t0 = time.perf_counter()
     P = from_instance(instance)
-    fv = fractional_vcg(P, time_limit=time_limit)
+    fv = fractional_vcg(P, time_limit=None if det else time_limit)
     t1 = time.perf_counter()
-    left = None if time_limit is None else max(0.1, time_limit - (t1 - t0))
+    if det:
+        left = None
+        iterations = 5000 if time_limit is None else max(10, min(5000, int(ITERATIONS_PER_UNIT * time_limit)))
+    else:
+        left = None if time_limit is None else max(0.1, time_limit - (t1 - t0))
+        iterations = 5000
     dec = decompose(P, fv.lp.x, alpha=opts["alpha"], oracle=oracle, time_limit=left, seed=int(opts["seed"]),
-                    threads=opts["threads"])
+                    threads=opts["threads"], max_iterations=iterations, deterministic=det)
     t2 = time.perf_counter()
     alpha = dec.alpha
     bidders = instance.bidder_ids
@@ -243,8 +263,13 @@ def lavi_swamy(
     elif dec.alpha_verified > float(requested):
         notes.append(f"the oracle verified only alpha = {dec.alpha_verified:.6g} > the requested {requested:g}; "
                      "the lottery is scaled by the verified ratio")
+    if not det and time_limit is not None:
+        notes.append("time_limit read as wall-clock seconds (deterministic=False): the lottery of a run stopped "
+                     "by it depends on the machine's load")
     lp_welfare = float(P.values @ fv.lp.x)
     details = {
+        "budget": "none" if time_limit is None else "work units" if det else "wall clock",
+        "payment_tolerance": fv.tolerance,
         "guarantee": GUARANTEE,
         "truthful_in_expectation": bool(truthful),
         "oracle": oracle,

@@ -90,7 +90,10 @@ def outcome_to_dict(outcome: Outcome, *, allocation: bool = False, details: bool
     contain the payment of the mechanism's definition) and ``inexact_reason`` (``""`` when
     exact), so a time-limited answer is never mistaken for the exact payments. A randomised
     outcome (with a ``decomposition`` in its details) adds ``lottery``: its scaling ``alpha``,
-    expected welfare and expected payments. Non-finite numbers become ``None``.
+    expected welfare and expected payments. Mechanisms that prove their payments (``vcg``,
+    ``lavi-swamy``) add ``exact_tolerance``: ``exact`` means every payment is within that
+    absolute tolerance of the payment of the definition; ``lavi-swamy`` adds ``truthful``
+    (``false`` when alpha was not fixed before the reports). Non-finite numbers become ``None``.
 
     Parameters
     ----------
@@ -117,6 +120,12 @@ def outcome_to_dict(outcome: Outcome, *, allocation: bool = False, details: bool
         "message": outcome.message,
     })
     d = outcome.details or {}
+    if "payment_tolerance" in d:
+        # the absolute tolerance to which exact payments are proved
+        out["exact_tolerance"] = _num(float(d["payment_tolerance"]))
+    if "truthful_in_expectation" in d:
+        # visible at the top: a lottery whose alpha came from the reports is not truthful
+        out["truthful"] = bool(d["truthful_in_expectation"])
     if "decomposition" in d:
         out["lottery"] = json_safe({k: d[k] for k in _LOTTERY_KEYS if k in d}, default=str)
     if details:

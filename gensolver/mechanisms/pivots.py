@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..model.tolerances import payment_tolerance
 from ..solvers.anytime.budget import WORK_PER_NNZ_GREEDY, WorkClock
 from ..solvers.anytime.column_generation import LpState, column_generation
 from ..solvers.anytime.driver import anytime_solve
@@ -251,6 +252,9 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
                 seed: int = 0, pool: SolutionPool | None = None,
                 best_alone: np.ndarray | None = None, deterministic: bool = False) -> PivotResult:
     t0 = time.perf_counter()
+    # "exact" is proved to a quarter of the payment tolerance, absolute, never by the relative
+    # MIP gap alone (a 1e-9 relative gap at values near 1e6 moved payments by 1e-3)
+    gap_tol = payment_tolerance(upper) / 4
     mine = P.owner == owner
     Pi = P.without_owner(owner)
     vals = Pi.values
@@ -267,7 +271,7 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
     trivial = (trivial_bound(Pi) if best_alone is None
                else float(best_alone.sum() - best_alone[owner]))
     x, W = start, float(vals @ start)
-    if W >= min(trivial, upper) - DEFAULT_MIP_GAP * max(1.0, abs(W)):
+    if W >= min(trivial, upper) - gap_tol:
         return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
     pooled = pool.best_without(owner, vals) if pool is not None else None
     if pooled is not None and float(vals @ pooled) > W:  # pooled solutions are feasible without owner
@@ -282,7 +286,7 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
             work += ff_work
             if float(vals @ x2) > W:
                 x, W = x2, float(vals @ x2)
-    if W >= min(trivial, upper) - DEFAULT_MIP_GAP * max(1.0, abs(W)):
+    if W >= min(trivial, upper) - gap_tol:
         return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound", work)
     # cheap local search: with a bidder gone, the others' bundles can often grow; the main
     # duals' bound is frequently met right after
@@ -291,7 +295,7 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
         work += 2 * ff_work
         if float(vals @ x2) > W + 1e-12:
             x, W = x2, float(vals @ x2)
-            if W >= min(trivial, upper) - DEFAULT_MIP_GAP * max(1.0, abs(W)):
+            if W >= min(trivial, upper) - gap_tol:
                 return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound", work)
     if callable(lp):
         lp = lp()
@@ -301,7 +305,7 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
     # (v.x <= B_dual + sum_j min(rc_j, 0) x_j), not a smaller bound from elsewhere
     B_dual = float(P.cap @ lp.y + lp.u.sum() - lp.u[owner] + np.maximum(rc, 0.0).sum())
     B = min(B_dual, upper, trivial)
-    tol = DEFAULT_MIP_GAP * max(1.0, abs(B))
+    tol = min(DEFAULT_MIP_GAP * max(1.0, abs(B)), gap_tol)
     if W >= B - tol:
         return PivotResult(W, W, True, time.perf_counter() - t0, "dual-bound", work)
     left = None if time_limit is None else (time_limit - work if deterministic
@@ -330,10 +334,11 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
             W = w
             if pool is not None:
                 pool.add(sub.x)
-        if sub.optimal:
-            return PivotResult(W, W, True, time.perf_counter() - t0, "reduced-cost-fixing", work)
         if sub.bound is not None:
             B = min(B, max(W, sub.bound))
+        if sub.optimal and (sub.bound is None or B - W <= gap_tol):
+            # a proof to the absolute tolerance, not only to the backend's relative gap
+            return PivotResult(W, W, True, time.perf_counter() - t0, "reduced-cost-fixing", work)
         return PivotResult(W, max(W, B), W >= B - tol, time.perf_counter() - t0, "reduced-cost-fixing", work)
     res = anytime_solve(Pi, time_limit=left, seed=seed, threads=threads, deterministic=deterministic)
     work += res.work
@@ -341,7 +346,7 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
         pool.add(np.where(mine, 0.0, res.x))
     W = max(W, res.welfare)
     B = min(B, res.bound)
-    return PivotResult(W, max(W, B), res.proven or W >= B - tol, time.perf_counter() - t0, "anytime", work)
+    return PivotResult(W, max(W, B), W >= B - tol, time.perf_counter() - t0, "anytime", work)
 
 
 def _pivot_task(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState, upper: float,

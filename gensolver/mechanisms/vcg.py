@@ -81,10 +81,12 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..model import Bid, Instance, Slot
+from ..model.tolerances import payment_tolerance
 from ..model.validate import mark_validated
 from ..solvers import Status
 from ..solvers.formulation.bounds import trivial_bound
 from ..solvers.formulation.problem import from_instance
+from ..solvers.formulation.scales import DEFAULT_MIP_GAP
 from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 from .pivots import (
@@ -99,7 +101,7 @@ from .pivots import (
 
 __all__ = ["vcg", "pivot_welfare"]
 
-_DEFAULTS: dict[str, Any] = {"warm_start": True, "threads": None, "main_share": 0.7, "deterministic": False}
+_DEFAULTS: dict[str, Any] = {"warm_start": True, "threads": None, "main_share": 0.7, "deterministic": None}
 
 
 def _instance_from_doc(doc: Mapping[str, Any]) -> Instance:
@@ -116,6 +118,7 @@ def pivot_welfare(
     time_limit: float | None,
     threads: int | None,
     hint: list[str] | None,
+    mip_gap: float | None = None,
 ) -> dict[str, Any]:
     """Solve one pivot problem; a plain (picklable) dict of status, welfare, bound, seconds.
 
@@ -124,7 +127,7 @@ def pivot_welfare(
     """
     inst = instance if isinstance(instance, Instance) else _instance_from_doc(instance)
     t0 = time.perf_counter()
-    res = solve_wdp(inst, solver=solver, time_limit=time_limit, threads=threads, hint=hint)
+    res = solve_wdp(inst, solver=solver, time_limit=time_limit, threads=threads, hint=hint, mip_gap=mip_gap)
     return {
         "status": res.status.value,
         "welfare": res.welfare,
@@ -231,7 +234,8 @@ def _fast_pivots(instance: Instance, P: Any, main: Any, run: Any, won: Mapping[s
 
 
 def _plain_pivots(jobs: Mapping[str, tuple[Instance, list[str] | None]], *, solver: Any, budget: PivotBudget,
-                  threads: int | None, executor: Executor | None) -> dict[str, dict[str, Any]]:
+                  threads: int | None, executor: Executor | None,
+                  mip_gap: float | None = None) -> dict[str, dict[str, Any]]:
     """Pivots re-solved by ``solver`` from scratch, each given its share of ``budget`` when it
     starts (serially, or as many at once as ``executor`` has workers)."""
     from concurrent.futures import FIRST_COMPLETED, wait
@@ -249,10 +253,11 @@ def _plain_pivots(jobs: Mapping[str, tuple[Instance, list[str] | None]], *, solv
             share = budget.share()
             limit = None if share is None else max(share, 0.05)
             if executor is None:
-                out[bidder] = pivot_welfare(inst_i, solver=solver, time_limit=limit, threads=threads, hint=hint)
+                out[bidder] = pivot_welfare(inst_i, solver=solver, time_limit=limit, threads=threads, hint=hint,
+                                            mip_gap=mip_gap)
                 continue
             running[executor.submit(pivot_welfare, inst_i.to_dict() if plain else inst_i, solver=solver,
-                                    time_limit=limit, threads=threads, hint=hint)] = bidder
+                                    time_limit=limit, threads=threads, hint=hint, mip_gap=mip_gap)] = bidder
         if running:
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for f in done:
@@ -277,7 +282,7 @@ def _trivial_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], upper
     for bidder, bid in won.items():
         others = float(main.welfare) - bid.value
         bound = min(total - float(best[owner_of[bidder]]), upper)
-        if others >= bound - 1e-9 * max(1.0, abs(others)):
+        if others >= bound - min(1e-9 * max(1.0, abs(others)), payment_tolerance(upper) / 4):
             out[bidder] = {"status": Status.OPTIMAL.value, "welfare": others, "bound": others,
                            "winners": [w for w in main.winners if w != bid.id],
                            "seconds": time.perf_counter() - t0, "message": "trivial-bound"}
@@ -319,9 +324,12 @@ def vcg(
         :func:`gensolver.mechanisms.pivots.pivot_solve`); ``threads`` (int): solver
         threads per solve; ``main_share`` (float in (0, 1], default 0.7): the fraction of
         ``time_limit`` the main solve may use (the pivots share the rest, and whatever the
-        main solve leaves); ``deterministic`` (bool, default False; ``solver="auto"`` only):
-        ``time_limit`` is a budget of work units and the outcome is the same on every run
-        for a thread count and executor width.
+        main solve leaves); ``deterministic`` (bool; ``solver="auto"`` only; default: on with
+        ``solver="auto"`` and ``warm_start``, so payments depend on the reports and the budget,
+        not on the machine's load): ``time_limit`` is a budget of work units and the outcome is
+        the same on every run for a thread count and executor width. ``False`` reads
+        ``time_limit`` as wall-clock seconds, and the outcome says so (``details["budget"]``
+        and ``message``).
 
     Returns
     -------
@@ -333,6 +341,8 @@ def vcg(
     """
     instance = check_call(instance, executor)
     opts = check_options(options, _DEFAULTS, "vcg")
+    if opts["deterministic"] is None:  # the default: the work budget wherever it exists
+        opts["deterministic"] = solver == "auto" and opts["warm_start"] is True
     for key in ("warm_start", "deterministic"):
         if not isinstance(opts[key], bool):
             raise ValueError(f"vcg option {key} must be True or False, got {opts[key]!r}")
@@ -347,6 +357,11 @@ def vcg(
     threads = opts["threads"]
     t0 = time.perf_counter()
     c0 = time.process_time()
+    # exact payments are proved to ptol (absolute): every welfare to a quarter of it, so the
+    # backends get a relative gap that means that much at this round's scale
+    scale = trivial_bound(from_instance(instance))
+    ptol = payment_tolerance(scale)
+    gap = min(DEFAULT_MIP_GAP, ptol / 4 / max(1.0, scale))
     run = None
     main_limit = None if time_limit is None else share * float(time_limit)
     if solver == "auto":
@@ -355,10 +370,11 @@ def vcg(
             main_limit = max(0.05, main_limit - (time.perf_counter() - t0))
         main, run = _main_auto(instance, P, time_limit=main_limit, threads=threads, deterministic=det)
     else:
-        main = solve_wdp(instance, solver=solver, time_limit=main_limit, threads=threads)
+        main = solve_wdp(instance, solver=solver, time_limit=main_limit, threads=threads, mip_gap=gap)
     t_main = time.perf_counter() - t0
     main_work = float(getattr(run, "work", 0.0)) if det else 0.0
     main_ok = main.status is Status.OPTIMAL
+    main_proved = main_ok and (main.bound is None or main.bound - main.welfare <= ptol / 4)
     main_bound = main.bound if main.bound is not None else trivial_bound(from_instance(instance))
     won = winning_bids(instance, main)
     if time_limit is None:
@@ -387,7 +403,8 @@ def vcg(
             hint = [w for w in main.winners if w != bid.id] if opts["warm_start"] else None
             jobs[bidder] = (instance.without_bidder(bidder), hint)
         if jobs:
-            results.update(_plain_pivots(jobs, solver=solver, budget=budget, threads=threads, executor=executor))
+            results.update(_plain_pivots(jobs, solver=solver, budget=budget, threads=threads, executor=executor,
+                                         mip_gap=gap))
     t_pivots = time.perf_counter() - t1
     payments: dict[str, float] = {}
     bounds: dict[str, tuple[float, float]] = {}
@@ -412,7 +429,8 @@ def vcg(
         else:
             bnd = trivial_bound(from_instance(jobs[bidder][0] if bidder in jobs else instance.without_bidder(bidder)))
         bnd = min(bnd, main_bound)
-        exact_i = res["status"] == Status.OPTIMAL.value
+        exact_i = res["status"] == Status.OPTIMAL.value and (
+            res["bound"] is None or res["bound"] - res["welfare"] <= ptol / 4)
         if exact_i:
             bnd = inc = max(res["welfare"], others)
         all_exact = all_exact and exact_i
@@ -436,6 +454,12 @@ def vcg(
     else:
         details_work = None
     message = ""
+    budget_kind = "none" if time_limit is None else "work units" if det else "wall clock"
+    if budget_kind == "wall clock":
+        notes_clock = ("time_limit read as wall-clock seconds: payments of a run stopped by it depend on the "
+                       "machine's load (solver='auto' runs on the deterministic work budget)")
+    else:
+        notes_clock = ""
     if not main_ok:
         message = (f"main solve not proven optimal (status {main.status.value}, gap {main.gap}); "
                    "payment_bounds hold for the Clarke payment at any optimal allocation")
@@ -443,7 +467,11 @@ def vcg(
         message = (f"pivot re-solves not proven optimal within the budget for {len(notes)} bidder(s) "
                    f"({', '.join(notes[:5])}{', ...' if len(notes) > 5 else ''}); payment_bounds certify the "
                    "exact payments")
+    if notes_clock and not (all_exact and main_ok):
+        message = f"{message}; {notes_clock}" if message else notes_clock
     details = {
+        "budget": budget_kind,
+        "payment_tolerance": ptol,
         "solver": getattr(solver, "__name__", solver),
         "warm_start": bool(opts["warm_start"]),
         "executor": type(executor).__name__ if executor is not None else None,
@@ -455,5 +483,9 @@ def vcg(
         "pivots": pivots,
         "work": details_work,
     }
-    return make_outcome("vcg", instance, main, payments, bounds=bounds, exact=all_exact and main_ok,
+    if main_ok and not main_proved:
+        message = (f"{message}; " if message else "") + (
+            f"main solve optimal to the MIP gap only (bound - welfare = {main.bound - main.welfare:.3g} > "
+            f"{ptol / 4:.3g}): payments not proved to the stated tolerance")
+    return make_outcome("vcg", instance, main, payments, bounds=bounds, exact=all_exact and main_proved,
                         message=message, details=details)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import numbers
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..errors import InputError, InputTypeError, check_time_limit
 from ..model import Bid, Bidder, Instance, Slot, coerce_instance
+from ..model.canonical import canonical, in_caller_order
 from .registry import get_method
 from .result import Allocation, Status, finish
 
@@ -76,7 +78,10 @@ def solve(
     Returns
     -------
     Allocation
-        Frozen result; see its docstring for which fields may be ``None``.
+        Frozen result; see its docstring for which fields may be ``None``. A registered method
+        solves the canonical form of the instance (:func:`gensolver.model.canonical.canonical`:
+        everything sorted by id), so the answer does not depend on the order of the bids; the
+        winners are listed in the caller's order.
 
     Raises
     ------
@@ -105,9 +110,16 @@ def solve(
     if not isinstance(method, str):
         raise ValueError(f"method must be a name or a callable, got {type(method).__name__}")
     func = get_method(method).load()
+    canon = canonical(instance)
+    if canon is not instance:
+        hint = opts.get("hint")
+        if isinstance(hint, np.ndarray) and hint.dtype != object and hint.shape == (instance.n_bids,):
+            opts["hint"] = [instance.bids[j].id for j in np.flatnonzero(hint > 0.5).tolist()]
     logger.info("solve: %d bids, %d slots, %d bidders with %s (time limit %s s)", instance.n_bids,
                 instance.n_slots, instance.n_bidders, method, "none" if time_limit is None else f"{time_limit:g}")
-    result = func(instance, time_limit=time_limit, threads=threads, seed=int(seed), options=opts)
+    result = func(canon, time_limit=time_limit, threads=threads, seed=int(seed), options=opts)
+    if canon is not instance:
+        result = dataclasses.replace(result, winners=in_caller_order(instance, result.winners))
     logger.info("solve: %s %s, welfare %.6g, bound %s, %.3f s", method, result.status.value, result.welfare,
                 "none" if result.bound is None else f"{result.bound:.6g}", result.seconds.total)
     return result

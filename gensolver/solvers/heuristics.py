@@ -11,10 +11,12 @@ auctions", J. ACM 49(5), 2002 (ranking by ``value / size**alpha``, first fit).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ..model.tolerances import boundary_guard
 from .formulation.problem import MatrixProblem, fit_mask, los_key
-from .formulation.scales import CAPACITY_TOL
 
 __all__ = ["first_fit_matrix", "upgrade_swaps", "los_order"]
 
@@ -27,18 +29,35 @@ def first_fit_matrix(P: MatrixProblem, order: np.ndarray, *, start: np.ndarray |
     chunk, one vectorised pass drops every later column of a winning owner or that no longer
     fits alone, and only the survivors are checked one by one. The result is exactly the
     sequential first fit's, at a fraction of the Python work on large problems.
+
+    "Fits" is the capacity rule of :mod:`gensolver.model.tolerances`: a column is checked on
+    the floating-point residual of ``P.limit``, and where that is within
+    :func:`~gensolver.model.tolerances.boundary_guard` of deciding the other way, on the exact
+    sum (:func:`math.fsum`) of the row's accepted demands, so the answer agrees with
+    :func:`~gensolver.solvers.formulation.problem.violation` on every instance.
     """
     A = P.A
-    residual = P.cap + CAPACITY_TOL
+    limit = P.limit
+    residual = limit.copy()
+    guard = boundary_guard(limit)
     won = np.zeros(P.n_owners, dtype=bool)
     x = np.zeros(P.n)
     owner = P.owner
+    taken: dict[int, list[float]] = {}  # row -> accepted demands (for the exact check)
+
+    def take(rows: list[int], dems: list[float]) -> None:
+        for r, d in zip(rows, dems):
+            taken.setdefault(r, []).append(d)
+
     if start is not None:
         for j in np.flatnonzero(start > 0.5):
             x[j] = 1.0
             won[owner[j]] = True
             lo, hi = A.indptr[j], A.indptr[j + 1]
             residual[A.indices[lo:hi]] -= A.data[lo:hi]
+            take(A.indices[lo:hi].tolist(), A.data[lo:hi].tolist())
+    lim_l = limit.tolist()
+    guard_l = guard.tolist()
     rest = np.asarray(order, dtype=np.int64)
     rest = rest[P.values[rest] > 0]
     chunk = 256
@@ -46,7 +65,7 @@ def first_fit_matrix(P: MatrixProblem, order: np.ndarray, *, start: np.ndarray |
         rest = rest[~won[owner[rest]]]
         if rest.size == 0:
             break
-        rest = rest[fit_mask(A, rest, residual)]
+        rest = rest[fit_mask(A, rest, residual + guard)]
         head, rest = rest[:chunk], rest[chunk:]
         if head.size == 0:
             break
@@ -60,10 +79,18 @@ def first_fit_matrix(P: MatrixProblem, order: np.ndarray, *, start: np.ndarray |
             if won_l[o]:
                 continue
             lo, hi = ip[k], ip[k + 1]
-            if any(dat_l[t] > res_l[idx_l[t]] for t in range(lo, hi)):
+            fits = True
+            for t in range(lo, hi):
+                r, d = idx_l[t], dat_l[t]
+                gap = res_l[r] - d
+                if gap < -guard_l[r] or (gap <= guard_l[r] and math.fsum([*taken.get(r, []), d]) > lim_l[r]):
+                    fits = False
+                    break
+            if not fits:
                 continue
             for t in range(lo, hi):
                 res_l[idx_l[t]] -= dat_l[t]
+                taken.setdefault(idx_l[t], []).append(dat_l[t])
             won_l[o] = True
             x[j] = 1.0
         residual = np.asarray(res_l)
@@ -82,7 +109,8 @@ def upgrade_swaps(P: MatrixProblem, x: np.ndarray, *, max_passes: int = 3) -> np
     """
     x = (x > 0.5).astype(np.float64)
     A = P.A
-    residual = P.cap + CAPACITY_TOL - A @ x
+    # conservative near the boundary (a swap is only made where it clearly fits the rule)
+    residual = P.limit - boundary_guard(P.limit) - A @ x
     by_owner = np.argsort(P.owner, kind="stable")
     starts = np.searchsorted(P.owner[by_owner], np.arange(P.n_owners + 1))
     for _ in range(max_passes):

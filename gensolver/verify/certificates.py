@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..model import Instance
+from ..model.tolerances import CAPACITY_ABS_TOL, CAPACITY_REL_TOL, WELFARE_REL_TOL
 
 __all__ = ["Certificate", "check_allocation", "check_tolerance", "brute_force", "BRUTE_FORCE_LIMIT"]
 
-TOL = 1e-9
+#: absolute part of the capacity tolerance (:data:`gensolver.model.tolerances.CAPACITY_ABS_TOL`)
+TOL = CAPACITY_ABS_TOL
 BRUTE_FORCE_LIMIT = 2_000_000
 
 
@@ -61,7 +63,10 @@ def check_allocation(instance: Instance, winners: Iterable[str], *, welfare: flo
     welfare : float, optional
         A claimed welfare; a mismatch beyond ``1e-9`` relative is a violation.
     tol : float
-        Absolute capacity tolerance (the format's ``1e-9``).
+        Absolute part of the capacity tolerance (the format's ``1e-9``). A row holds when the
+        exact sum (:func:`math.fsum`) of its demands is at most ``cap + tol + 1e-12 * |cap|``:
+        with the default, the capacity rule of :mod:`gensolver.model.tolerances`, which every
+        method applies (re-implemented here from the plain objects, never the matrices).
 
     Returns
     -------
@@ -76,7 +81,7 @@ def check_allocation(instance: Instance, winners: Iterable[str], *, welfare: flo
     check_tolerance(tol)
     by_id = {b.id: b for b in instance.bids}
     caps = {s.id: dict(s.capacity) for s in instance.slots}
-    used: dict[tuple[str, str], float] = {}
+    used: dict[tuple[str, str], list[float]] = {}
     violations: list[str] = []
     owner: dict[str, str] = {}
     total = 0.0
@@ -96,14 +101,15 @@ def check_allocation(instance: Instance, winners: Iterable[str], *, welfare: flo
         total += bid.value
         for s, res in bid.demand.items():
             for r, q in res.items():
-                used[(s, r)] = used.get((s, r), 0.0) + q
-    for (s, r), q in used.items():
+                used.setdefault((s, r), []).append(float(q))
+    for (s, r), qs in used.items():
         cap = caps.get(s, {}).get(r)
+        q = math.fsum(qs)
         if cap is None:
             violations.append(f"slot {s!r} has no resource {r!r}")
-        elif q > cap + tol:
+        elif q > cap + (tol + CAPACITY_REL_TOL * abs(cap)):
             violations.append(f"slot {s!r} resource {r!r}: demand {q:.12g} exceeds capacity {cap:.12g}")
-    if welfare is not None and not math.isclose(welfare, total, rel_tol=1e-9, abs_tol=1e-9):
+    if welfare is not None and not math.isclose(welfare, total, rel_tol=WELFARE_REL_TOL, abs_tol=WELFARE_REL_TOL):
         violations.append(f"claimed welfare {welfare!r} != recomputed {total!r}")
     return Certificate(not violations, total, tuple(violations))
 

@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import check_time_limit
 from ..model import Bid, Instance, coerce_instance
+from ..model.tolerances import CAPACITY_ABS_TOL
 from ..model.validate import mark_validated
 
 __all__ = [
@@ -60,7 +61,7 @@ FAMILIES: tuple[str, ...] = ("scale", "bid", "drop", "subset", "superset", "fals
 TRUTHFUL_FAMILIES: tuple[str, ...] = FAMILIES[:-1]
 DEFAULT_FACTORS: tuple[float, ...] = (0.0, 0.5, 0.8, 0.95, 1.05, 1.25, 1.5, 2.0)
 
-_FIT_TOL = 1e-9
+_FIT_TOL = CAPACITY_ABS_TOL
 
 
 @dataclass(frozen=True)

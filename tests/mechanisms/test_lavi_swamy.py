@@ -289,8 +289,12 @@ def test_a_time_limit_that_stops_the_lp_is_reported_inexact():
     for o in range(P.n_owners):
         lo, hi = stopped.bounds[o]
         assert lo - 1e-9 <= exact.payments[o] <= hi + 1e-9
+    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", time_limit=1e-9,
+                        options={"deterministic": False})
+    assert not out.exact and "did not converge" in out.message and "wall-clock" in out.message
+    # the default work budget never stops the LPs: the same call is exact whatever the load
     out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", time_limit=1e-9)
-    assert not out.exact and "did not converge" in out.message
+    assert out.exact and out.details["budget"] == "work units"
 
 
 @pytest.mark.parametrize("values,amount", [((5.0,), 2.0), ((0.0, 0.0), 1.0)])

@@ -28,16 +28,17 @@ _coef = st.floats(0.0, 1e6, allow_nan=False).map(lambda v: float(v))
 @given(st.lists(_coef, min_size=1, max_size=5), _coef)
 def test_integer_rows_are_conservative_or_relaxed_as_asked(coefs, cap):
     """For every subset of the row's columns: whatever fits the conservative integer row fits
-    the float row (within the format's tolerance), and whatever fits the float row fits the
-    relaxed integer row (exactly; a row that scales to integers exactly stays exact, so an
-    overfill within the format's ``1e-9`` is not admitted there: ``1e-9`` beside a capacity of
-    0, found by this test, is a known limit of exact rows)."""
+    the float row (the capacity rule of :mod:`gensolver.model.tolerances`), and whatever fits the
+    float row fits the relaxed integer row (exactly; a row that scales to integers exactly stays
+    exact, and admits only the whole units of the tolerance at its scale)."""
+    from gensolver.model.tolerances import row_fits
+
     coefs = np.asarray(coefs)
     ic, icap, exact = scales.integer_row(coefs, cap)
     rc, rcap, _ = scales.integer_row(coefs, cap, relax=True)
     for pick in itertools.product([0, 1], repeat=coefs.size):
         x = np.asarray(pick, dtype=np.int64)
-        fits_float = float(coefs @ x) <= cap + scales.CAPACITY_TOL
+        fits_float = row_fits(coefs[x == 1].tolist(), cap)
         if int(ic @ x) <= icap:
             assert fits_float or exact, (coefs, cap, pick)
         if float(coefs @ x) <= cap:

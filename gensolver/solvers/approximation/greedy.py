@@ -16,7 +16,7 @@ Algorithm
 2. Rank bids by ``value_b / size_b ** alpha`` (``alpha = 0.5`` is LOS), ties broken by value
    then by instance order (deterministic).
 3. Scan in rank order; accept a bid when its bidder has not won yet and every resource it
-   demands still has enough residual capacity (absolute tolerance 1e-9).
+   demands still fits (the capacity rule of :mod:`gensolver.model.tolerances`).
 
 Running time ``O(B log B + nnz)`` for ``B`` bids with ``nnz`` demand entries.
 

@@ -49,7 +49,10 @@ def rows_of(P: MatrixProblem, *, lift_small: bool = False, normalise: bool = Fal
     tightens; see :func:`guarded_solve`).
     """
     mat = P.A_rows
-    cap = P.cap
+    # the floating-point backends (lift_small) get the capacity rule's limit as right-hand side
+    # (gensolver.model.tolerances; their answers are checked against the rule); CP-SAT's
+    # integer rows apply the rule themselves (integer_row)
+    cap = P.limit if lift_small or normalise else P.cap
     indptr, indices, data = mat.indptr, mat.indices, mat.data
     for r in range(mat.shape[0]):
         lo, hi = indptr[r], indptr[r + 1]

@@ -23,7 +23,6 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from .problem import MatrixProblem, fit_mask
-from .scales import CAPACITY_TOL
 
 __all__ = ["reduced_costs", "dual_bound", "lagrangian_bound", "LpRelaxation", "lp_relaxation", "owner_best_alone", "trivial_bound"]
 
@@ -61,7 +60,7 @@ def lagrangian_bound(P: MatrixProblem, y: np.ndarray) -> tuple[float, np.ndarray
 
 def owner_best_alone(P: MatrixProblem) -> np.ndarray:
     """Per owner, the value of its best column that fits alone (0 if none)."""
-    fits = fit_mask(P.A, None, P.cap + CAPACITY_TOL)
+    fits = fit_mask(P.A, None, P.limit)
     best = np.zeros(P.n_owners)
     np.maximum.at(best, P.owner, np.where(fits, P.values, 0.0))
     return best

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from ...model import Instance
 from ...model.tasks import GpuRound, task_steps, task_value
-from .scales import CAPACITY_TOL
+from ...model.tolerances import boundary_guard, capacity_limit
 
 __all__ = ["MatrixProblem", "from_instance", "from_round", "RoundColumns", "round_columns", "column_ranges",
            "fit_mask", "violation", "xor_groups", "los_key"]
@@ -79,6 +79,12 @@ class MatrixProblem:
         """``A`` in CSR form (row by row, for the backends' constraint rows)."""
         return self.rows if self.rows is not None else self.A.tocsr()
 
+    @cached_property
+    def limit(self) -> np.ndarray:
+        """The largest use of every row the capacity rule admits
+        (:func:`gensolver.model.tolerances.capacity_limit` of ``cap``)."""
+        return capacity_limit(np.asarray(self.cap, dtype=np.float64))
+
     @property
     def n(self) -> int:
         """Number of columns (bids)."""
@@ -124,11 +130,23 @@ class MatrixProblem:
 
 def violation(A: sp.spmatrix, cap: np.ndarray, owner: np.ndarray, n_owners: int,
               x: np.ndarray) -> tuple[str, int, float] | None:
-    """The feasibility check of a 0/1 vector ``x``: the first way it breaks ``A x <= cap``
-    beyond :data:`~.scales.CAPACITY_TOL`, ``("capacity", row, use)``, or the XOR rows,
-    ``("xor", owner, wins)``; ``None`` when it is feasible."""
+    """The feasibility check of a 0/1 vector ``x``: the first way it breaks the capacity rule
+    (:mod:`gensolver.model.tolerances`: the exact sum of a row's demands at most
+    ``capacity_limit(cap)``), ``("capacity", row, use)``, or the XOR rows,
+    ``("xor", owner, wins)``; ``None`` when it is feasible. Rows whose floating-point use is
+    within :func:`~gensolver.model.tolerances.boundary_guard` of the limit are re-summed with
+    :func:`math.fsum`, so the answer does not depend on the order of the columns."""
     use = A @ x
-    bad = np.flatnonzero(use - cap > CAPACITY_TOL)
+    limit = capacity_limit(np.asarray(cap, dtype=np.float64))
+    over = use - limit
+    near = np.flatnonzero(np.abs(over) <= boundary_guard(limit))
+    if near.size:
+        exact = exact_row_use(A, x, near)
+        use = use.copy()
+        use[near] = exact
+        over[near] = exact - limit[near]
+        over[near[exact <= limit[near]]] = 0.0
+    bad = np.flatnonzero(over > 0)
     if bad.size:
         return "capacity", int(bad[0]), float(use[bad[0]])
     per_owner = np.bincount(owner, weights=x, minlength=n_owners)
@@ -136,6 +154,19 @@ def violation(A: sp.spmatrix, cap: np.ndarray, owner: np.ndarray, n_owners: int,
     if bad.size:
         return "xor", int(bad[0]), float(per_owner[bad[0]])
     return None
+
+
+def exact_row_use(A: sp.spmatrix, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The correctly rounded use (:func:`math.fsum`) of ``rows`` by the 0/1 vector ``x``."""
+    import math
+
+    sub = sp.csr_matrix(A)[np.asarray(rows, dtype=np.int64)]
+    sel = x[sub.indices] > 0.5
+    out = np.empty(sub.shape[0])
+    for k in range(sub.shape[0]):
+        lo, hi = sub.indptr[k], sub.indptr[k + 1]
+        out[k] = math.fsum(sub.data[lo:hi][sel[lo:hi]].tolist())
+    return out
 
 
 def fit_mask(A: sp.csc_matrix, cols: np.ndarray | None, residual: np.ndarray, chunk_nnz: int = 1 << 20) -> np.ndarray:
@@ -231,8 +262,8 @@ def round_columns(rnd: GpuRound) -> RoundColumns:
         gidx_arr = np.asarray(gidx, dtype=np.int64)
         for level, mem in enumerate(task.memory_levels(rnd.memory_levels)):
             length = task_steps(task, float(mem))
-            ok = np.array([bool(np.all(gmem[list(g)] + CAPACITY_TOL >= mem)
-                                and np.all(gcomp[list(g)] + CAPACITY_TOL >= task.compute)) for g in groups], dtype=bool)
+            ok = np.array([bool(np.all(capacity_limit(gmem[list(g)]) >= mem)
+                                and np.all(capacity_limit(gcomp[list(g)]) >= task.compute)) for g in groups], dtype=bool)
             if not ok.any():
                 continue
             starts = np.arange(task.release, end_limit - length + 1, dtype=np.int64)

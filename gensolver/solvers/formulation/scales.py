@@ -2,9 +2,10 @@
 
 One definition of each constant. Two tolerances are genuinely different and named apart:
 
-- :data:`CAPACITY_TOL` (``1e-9``, absolute) is the *format's*: a capacity row holds when its
-  use exceeds the capacity by at most this much (``shared/INSTANCE_FORMAT.md``). Every answer
-  is checked against it, and the anytime engine's own first fits use it.
+- :data:`CAPACITY_TOL` (``1e-9``, absolute) is the *format's*, the absolute part of the one
+  capacity rule of :mod:`gensolver.model.tolerances` (with a relative part ``1e-12``: a row
+  holds when the exact sum of its demands is at most ``capacity_limit(capacity)``). Every
+  answer is checked against that rule, and every first fit and integer row applies it.
 - :data:`BACKEND_FEASIBILITY_TOL` (``1e-6``, absolute) is the floating-point MIP backends'
   (HiGHS, SCIP, CBC primal feasibility tolerance): rows they accept can overfill by this much,
   so answers are re-checked and rows are lifted or normalised (:func:`row_lift`) to keep it
@@ -30,6 +31,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...model.tolerances import CAPACITY_ABS_TOL, capacity_limit, capacity_slack
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
@@ -38,8 +41,8 @@ __all__ = ["CAPACITY_TOL", "BACKEND_FEASIBILITY_TOL", "DEFAULT_MIP_GAP", "LARGE_
            "row_lifts", "objective_lift", "integer_scale", "integer_row", "certified_value_scale", "objective_scale",
            "value_downscale"]
 
-#: absolute tolerance of the capacity constraints (the format's, ``shared/INSTANCE_FORMAT.md``)
-CAPACITY_TOL = 1e-9
+#: absolute part of the capacity tolerance (the format's); defined in :mod:`gensolver.model.tolerances`
+CAPACITY_TOL = CAPACITY_ABS_TOL
 #: absolute primal feasibility tolerance of the floating-point MIP backends (HiGHS, SCIP, CBC):
 #: not the format's; answers they accept are checked against :data:`CAPACITY_TOL`
 BACKEND_FEASIBILITY_TOL = 1e-6
@@ -173,23 +176,31 @@ def integer_row(coefs: np.ndarray, cap: float, *, relax: bool = False) -> tuple[
     Scaled exactly by a power of ten up to ``10**ROW_SCALE_POWER`` where one makes the row
     integral (:func:`integer_scale`). Otherwise the row is first lifted by a power of two
     (:func:`row_lift`, so tiny capacities keep their digits) and rounded *conservatively*
-    (demands up, capacity down: every integer answer fits the true row), or with
-    ``relax=True`` the other way (demands down, capacity plus :data:`CAPACITY_TOL` up: every
-    feasible allocation stays feasible, so the integer optimum bounds the true one).
+    (demands up, capacity limit down: every integer answer fits the true row), or with
+    ``relax=True`` the other way (demands down, capacity limit up: every feasible allocation
+    stays feasible, so the integer optimum bounds the true one).
+
+    The row holds the capacity rule of :mod:`gensolver.model.tolerances`: on an exactly scaled
+    row the integer capacity is ``cap * scale`` plus the whole units of the slack
+    (``capacity_slack(cap) * scale``; one unit at ``10**9``, so nine-decimal demands that sum
+    to ``cap + 1e-9`` fit here as in every other method), otherwise the rounding starts from
+    ``capacity_limit(cap)``.
     """
     coefs = np.asarray(coefs, dtype=np.float64)
     cap = float(cap)
     scale, exact = integer_scale(np.append(coefs, cap), ROW_SCALE_POWER)
     if exact:
-        return np.round(coefs * scale).astype(np.int64), int(round(cap * scale)), True
-    lift = row_lift(coefs, cap)
-    scale = integer_scale(np.append(coefs, cap) * lift, ROW_SCALE_POWER)[0] * lift
+        extra = int(math.floor(capacity_slack(cap) * scale * (1.0 + 1e-12)))
+        return np.round(coefs * scale).astype(np.int64), int(round(cap * scale)) + extra, True
+    limit = capacity_limit(cap)
+    lift = row_lift(coefs, limit)
+    scale = integer_scale(np.append(coefs, limit) * lift, ROW_SCALE_POWER)[0] * lift
     if relax:
         icoef = np.maximum(np.floor(coefs * scale - _RELAX_GUARD), 0).astype(np.int64)
-        icap = int(np.ceil((cap + CAPACITY_TOL) * scale + _RELAX_GUARD))
+        icap = int(np.ceil(limit * scale + _RELAX_GUARD))
     else:
         icoef = np.ceil(coefs * scale - _ROUNDING_GUARD).astype(np.int64)
-        icap = int(np.floor(cap * scale + _ROUNDING_GUARD))
+        icap = int(np.floor(limit * scale + _ROUNDING_GUARD))
     return icoef, icap, False
 
 
