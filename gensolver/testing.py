@@ -129,7 +129,7 @@ def assert_truthful(
     all but false-name bids, which truthful mechanisms like VCG do not withstand). The message
     names the bidder, its gain and the misreport.
     """
-    res = max_regret(mechanism, instance, families=families, factors=factors, solver=solver,
+    res = max_regret(mechanism, instance, families=families, factors=factors, method=solver,
                      time_limit=time_limit, options=options)
     if res.regret > tol:
         w = res.worst

@@ -60,7 +60,7 @@ def snapshot(suites: list[str]) -> dict[str, Any]:
                 a = solve(inst, method=method, seed=0, **kw)
                 out[f"{name}/{entry.name}/solver:{method}"] = _alloc(a)
             for mech, opts in MECHANISMS.items():
-                o = run_mechanism(inst, mechanism=mech, solver=MECH_SOLVER.get(mech, "cpsat"), options=opts or None)
+                o = run_mechanism(inst, mechanism=mech, method=MECH_SOLVER.get(mech, "cpsat"), options=opts or None)
                 rec = _alloc(o.allocation)
                 rec["payments"] = dict(sorted(o.payments.items()))
                 rec["exact"] = o.exact

@@ -128,7 +128,7 @@ def _front_ends(tmp_path: Path) -> dict[str, Callable[[Any], Any]]:
     from gensolver.mechanisms.greedy_critical import greedy_critical
 
     return {
-        "run_mechanism": lambda t: run_mechanism(INST, mechanism="pay-as-bid", solver="greedy", time_limit=t),
+        "run_mechanism": lambda t: run_mechanism(INST, mechanism="pay-as-bid", method="greedy", time_limit=t),
         "greedy_critical": lambda t: greedy_critical(INST, time_limit=t),
         "run_suite": lambda t: run_suite("smoke", methods=["greedy"], time_limit=t, out_dir=tmp_path / "out",
                                          progress=False),

@@ -137,7 +137,7 @@ def run_cell(payload: bytes | None, load_error: str, file: str, sha256: str, met
             return out
         try:
             t0 = time.perf_counter()
-            outcome = run_mechanism(inst, mechanism=mechanism, solver=method, time_limit=time_limit)
+            outcome = run_mechanism(inst, mechanism=mechanism, method=method, time_limit=time_limit)
             out["payments_seconds"] = time.perf_counter() - t0
             out["revenue"] = float(outcome.revenue)
             from ..mechanisms import outcome_to_dict
@@ -157,7 +157,7 @@ def run_cell(payload: bytes | None, load_error: str, file: str, sha256: str, met
             index = inst.bid_index
             winners = list(dict.fromkeys(inst.bids[index[w]].bidder for w in outcome.allocation.winners))
             try:
-                res = max_regret(mechanism, inst, bidders=winners[:regret_bidders], solver=method, time_limit=time_limit)
+                res = max_regret(mechanism, inst, bidders=winners[:regret_bidders], method=method, time_limit=time_limit)
                 out["max_regret"] = float(res.regret)
             except Exception as exc:  # noqa: BLE001
                 out["mechanism_note"] = f"regret failed: {type(exc).__name__}: {exc}"

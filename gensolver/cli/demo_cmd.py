@@ -115,7 +115,7 @@ def demo_command(
     # 3. clearing with truthful payments ---------------------------------------------------------
     solver = "cpsat" if get_method("cpsat").available()[0] else "auto"
     logger.info("clearing the round with %s on %s", mechanism, solver)
-    outcome = run_mechanism(instance, mechanism=mechanism, solver=solver, time_limit=time_limit)
+    outcome = run_mechanism(instance, mechanism=mechanism, method=solver, time_limit=time_limit)
     alloc = outcome.allocation
     cert = check_allocation(instance, alloc.winners, welfare=alloc.welfare)
     _step(con, 3, f"Clearing: winners by welfare, payments by {mechanism}")

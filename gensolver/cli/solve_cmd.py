@@ -78,7 +78,7 @@ def solve_command(
                 if wall_clock:
                     opts["deterministic"] = False
                 with working(f"{mechanism}: solving and pricing {instance.n_bids} bids", enabled=not as_json):
-                    outcome = run_mechanism(instance, mechanism=mechanism, solver=method, time_limit=time_limit,
+                    outcome = run_mechanism(instance, mechanism=mechanism, method=method, time_limit=time_limit,
                                             options=opts or None)
             except ValueError as exc:
                 if threads is not None and "does not take option" in str(exc):

@@ -54,14 +54,14 @@ def verify_command(
         fail(f"--families: no family given; choose from {', '.join(FAMILIES)}")
     try:
         if as_json or not err_console.is_terminal:
-            res = max_regret(mechanism, instance, families=fams, solver=solver, time_limit=time_limit, **kw)
+            res = max_regret(mechanism, instance, families=fams, method=solver, time_limit=time_limit, **kw)
         else:  # a transient progress bar on stderr: one step per bidder
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             with Progress(TextColumn("verify {task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=err_console, transient=True) as bar:
                 task = bar.add_task(f"{mechanism}: bidders", total=instance.n_bidders)
-                res = max_regret(mechanism, instance, families=fams, solver=solver, time_limit=time_limit,
+                res = max_regret(mechanism, instance, families=fams, method=solver, time_limit=time_limit,
                                  progress=lambda b, k, n: bar.update(task, completed=k, total=n), **kw)
     except (UnknownMechanismError, UnknownMethodError, BackendUnavailableError, ValueError) as exc:
         fail(str(exc))

@@ -34,7 +34,7 @@ Auction of one round (documented model)
   A running task's bundles that move or pause it are worth ``1 - switch_penalty`` as much.
   Bids are then scaled down, per task, so that no *charge* (see Charging) exceeds
   ``balance[tenant] / (number of the tenant's bidding tasks)``: a tenant can always pay.
-- **Clearing.** ``run_mechanism(instance, mechanism=..., solver=..., time_limit=...)`` of
+- **Clearing.** ``run_mechanism(instance, mechanism=..., method=..., time_limit=...)`` of
   :mod:`gensolver.mechanisms` when present; ``"pay-as-bid"`` is built in (``solve`` + each
   winner pays its bid) so the market works without it, and so is ``"others-price"``
   (:mod:`gensolver.market.pricing`: ``solve`` + each winner pays, per GiB-step, the best value
@@ -419,7 +419,7 @@ class Market:
             note = "" if exact else "allocation not proven optimal; payments are the bids of the returned allocation"
             honest = (exact, MappingProxyType({b: (p, p) for b, p in pays.items()}), note)
             return alloc.winners, pays, alloc.status.value, alloc.welfare, alloc.method, honest
-        out = run_mechanism(inst, mechanism=mech, solver=method, time_limit=limit)
+        out = run_mechanism(inst, mechanism=mech, method=method, time_limit=limit)
         from ..mechanisms import inexact_reason
 
         a = out.allocation

@@ -21,6 +21,7 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from typing import Any, Callable, Mapping
 
+from .._deprecation import method_alias
 from ..errors import InputTypeError, UnknownNameError, check_executor, check_time_limit
 from ..model import Instance, coerce_instance
 from ..model.canonical import canonical
@@ -93,10 +94,11 @@ def run_mechanism(
     instance: Instance,
     *,
     mechanism: str | MechanismFn = "vcg",
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     executor: Executor | None = None,
     options: Mapping[str, Any] | None = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> Outcome:
     """Run a mechanism on one round: allocation and payments.
 
@@ -107,8 +109,9 @@ def run_mechanism(
     mechanism : str or callable, keyword-only
         A name in :data:`MECHANISMS` (``vcg``, ``greedy-critical``, ``pay-as-bid``, ``core``)
         or a callable ``f(instance, *, solver, time_limit, executor, options) -> Outcome``.
-    solver : str or callable
-        Winner determination method (see :func:`gensolver.solve`).
+    method : str or callable
+        Winner determination method (see :func:`gensolver.solve`); the mechanism function
+        receives it as its ``solver`` argument.
     time_limit : float, optional
         The mechanism's time budget: for ``vcg`` the whole budget of the main solve and every
         pivot together (shared adaptively, see :func:`~gensolver.mechanisms.vcg.vcg`); for the
@@ -117,6 +120,9 @@ def run_mechanism(
         Parallelises independent solves (VCG pivots) on threads, processes or a cluster.
     options : mapping, optional
         Mechanism-specific options; each mechanism's docstring lists them, unknown keys raise.
+    solver : str or callable, optional
+        Deprecated alias of ``method`` (a :class:`DeprecationWarning`; removed in the next
+        release).
 
     Returns
     -------
@@ -140,11 +146,12 @@ def run_mechanism(
     ...     "slots": [{"id": "s", "capacity": {"units": 1}}],
     ...     "bids": [{"id": "a", "bidder": "A", "value": 5, "demand": {"s": {"units": 1}}},
     ...              {"id": "b", "bidder": "B", "value": 3, "demand": {"s": {"units": 1}}}]})
-    >>> dict(run_mechanism(inst, mechanism="vcg", solver="cpsat").payments)
+    >>> dict(run_mechanism(inst, mechanism="vcg", method="cpsat").payments)
     {'A': 3.0, 'B': 0.0}
     """
     func = get_mechanism(mechanism)
     check_time_limit(time_limit)
     check_executor(executor)
     instance = canonical(coerce_instance(instance))
-    return func(instance, solver=solver, time_limit=time_limit, executor=executor, options=options)
+    method = method_alias(method, solver, where="run_mechanism")
+    return func(instance, solver=method, time_limit=time_limit, executor=executor, options=options)

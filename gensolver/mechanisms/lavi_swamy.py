@@ -183,7 +183,7 @@ def lavi_swamy(
     ...     "slots": [{"id": "s", "capacity": {"units": 1}}],
     ...     "bids": [{"id": "a", "bidder": "A", "value": 5, "demand": {"s": {"units": 1}}},
     ...              {"id": "b", "bidder": "B", "value": 3, "demand": {"s": {"units": 1}}}]})
-    >>> out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
+    >>> out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy")
     >>> out.details["alpha"], dict(out.details["expected_payments"])
     (1.0, {'A': 3.0, 'B': 0.0})
     """

@@ -195,7 +195,7 @@ def solve_document(doc: Any, *, method: str, time_limit: float, mechanism: str |
     outcome = None
     try:
         if mechanism is not None:
-            outcome = run_mechanism(instance, mechanism=mechanism, solver=method, time_limit=time_limit)
+            outcome = run_mechanism(instance, mechanism=mechanism, method=method, time_limit=time_limit)
             result = outcome.allocation
         else:
             result = solve(instance, method=method, time_limit=time_limit)

@@ -86,11 +86,12 @@ def expected_regret(
     misreports: Iterable[Misreport] | None = None,
     families: Sequence[str] = FAMILIES,
     factors: Sequence[float] = DEFAULT_FACTORS,
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     executor: Any = None,
     options: Mapping[str, Any] | None = None,
     truthful: Any = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> RegretResult:
     """Largest gain in *expected* utility of ``bidder`` from misreporting (exact sums).
 
@@ -98,7 +99,8 @@ def expected_regret(
     :func:`expected_utility`.
     """
     return regret(mechanism, instance, bidder, misreports=misreports, families=families, factors=factors,
-                  solver=solver, time_limit=time_limit, executor=executor, options=options, truthful=truthful,
+                  method=method, solver=solver, time_limit=time_limit, executor=executor, options=options,
+                  truthful=truthful,
                   utility=expected_utility)
 
 
@@ -109,11 +111,12 @@ def max_expected_regret(
     bidders: Sequence[str] | None = None,
     families: Sequence[str] = FAMILIES,
     factors: Sequence[float] = DEFAULT_FACTORS,
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     executor: Any = None,
     options: Mapping[str, Any] | None = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> MaxRegretResult:
     """:func:`expected_regret` of every bidder (or of ``bidders``); the largest and who has it."""
-    return max_regret(mechanism, instance, bidders=bidders, families=families, factors=factors, solver=solver,
-                      time_limit=time_limit, executor=executor, options=options, utility=expected_utility)
+    return max_regret(mechanism, instance, bidders=bidders, families=families, factors=factors, method=method,
+                      solver=solver, time_limit=time_limit, executor=executor, options=options, utility=expected_utility)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from .._deprecation import method_alias
 from ..errors import check_time_limit
 from ..model import Bid, Instance, coerce_instance
 from ..model.tolerances import CAPACITY_ABS_TOL
@@ -308,12 +309,13 @@ def regret(
     misreports: Iterable[Misreport] | None = None,
     families: Sequence[str] = FAMILIES,
     factors: Sequence[float] = DEFAULT_FACTORS,
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     executor: Any = None,
     options: Mapping[str, Any] | None = None,
     truthful: Any = None,
     utility: Callable[..., float] | None = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> RegretResult:
     """Largest utility gain of ``bidder`` from misreporting, over a finite family.
 
@@ -328,8 +330,9 @@ def regret(
         The misreports to try; by default :func:`misreports` with ``families`` and ``factors``.
     families, factors : keyword-only
         Default family selection (see the module docstring).
-    solver, time_limit, executor, options : keyword-only
-        Passed to the mechanism on every run.
+    method, time_limit, executor, options : keyword-only
+        Passed to the mechanism on every run (``method`` as in
+        :func:`~gensolver.mechanisms.run_mechanism`; ``solver`` is its deprecated alias).
     truthful : Outcome, optional
         The mechanism's outcome on the truthful reports, if already computed.
     utility : callable, optional
@@ -346,7 +349,8 @@ def regret(
 
     get_mechanism(mechanism)  # fail early on unknown names
     instance = coerce_instance(instance)
-    run = _runner(mechanism, solver, time_limit, executor, options)
+    method = method_alias(method, solver, where="regret")
+    run = _runner(mechanism, method, time_limit, executor, options)
     worth = true_utility if utility is None else utility
     base = truthful if truthful is not None else run(instance)
     u0 = worth(instance, bidder, instance, base)
@@ -369,28 +373,30 @@ def max_regret(
     bidders: Sequence[str] | None = None,
     families: Sequence[str] = FAMILIES,
     factors: Sequence[float] = DEFAULT_FACTORS,
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     executor: Any = None,
     options: Mapping[str, Any] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     utility: Callable[..., float] | None = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> MaxRegretResult:
     """:func:`regret` of every bidder (or of ``bidders``); the largest one and who has it.
 
     ``progress(bidder, done, total)``, when given, is called after each bidder (the CLI shows
-    a progress bar with it); ``utility`` as in :func:`regret`.
+    a progress bar with it); ``method`` (``solver``, deprecated) and ``utility`` as in :func:`regret`.
     """
     if not families or isinstance(families, str):
         raise ValueError(f"families must be a non-empty sequence of family names from {', '.join(FAMILIES)}")
     check_time_limit(time_limit)  # 0 would make every solve stop at once and report false regrets
     instance = coerce_instance(instance)
-    run = _runner(mechanism, solver, time_limit, executor, options)
+    method = method_alias(method, solver, where="max_regret")
+    run = _runner(mechanism, method, time_limit, executor, options)
     base = run(instance)
     per: dict[str, RegretResult] = {}
     todo = list(bidders if bidders is not None else instance.bidder_ids)
     for k, b in enumerate(todo, 1):
-        per[b] = regret(mechanism, instance, b, families=families, factors=factors, solver=solver,
+        per[b] = regret(mechanism, instance, b, families=families, factors=factors, method=method,
                         time_limit=time_limit, executor=executor, options=options, truthful=base, utility=utility)
         if progress is not None:
             progress(b, k, len(todo))

@@ -28,7 +28,7 @@ def test_bench_reports_carry_exactness_and_intervals(tmp_path: Path, smoke_copy:
     entries = {e.name: e for e in suite.entries}
     for c in inexact[:2]:
         inst = read_instance(Path(smoke_copy) / entries[c.instance].file)
-        exact = run_mechanism(inst, mechanism="vcg", solver="cpsat")
+        exact = run_mechanism(inst, mechanism="vcg", method="cpsat")
         assert exact.exact
         for bidder, p in exact.payments.items():
             lo, hi = c.payment_bounds[bidder]

@@ -84,7 +84,7 @@ def test_json_of_lavi_swamy_carries_its_lottery(trap, capsys):
 def test_outcome_to_dict_is_json_with_every_field():
     from gensolver import from_dict
 
-    out = run_mechanism(from_dict(DOC), mechanism="vcg", solver="greedy")
+    out = run_mechanism(from_dict(DOC), mechanism="vcg", method="greedy")
     doc = json.loads(json.dumps(outcome_to_dict(out, allocation=True, details=True), allow_nan=False))
     assert {"mechanism", "payments", "revenue", "exact", "payment_bounds", "inexact_reason", "allocation",
             "utilities", "details"} <= set(doc)
