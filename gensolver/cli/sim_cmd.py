@@ -323,14 +323,15 @@ def simulate_command(
                                           "(Alibaba 2023 pod list, Philly CSV) | GenTask YAML file"),
     policy: List[str] = typer.Option(list(DEFAULT_POLICIES), "--policy", "-p", **choice(POLICIES),
                                      help="Policy (repeat to compare). market: the credit market (finish-time "
-                                          "fairness x Smith's rule x Karma-style credits, backfilled); auction: the "
+                                          "fairness x Karma-style credits, backfilled); auction: the "
                                           "per-round combinatorial auction of gensolver.market.Market, what "
                                           "`gensolver serve` runs (backfilled, late tasks keep a positive bid)."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU memories in GiB, e.g. '80,80,40,24' (default: the workload's)."),
     until: Optional[float] = typer.Option(None, "--until", help="Stop at this step."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write plots and results.json here."),
     fault: List[str] = typer.Option([], "--fault", help="gpu:ID@T1-T2 or node:NAME@T1-T2 (steps); repeatable."),
-    mechanism: str = typer.Option("pay-as-bid", "--mechanism", **choice(SIM_MECHANISMS), help="Auction mechanism."),
+    mechanism: str = typer.Option("others-price", "--mechanism", **choice(SIM_MECHANISMS),
+                                  help="Auction payment rule (others-price: no tenant's report sets its own price)."),
     solver: str = typer.Option("auto", "--solver", **choice(METHODS), help="Auction round solver."),
     time_limit: float = typer.Option(0.2, "--time-limit", help="Seconds per auction round solve."),
     lease: int = typer.Option(5, "--lease", help="Round length in steps."),

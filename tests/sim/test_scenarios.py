@@ -115,10 +115,15 @@ def test_tiny_hand_computed_auction():
     # t=0) is the only bidder at 0 and wins; B (2 steps, t=1) cannot fit until A leaves at 4,
     # wins the between-rounds clearing then and runs 4-6  -> JCT A = 4, B = 5.
     tasks = [T("A", 8, dur=4, preemptible=False), T("B", 8, dur=2, release=1, preemptible=False)]
-    r = simulate(tasks, policy="auction", gpus=TINY_GPU)
+    r = simulate(tasks, policy="auction", gpus=TINY_GPU, policy_options={"mechanism": "pay-as-bid"})
     assert r.jct() == pytest.approx({"A": 4, "B": 5})
     payments = [e for e in r.events if e.kind == "credit" and e.note == "payment"]
     assert {e.task for e in payments} == {"A", "B"}  # each paid once, in full (non-preemptible)
+    # others-price (the simulator's default): nobody else was turned away when either won, so
+    # neither pays; the schedule is the same
+    r = simulate(tasks, policy="auction", gpus=TINY_GPU)
+    assert r.jct() == pytest.approx({"A": 4, "B": 5})
+    assert not [e for e in r.events if e.kind == "credit" and e.note == "payment"]
 
 
 def test_policy_registry_lists_valid_names():

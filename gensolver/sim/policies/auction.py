@@ -46,7 +46,9 @@ class AuctionPolicy(Policy):
         least their minimum. ``"none"`` is not work-conserving (kept for comparison).
     **options
         :class:`gensolver.market.MarketConfig` fields (``mechanism``, ``solver``,
-        ``time_limit``, ``budget``, ...).
+        ``time_limit``, ``budget``, ...). The mechanism defaults to ``"others-price"``
+        (:mod:`gensolver.market.pricing`) here, where :class:`MarketConfig` (and the service)
+        keep ``"pay-as-bid"``.
     """
 
     name = "auction"
@@ -57,6 +59,8 @@ class AuctionPolicy(Policy):
         if backfill not in ("elastic", "preferred", "none"):
             raise ValueError(f"backfill must be 'elastic', 'preferred' or 'none', got {backfill!r}")
         self.backfill = backfill
+        if market is None:
+            options.setdefault("mechanism", "others-price")  # no tenant's report sets its own price
         self.market = market if market is not None else Market(MarketConfig(), **options)
         self.between_solver = between_solver
         self._ledger_seen = 0
