@@ -55,6 +55,10 @@ def serve_command(
     max_headers: int = typer.Option(100, "--max-headers", help="Most header fields per request (431 beyond)."),
     max_connections: int = typer.Option(4096, "--max-connections",
                                         help="Most open connections (beyond: the slowest waiting one is closed)."),
+    max_tasks_per_tenant: int = typer.Option(10_000, "--max-tasks-per-tenant",
+                                             help="Most waiting and running tasks per tenant (403 beyond)."),
+    max_solves_per_tenant: int = typer.Option(2, "--max-solves-per-tenant",
+                                              help="Most POST /v1/solve per tenant at once (429 beyond)."),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
 ) -> None:
     """Serve the market on HOST:PORT (see docs/how-to/service.md)."""
@@ -76,7 +80,8 @@ def serve_command(
                          max_solve_seconds=max_solve_seconds, synchronous=synchronous,
                          header_timeout=header_timeout, body_timeout=body_timeout,
                          keep_alive_timeout=keep_alive_timeout, request_timeout=request_timeout,
-                         max_header_bytes=max_header_bytes, max_headers=max_headers, max_connections=max_connections)
+                         max_header_bytes=max_header_bytes, max_headers=max_headers, max_connections=max_connections,
+                         max_tasks_per_tenant=max_tasks_per_tenant, max_solves_per_tenant=max_solves_per_tenant)
     import uvicorn
 
     from ..service import create_app

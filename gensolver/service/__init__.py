@@ -11,7 +11,7 @@ rounds, credits), :mod:`.market_glue` (the one module using the market, mechanis
 :mod:`.storage` (SQLite WAL), :mod:`.auth` (tokens, rate limits), :mod:`.metrics`,
 :mod:`.errors` (problem+json), :mod:`.page` (the live page), :mod:`.connections` (deadlines,
 head limits and the connection cap of the HTTP server), :mod:`.strict` (the strict reading of
-bodies).
+bodies), :mod:`.idempotency` (``Idempotency-Key``).
 
 Needs the ``service`` extra (``pip install "gensolver[service]"``: fastapi, uvicorn, httpx,
 prometheus-client).

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import RateLimiter, TokenCache
 from .errors import PROBLEM_JSON, ServiceError, TooLarge, UnsupportedMediaType, problem_response
+from .idempotency import Idempotency
 from .metrics import Metrics
 from .schemas import openapi_components
 from .settings import Settings
@@ -49,13 +50,14 @@ class Guard:
     """
 
     def __init__(self, app: ASGIApp, *, service: MarketService, limiter: RateLimiter, metrics: Metrics,
-                 max_body: int, request_timeout: float = 120.0) -> None:
+                 max_body: int, request_timeout: float = 120.0, idempotency: Idempotency | None = None) -> None:
         self.app = app
         self.service = service
         self.limiter = limiter
         self.metrics = metrics
         self.max_body = max_body
         self.request_timeout = request_timeout
+        self.idempotency = idempotency
 
     async def _refuse(self, send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         raw = json.dumps(body).encode()
@@ -172,8 +174,18 @@ class Guard:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
+        async def run(out: Send) -> None:
+            await asyncio.wait_for(self.app(scope, replay, out), self.request_timeout)
+
         try:
-            await asyncio.wait_for(self.app(scope, replay, send_wrapped), self.request_timeout)
+            if self.idempotency is not None and scope.get("method") == "POST" and b"idempotency-key" in headers:
+                await self.idempotency.handle(scope, headers, body, run, send_wrapped)
+            else:
+                await run(send_wrapped)
+        except ServiceError as exc:
+            if "started" not in status_box:
+                status_box["status"] = exc.status
+                await self._problem(send, exc, path)
         except asyncio.TimeoutError:
             if "started" not in status_box:  # a change the route had begun may still be committed
                 status_box["status"] = 503
@@ -224,11 +236,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.token_cache = TokenCache()
+    idempotency = Idempotency(service.store, app.state.token_cache)
     app.state.limiter = limiter
+    app.state.solves = {}  # tenant -> solves running now (the event loop's thread only)
     for exc_type in (ServiceError, RequestValidationError, StarletteHTTPException, ValueError, Exception):
         app.add_exception_handler(exc_type, problem_response)
     app.add_middleware(Guard, service=service, limiter=address_limiter, metrics=metrics, max_body=settings.max_body_bytes,
-                       request_timeout=settings.request_timeout)
+                       request_timeout=settings.request_timeout, idempotency=idempotency)
     register_routes(app)
     register_page(app)
     _extend_openapi(app)

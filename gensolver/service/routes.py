@@ -36,7 +36,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..schemas import load_schema
 from .auth import Principal, verify_token
-from .errors import PROBLEM_JSON, BadRequest
+from .errors import PROBLEM_JSON, BadRequest, TooManyRequests
 from .market_glue import solve_document
 from .metrics import CONTENT_TYPE_LATEST
 from .schemas import (
@@ -120,7 +120,19 @@ def register_routes(app: FastAPI) -> None:
         if not math.isfinite(time_limit) or time_limit > limit_max:
             raise BadRequest(f"time_limit must be a finite number of seconds in (0, {limit_max:g}]", field="query.time_limit")
         doc = await _json_body(request)
-        return await run_in_threadpool(solve_document, doc, method=method, time_limit=time_limit, mechanism=mechanism)
+        running = request.app.state.solves
+        quota = request.app.state.settings.max_solves_per_tenant
+        if running.get(who.tenant, 0) >= quota:
+            raise TooManyRequests(f"tenant {who.tenant!r} already runs {quota} solves (--max-solves-per-tenant); "
+                                  "retry when one is done", headers={"Retry-After": "1"})
+        running[who.tenant] = running.get(who.tenant, 0) + 1
+        try:
+            return await run_in_threadpool(solve_document, doc, method=method, time_limit=time_limit,
+                                           mechanism=mechanism)
+        finally:
+            running[who.tenant] -= 1
+            if not running[who.tenant]:
+                del running[who.tenant]
 
     @app.post("/v1/tasks", response_model=TaskList, status_code=201, responses={**_ERRORS, 200: {
         "model": TaskList, "description": "every task was already accepted (a retry): the stored tasks"}},

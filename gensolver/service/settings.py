@@ -102,6 +102,10 @@ class Settings:
         Largest request head (request line and header fields), bytes; ``431`` beyond.
     max_headers : int
         Most header fields in one request; ``431`` beyond.
+    max_tasks_per_tenant : int
+        Most waiting and running tasks one tenant may hold; a submission beyond is a 403.
+    max_solves_per_tenant : int
+        Most ``POST /v1/solve`` one tenant may run at once; one more is a 429.
     max_connections : int
         Most open connections; beyond, the one waiting longest on its client is closed (see
         :mod:`gensolver.service.connections`).
@@ -126,6 +130,8 @@ class Settings:
     max_header_bytes: int = 64 * 1024
     max_headers: int = 100
     max_connections: int = 4096
+    max_tasks_per_tenant: int = 10_000
+    max_solves_per_tenant: int = 2
 
     def __post_init__(self) -> None:
         if not isinstance(self.db, (str, Path)) or not str(self.db):
@@ -141,7 +147,8 @@ class Settings:
         _positive("max_solve_seconds", self.max_solve_seconds)
         for name in ("header_timeout", "body_timeout", "keep_alive_timeout", "request_timeout"):
             _positive(name, getattr(self, name))
-        for name in ("max_header_bytes", "max_headers", "max_connections"):
+        for name in ("max_header_bytes", "max_headers", "max_connections", "max_tasks_per_tenant",
+                     "max_solves_per_tenant"):
             _positive(name, getattr(self, name), integer=True)
         if self.max_header_bytes < 1024:
             raise ValueError(f"max_header_bytes: at least 1024, got {self.max_header_bytes}")

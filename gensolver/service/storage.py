@@ -13,6 +13,8 @@ Tables
 ``tokens(id, tenant, admin, salt, digest, created, expires, revoked)``
     Access tokens, stored as ``sha256(salt || secret)`` (:mod:`.auth`); ``admin`` is the
     operator role; ``expires`` and ``revoked`` are Unix times (``NULL``: never).
+``idempotency(tenant, key, fingerprint, status, headers, body, at)``
+    First answers of ``POST`` requests with an ``Idempotency-Key`` (:mod:`.idempotency`).
 ``audit(seq, at, actor, action, subject, detail)``
     Append-only log of token, round and credit changes (:func:`audit`); nothing updates or
     deletes its rows.
@@ -52,6 +54,10 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tokens(
     id TEXT PRIMARY KEY, tenant TEXT NOT NULL, admin INTEGER NOT NULL,
     salt BLOB NOT NULL, digest BLOB NOT NULL, created REAL NOT NULL, expires REAL, revoked REAL);
+CREATE TABLE IF NOT EXISTS idempotency(
+    tenant TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, status INTEGER NOT NULL,
+    headers TEXT NOT NULL, body BLOB NOT NULL, at REAL NOT NULL, PRIMARY KEY(tenant, key));
+CREATE INDEX IF NOT EXISTS idempotency_at ON idempotency(at);
 CREATE TABLE IF NOT EXISTS audit(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
     subject TEXT NOT NULL, detail TEXT NOT NULL);
