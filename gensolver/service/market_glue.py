@@ -129,6 +129,8 @@ class MarketGlue:
 
         def recording_mechanism(instance: Instance, **kw: Any) -> Outcome:
             recorded["instance"] = instance
+            if "solver" in kw:  # a mechanism function receives the method as ``solver``
+                kw["method"] = kw.pop("solver")
             recorded["outcome"] = out = run_mechanism(instance, mechanism=name, **kw)
             return out
 
