@@ -1,4 +1,5 @@
-"""The HTTP routes (see docs/how-to/service.md for the API with examples).
+"""The HTTP routes, one :class:`fastapi.APIRouter` per resource (solve, tasks and feedback,
+rounds, tenants, operations); see docs/how-to/service.md for the API with examples.
 
 =========================  ===========================================================  ==========
 route                      does                                                         who
@@ -29,7 +30,7 @@ import json
 import math
 from typing import Any, Literal, Optional
 
-from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
@@ -57,7 +58,7 @@ from .schemas import (
 )
 from .state import MarketService
 
-__all__ = ["register_routes"]
+__all__ = ["register_routes", "ROUTERS"]
 
 _bearer = HTTPBearer(auto_error=False, description="a token from `gensolver serve token add TENANT --db PATH`")
 
@@ -100,149 +101,162 @@ async def _json_body(request: Request) -> Any:
         raise BadRequest(f"the body is not JSON ({exc})", field="") from None
 
 
+#: one router per resource; :func:`register_routes` adds them all to an app
+solve_router = APIRouter()
+tasks_router = APIRouter()
+rounds_router = APIRouter()
+tenants_router = APIRouter()
+operations_router = APIRouter()
+ROUTERS = (solve_router, tasks_router, rounds_router, tenants_router, operations_router)
+
+
+
+@solve_router.post("/v1/solve", response_model=SolveResult, responses=_ERRORS, tags=["stateless"],
+          summary="Solve one instance (the JSON of `gensolver solve --json`)",
+          openapi_extra={"requestBody": {"required": True, "content": {
+              "application/json": {"schema": ref("gensolver.instance/v1")}}}})
+async def post_solve(request: Request, who: Principal = Depends(principal),
+                     method: str = Query("auto", min_length=1, max_length=64, description="solver method"),
+                     time_limit: Optional[float] = Query(
+                         None, gt=0, description="seconds per solve (at most the server's --max-solve-seconds, its default)"),
+                     mechanism: Optional[str] = Query(
+                         None, min_length=1, max_length=64, description="also price with this mechanism (vcg, core, ...)"),
+                     ) -> Any:
+    limit_max = request.app.state.settings.max_solve_seconds
+    if time_limit is None:
+        time_limit = limit_max
+    if not math.isfinite(time_limit) or time_limit > limit_max:
+        raise BadRequest(f"time_limit must be a finite number of seconds in (0, {limit_max:g}]", field="query.time_limit")
+    doc = await _json_body(request)
+    running = request.app.state.solves
+    quota = request.app.state.settings.max_solves_per_tenant
+    if running.get(who.tenant, 0) >= quota:
+        raise TooManyRequests(f"tenant {who.tenant!r} already runs {quota} solves (--max-solves-per-tenant); "
+                              "retry when one is done", headers={"Retry-After": "1"})
+    running[who.tenant] = running.get(who.tenant, 0) + 1
+    try:
+        return await run_in_threadpool(solve_document, doc, method=method, time_limit=time_limit,
+                                       mechanism=mechanism)
+    finally:
+        running[who.tenant] -= 1
+        if not running[who.tenant]:
+            del running[who.tenant]
+
+@tasks_router.post("/v1/tasks", response_model=TaskList, status_code=201, responses={**_ERRORS, 200: {
+    "model": TaskList, "description": "every task was already accepted (a retry): the stored tasks"}},
+    tags=["market"], summary="Submit GenTasks (all or none)",
+    openapi_extra={"requestBody": {"required": True, "content": {
+        "application/json": {"schema": {"anyOf": [{"$ref": "#/components/schemas/GenTask"},
+                                                  {"type": "array", "items": {"$ref": "#/components/schemas/GenTask"}}]}},
+        "application/yaml": {"schema": {"type": "string", "description": "one or more GenTask YAML documents"}}}}})
+async def post_tasks(request: Request, who: Principal = Depends(principal)) -> Any:
+    body = await request.body()
+    views, created = await run_in_threadpool(_service(request).submit, who, body,
+                                             request.headers.get("content-type", ""))
+    return JSONResponse({"tasks": views}, status_code=201 if created else 200)
+
+@tasks_router.get("/v1/tasks", response_model=TaskList, responses=_ERRORS, tags=["market"], summary="List tasks")
+def get_tasks(request: Request, who: Principal = Depends(principal),
+              state: Optional[Literal["waiting", "running", "done", "cancelled"]] = Query(None),
+              tenant: Optional[str] = Query(None, min_length=1, max_length=64),
+              limit: int = Query(500, ge=1, le=5000),
+              after: int = Query(0, ge=0, le=2 ** 62, description="the `next` of the previous page")) -> Any:
+    tasks, nxt = _service(request).list_tasks(who, state=state, tenant=tenant, limit=limit, after=after)
+    return {"tasks": tasks, "next": nxt}
+
+@tasks_router.get("/v1/tasks/{task_id}", response_model=TaskView, responses=_ERRORS, tags=["market"], summary="One task")
+def get_task(request: Request, task_id: str = _PATH_ID, who: Principal = Depends(principal),
+             tenant: Optional[str] = _TENANT_Q) -> Any:
+    return _service(request).get_task(who, task_id, tenant)
+
+@tasks_router.delete("/v1/tasks/{task_id}", response_model=TaskView, responses=_ERRORS, tags=["market"],
+            summary="Cancel a task")
+def delete_task(request: Request, task_id: str = _PATH_ID, who: Principal = Depends(principal),
+                tenant: Optional[str] = _TENANT_Q) -> Any:
+    return _service(request).cancel(who, task_id, tenant)
+
+@rounds_router.post("/v1/rounds", response_model=RoundDetail, status_code=201, responses=_ERRORS, tags=["market"],
+          summary="Clear a round now (operator)")
+def post_round(request: Request, who: Principal = Depends(principal)) -> Any:
+    who.require_admin("clearing a round")
+    return _service(request).clear_round(trigger="request")
+
+@rounds_router.get("/v1/rounds", response_model=RoundList, responses=_ERRORS, tags=["market"], summary="Recent rounds")
+def get_rounds(request: Request, who: Principal = Depends(principal),
+               limit: int = Query(20, ge=1, le=500),
+               after: Optional[int] = Query(None, ge=0, le=2 ** 62,
+                                            description="rounds after this number, oldest first (default: the latest)")
+               ) -> Any:
+    rounds, nxt = _service(request).list_rounds(who, limit=limit, after=after)
+    return {"rounds": rounds, "next": nxt}
+
+@rounds_router.get("/v1/rounds/{n}", response_model=RoundDetail, responses=_ERRORS, tags=["market"],
+         summary="One round: allocation, payments with intervals, plan")
+def get_round(request: Request, n: int = Path(ge=1, le=2 ** 62), who: Principal = Depends(principal)) -> Any:
+    return _service(request).get_round(who, n)
+
+@tenants_router.get("/v1/tenants", response_model=TenantList, responses=_ERRORS, tags=["market"],
+         summary="Every tenant's account (operator)")
+def get_tenants(request: Request, who: Principal = Depends(principal),
+                limit: int = Query(100, ge=1, le=1000),
+                after: str = Query("", max_length=64, description="the `next` of the previous page")) -> Any:
+    tenants, nxt = _service(request).tenants(who, limit=limit, after=after)
+    return {"tenants": tenants, "next": nxt}
+
+@tenants_router.get("/v1/tenants/{tenant}", response_model=TenantView, responses=_ERRORS, tags=["market"],
+         summary="A tenant's credits and usage")
+def get_tenant(request: Request, tenant: str = Path(min_length=1, max_length=64),
+               who: Principal = Depends(principal)) -> Any:
+    return _service(request).tenant_view(who, tenant)
+
+@tasks_router.post("/v1/feedback", response_model=TaskView, responses=_ERRORS, tags=["market"],
+          summary="An executor's usage report on a running task")
+def post_feedback(request: Request, report: FeedbackIn, who: Principal = Depends(principal)) -> Any:
+    return _service(request).feedback(who, task_id=report.task, memory_bytes=report.memory_bytes,
+                                      progress=report.progress, tenant=report.tenant)
+
+@tenants_router.get("/v1/me", response_model=Me, responses=_ERRORS, tags=["market"], summary="Who the token belongs to")
+def get_me(who: Principal = Depends(principal)) -> Any:
+    return {"tenant": who.tenant, "admin": who.admin, "role": who.role, "expires": who.expires}
+
+@operations_router.get("/v1/schemas/{kind}", tags=["formats"], summary="JSON Schema of a document format",
+         responses={200: {"content": {"application/schema+json": {"schema": {"type": "object"}}}}, **_ERRORS})
+def get_schema(kind: Literal["instance", "gpuround", "plan"]) -> Response:
+    return Response(json.dumps(load_schema(SCHEMA_KINDS[kind])), media_type="application/schema+json")
+
+@operations_router.get("/readyz", tags=["operations"], summary="Readiness: the database answers (503 otherwise)",
+         responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}},
+                    503: {"content": {"application/json": {"schema": {"type": "object"}}}}})
+async def readyz(request: Request) -> Response:
+    ok = await run_in_threadpool(_service(request).ready)
+    return JSONResponse({"status": "ready" if ok else "not ready"}, status_code=200 if ok else 503)
+
+@operations_router.get("/healthz", response_model=Health, tags=["operations"], summary="Liveness and configuration")
+def healthz(request: Request) -> Any:
+    return _service(request).status()
+
+@operations_router.get("/metrics", tags=["operations"], summary="Prometheus metrics (per tenant with an operator token)",
+         responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}, **_ERRORS})
+async def metrics(request: Request) -> Response:
+    """Aggregates for anyone; with an operator's ``Authorization: Bearer`` also the per-tenant series."""
+    per_tenant = False
+    if request.headers.get("authorization") is not None:
+        who = _authenticate(request)
+        who.require_admin("the per-tenant metrics")
+        per_tenant = True
+    await run_in_threadpool(_service(request).refresh_gauges)
+    return Response(request.app.state.metrics.exposition(per_tenant=per_tenant), media_type=CONTENT_TYPE_LATEST)
+
+@operations_router.get("/v1/audit", response_model=AuditPage, responses=_ERRORS, tags=["operations"],
+         summary="The audit log of token, round and credit changes (operator)")
+def get_audit(request: Request, who: Principal = Depends(principal),
+              limit: int = Query(100, ge=1, le=1000),
+              after: int = Query(0, ge=0, le=2 ** 62, description="the last seq of the previous page")) -> Any:
+    who.require_admin("the audit log")
+    return _service(request).audit_page(limit=limit, after=after)
+
+
 def register_routes(app: FastAPI) -> None:
-    """Add every API route to ``app``."""
-
-    @app.post("/v1/solve", response_model=SolveResult, responses=_ERRORS, tags=["stateless"],
-              summary="Solve one instance (the JSON of `gensolver solve --json`)",
-              openapi_extra={"requestBody": {"required": True, "content": {
-                  "application/json": {"schema": ref("gensolver.instance/v1")}}}})
-    async def post_solve(request: Request, who: Principal = Depends(principal),
-                         method: str = Query("auto", min_length=1, max_length=64, description="solver method"),
-                         time_limit: Optional[float] = Query(
-                             None, gt=0, description="seconds per solve (at most the server's --max-solve-seconds, its default)"),
-                         mechanism: Optional[str] = Query(
-                             None, min_length=1, max_length=64, description="also price with this mechanism (vcg, core, ...)"),
-                         ) -> Any:
-        limit_max = request.app.state.settings.max_solve_seconds
-        if time_limit is None:
-            time_limit = limit_max
-        if not math.isfinite(time_limit) or time_limit > limit_max:
-            raise BadRequest(f"time_limit must be a finite number of seconds in (0, {limit_max:g}]", field="query.time_limit")
-        doc = await _json_body(request)
-        running = request.app.state.solves
-        quota = request.app.state.settings.max_solves_per_tenant
-        if running.get(who.tenant, 0) >= quota:
-            raise TooManyRequests(f"tenant {who.tenant!r} already runs {quota} solves (--max-solves-per-tenant); "
-                                  "retry when one is done", headers={"Retry-After": "1"})
-        running[who.tenant] = running.get(who.tenant, 0) + 1
-        try:
-            return await run_in_threadpool(solve_document, doc, method=method, time_limit=time_limit,
-                                           mechanism=mechanism)
-        finally:
-            running[who.tenant] -= 1
-            if not running[who.tenant]:
-                del running[who.tenant]
-
-    @app.post("/v1/tasks", response_model=TaskList, status_code=201, responses={**_ERRORS, 200: {
-        "model": TaskList, "description": "every task was already accepted (a retry): the stored tasks"}},
-        tags=["market"], summary="Submit GenTasks (all or none)",
-        openapi_extra={"requestBody": {"required": True, "content": {
-            "application/json": {"schema": {"anyOf": [{"$ref": "#/components/schemas/GenTask"},
-                                                      {"type": "array", "items": {"$ref": "#/components/schemas/GenTask"}}]}},
-            "application/yaml": {"schema": {"type": "string", "description": "one or more GenTask YAML documents"}}}}})
-    async def post_tasks(request: Request, who: Principal = Depends(principal)) -> Any:
-        body = await request.body()
-        views, created = await run_in_threadpool(_service(request).submit, who, body,
-                                                 request.headers.get("content-type", ""))
-        return JSONResponse({"tasks": views}, status_code=201 if created else 200)
-
-    @app.get("/v1/tasks", response_model=TaskList, responses=_ERRORS, tags=["market"], summary="List tasks")
-    def get_tasks(request: Request, who: Principal = Depends(principal),
-                  state: Optional[Literal["waiting", "running", "done", "cancelled"]] = Query(None),
-                  tenant: Optional[str] = Query(None, min_length=1, max_length=64),
-                  limit: int = Query(500, ge=1, le=5000),
-                  after: int = Query(0, ge=0, le=2 ** 62, description="the `next` of the previous page")) -> Any:
-        tasks, nxt = _service(request).list_tasks(who, state=state, tenant=tenant, limit=limit, after=after)
-        return {"tasks": tasks, "next": nxt}
-
-    @app.get("/v1/tasks/{task_id}", response_model=TaskView, responses=_ERRORS, tags=["market"], summary="One task")
-    def get_task(request: Request, task_id: str = _PATH_ID, who: Principal = Depends(principal),
-                 tenant: Optional[str] = _TENANT_Q) -> Any:
-        return _service(request).get_task(who, task_id, tenant)
-
-    @app.delete("/v1/tasks/{task_id}", response_model=TaskView, responses=_ERRORS, tags=["market"],
-                summary="Cancel a task")
-    def delete_task(request: Request, task_id: str = _PATH_ID, who: Principal = Depends(principal),
-                    tenant: Optional[str] = _TENANT_Q) -> Any:
-        return _service(request).cancel(who, task_id, tenant)
-
-    @app.post("/v1/rounds", response_model=RoundDetail, status_code=201, responses=_ERRORS, tags=["market"],
-              summary="Clear a round now (operator)")
-    def post_round(request: Request, who: Principal = Depends(principal)) -> Any:
-        who.require_admin("clearing a round")
-        return _service(request).clear_round(trigger="request")
-
-    @app.get("/v1/rounds", response_model=RoundList, responses=_ERRORS, tags=["market"], summary="Recent rounds")
-    def get_rounds(request: Request, who: Principal = Depends(principal),
-                   limit: int = Query(20, ge=1, le=500),
-                   after: Optional[int] = Query(None, ge=0, le=2 ** 62,
-                                                description="rounds after this number, oldest first (default: the latest)")
-                   ) -> Any:
-        rounds, nxt = _service(request).list_rounds(who, limit=limit, after=after)
-        return {"rounds": rounds, "next": nxt}
-
-    @app.get("/v1/rounds/{n}", response_model=RoundDetail, responses=_ERRORS, tags=["market"],
-             summary="One round: allocation, payments with intervals, plan")
-    def get_round(request: Request, n: int = Path(ge=1, le=2 ** 62), who: Principal = Depends(principal)) -> Any:
-        return _service(request).get_round(who, n)
-
-    @app.get("/v1/tenants", response_model=TenantList, responses=_ERRORS, tags=["market"],
-             summary="Every tenant's account (operator)")
-    def get_tenants(request: Request, who: Principal = Depends(principal),
-                    limit: int = Query(100, ge=1, le=1000),
-                    after: str = Query("", max_length=64, description="the `next` of the previous page")) -> Any:
-        tenants, nxt = _service(request).tenants(who, limit=limit, after=after)
-        return {"tenants": tenants, "next": nxt}
-
-    @app.get("/v1/tenants/{tenant}", response_model=TenantView, responses=_ERRORS, tags=["market"],
-             summary="A tenant's credits and usage")
-    def get_tenant(request: Request, tenant: str = Path(min_length=1, max_length=64),
-                   who: Principal = Depends(principal)) -> Any:
-        return _service(request).tenant_view(who, tenant)
-
-    @app.post("/v1/feedback", response_model=TaskView, responses=_ERRORS, tags=["market"],
-              summary="An executor's usage report on a running task")
-    def post_feedback(request: Request, report: FeedbackIn, who: Principal = Depends(principal)) -> Any:
-        return _service(request).feedback(who, task_id=report.task, memory_bytes=report.memory_bytes,
-                                          progress=report.progress, tenant=report.tenant)
-
-    @app.get("/v1/me", response_model=Me, responses=_ERRORS, tags=["market"], summary="Who the token belongs to")
-    def get_me(who: Principal = Depends(principal)) -> Any:
-        return {"tenant": who.tenant, "admin": who.admin, "role": who.role, "expires": who.expires}
-
-    @app.get("/v1/schemas/{kind}", tags=["formats"], summary="JSON Schema of a document format",
-             responses={200: {"content": {"application/schema+json": {"schema": {"type": "object"}}}}, **_ERRORS})
-    def get_schema(kind: Literal["instance", "gpuround", "plan"]) -> Response:
-        return Response(json.dumps(load_schema(SCHEMA_KINDS[kind])), media_type="application/schema+json")
-
-    @app.get("/readyz", tags=["operations"], summary="Readiness: the database answers (503 otherwise)",
-             responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}},
-                        503: {"content": {"application/json": {"schema": {"type": "object"}}}}})
-    async def readyz(request: Request) -> Response:
-        ok = await run_in_threadpool(_service(request).ready)
-        return JSONResponse({"status": "ready" if ok else "not ready"}, status_code=200 if ok else 503)
-
-    @app.get("/healthz", response_model=Health, tags=["operations"], summary="Liveness and configuration")
-    def healthz(request: Request) -> Any:
-        return _service(request).status()
-
-    @app.get("/metrics", tags=["operations"], summary="Prometheus metrics (per tenant with an operator token)",
-             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}, **_ERRORS})
-    async def metrics(request: Request) -> Response:
-        """Aggregates for anyone; with an operator's ``Authorization: Bearer`` also the per-tenant series."""
-        per_tenant = False
-        if request.headers.get("authorization") is not None:
-            who = _authenticate(request)
-            who.require_admin("the per-tenant metrics")
-            per_tenant = True
-        await run_in_threadpool(_service(request).refresh_gauges)
-        return Response(request.app.state.metrics.exposition(per_tenant=per_tenant), media_type=CONTENT_TYPE_LATEST)
-
-    @app.get("/v1/audit", response_model=AuditPage, responses=_ERRORS, tags=["operations"],
-             summary="The audit log of token, round and credit changes (operator)")
-    def get_audit(request: Request, who: Principal = Depends(principal),
-                  limit: int = Query(100, ge=1, le=1000),
-                  after: int = Query(0, ge=0, le=2 ** 62, description="the last seq of the previous page")) -> Any:
-        who.require_admin("the audit log")
-        return _service(request).audit_page(limit=limit, after=after)
+    """Add every API route to ``app`` (the routers of :data:`ROUTERS`)."""
+    for router in ROUTERS:
+        app.include_router(router)
