@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Optional
 
 import typer
@@ -34,7 +33,8 @@ def serve_command(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: int = typer.Option(8000, "--port", help="TCP port."),
-    db: Path = typer.Option(Path("gensolver-market.db"), "--db", help="SQLite database (WAL); created if missing."),
+    db: str = typer.Option("gensolver-market.db", "--db", envvar="GENSOLVER_DATABASE",
+                          help="SQLite database file (WAL; created if missing), or a postgresql:// URL (replicas)."),
     round_seconds: float = typer.Option(0.0, "--round-seconds", help="Clear a round every N seconds (0: only on POST /v1/rounds)."),
     gpus: str = typer.Option("node0:4x80", "--gpus", help="The cluster: NODE:COUNTxGIB[:MODEL],... (e.g. node0:4x80,node1:2x40)."),
     step_seconds: float = typer.Option(60.0, "--step-seconds", help="Seconds of one market step."),
@@ -123,12 +123,12 @@ def _duration(text: Optional[str], option: str) -> Optional[float]:
     return value
 
 
-def _open_store(db: Path):
+def _open_store(db: str):
     _settings(db=db)
-    from ..service.storage import Store, StoreError
+    from ..service.storage import StoreError, open_store
 
     try:
-        return Store(db)
+        return open_store(db)
     except (StoreError, OSError) as exc:
         fail(f"--db: {exc}")
 
@@ -142,7 +142,8 @@ def _when(t: Optional[float]) -> str:
 @token_app.command("add")
 def token_add(
     tenant: str = typer.Argument(..., help="Tenant the token acts for."),
-    db: Path = typer.Option(..., "--db", help="The service's SQLite database."),
+    db: str = typer.Option(..., "--db", envvar="GENSOLVER_DATABASE",
+                          help="The service's SQLite database, or its postgresql:// URL."),
     admin: bool = typer.Option(False, "--admin", help="An operator token (same as --role operator)."),
     role: str = typer.Option("tenant", "--role", help="tenant (its own tasks and account) or operator "
                                                       "(clear rounds, read every tenant)."),
@@ -172,7 +173,8 @@ def token_add(
 
 @token_app.command("list")
 def token_list(
-    db: Path = typer.Option(..., "--db", help="The service's SQLite database."),
+    db: str = typer.Option(..., "--db", envvar="GENSOLVER_DATABASE",
+                          help="The service's SQLite database, or its postgresql:// URL."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """List every token: id, tenant, role, created, expires, revoked, status (never a secret)."""
@@ -195,7 +197,8 @@ def token_list(
 @token_app.command("revoke")
 def token_revoke(
     token_id: str = typer.Argument(..., help="The token's id (the 12 hex digits after gs_; see token list)."),
-    db: Path = typer.Option(..., "--db", help="The service's SQLite database."),
+    db: str = typer.Option(..., "--db", envvar="GENSOLVER_DATABASE",
+                          help="The service's SQLite database, or its postgresql:// URL."),
 ) -> None:
     """Revoke a token: a running service refuses it from its next request on."""
     from ..service.auth import revoke_token
@@ -214,7 +217,8 @@ def token_revoke(
 @token_app.command("rotate")
 def token_rotate(
     token_id: str = typer.Argument(..., help="The token's id (see token list)."),
-    db: Path = typer.Option(..., "--db", help="The service's SQLite database."),
+    db: str = typer.Option(..., "--db", envvar="GENSOLVER_DATABASE",
+                          help="The service's SQLite database, or its postgresql:// URL."),
     grace: Optional[str] = typer.Option(None, "--grace", help="Keep the old token working this long "
                                                               "(e.g. 10m); default: revoked at once."),
     expires_in: Optional[str] = typer.Option(None, "--expires-in", help="The new token's lifetime; default: never."),

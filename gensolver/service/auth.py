@@ -74,7 +74,7 @@ def _digest(salt: bytes, secret: str) -> bytes:
 
 def _bump(db: Any) -> None:
     db.execute("INSERT INTO meta(key, value) VALUES('tokens_version', '1') ON CONFLICT(key) "
-               "DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)")
+               "DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)")
 
 
 def _insert(db: Any, tenant: str, admin: bool, expires: float | None, now: float) -> str:

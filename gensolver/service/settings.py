@@ -62,6 +62,8 @@ class Settings:
     ----------
     db : str or Path
         SQLite database file (WAL journal); created if missing. ``":memory:"`` keeps nothing.
+        A ``postgresql://USER@HOST:PORT/DATABASE`` URL keeps the state on a PostgreSQL server
+        instead, which several replicas of the service may share (:mod:`.storage_pg`).
     gpus : str
         The cluster the market allocates, as :func:`parse_gpus` reads it.
     round_seconds : float

@@ -8,12 +8,16 @@ running task does ``lease * task_speed(task, memory)`` steps of work (the utilit
 :mod:`gensolver.model.tasks`) unless an executor reported its progress (``POST /v1/feedback``),
 which then replaces the estimate; it is ``done`` when no work is left.
 
-Durability: each method that changes state writes one SQLite transaction and commits it before
+Durability: each method that changes state writes one database transaction and commits it before
 returning (:mod:`.storage`); the in-memory market (balances, weights, refill schedule, executor
 observations) is rebuilt from the database on start, so a killed server restarted on the same
 database continues where the last committed change left it. A round is committed whole (its row,
 task states, payments, credit changes, balances) or not at all; its number is the primary key of
 ``rounds``, so no round is applied twice.
+
+Replicas (a PostgreSQL store, :mod:`.storage_pg`): a round, a cancellation and a feedback
+report hold the store's cross-process lock (``exclusive()``) and re-read the stored market
+state under it, so two replicas never clear the same round, nor clear from a stale state.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from .errors import BadRequest, Conflict, Forbidden, NotFound, UnsupportedMediaT
 from .market_glue import MarketGlue, RoundResult, task_from_dict
 from .metrics import Metrics
 from .settings import Settings
-from .storage import Store, audit
+from .storage import audit, open_store
 from .strict import check_gentask_fields, check_numbers, loads_strict
 
 __all__ = ["MarketService", "TASK_STATES", "UnsupportedMediaType", "check_task_name", "task_key"]
@@ -74,7 +78,7 @@ class MarketService:
         self.metrics = metrics
         self.config = settings.market_config()
         self.lease = self.config.lease
-        self.store = Store(settings.db, synchronous=settings.synchronous)
+        self.store = open_store(settings.db, synchronous=settings.synchronous)
         self.glue = MarketGlue(self.config, settings.gpu_specs, step_seconds=settings.step_seconds)
         #: held while a round clears, and by cancellations and feedback (they change what a round reads)
         self.clear_lock = threading.Lock()
@@ -321,7 +325,8 @@ class MarketService:
 
     def cancel(self, principal: Principal, task_id: str, tenant: str | None = None) -> dict[str, Any]:
         """Cancel a waiting or running task (its GPUs are free from the next round, its name at once)."""
-        with self.clear_lock:
+        with self.clear_lock, self.store.exclusive():
+            self._sync(market=False)
             row = self._row(principal, task_id, tenant)
             key = row["id"]
             if row["state"] == "done":
@@ -339,7 +344,8 @@ class MarketService:
     def feedback(self, principal: Principal, *, task_id: str, memory_bytes: float | None,
                  progress: float | None, tenant: str | None = None) -> dict[str, Any]:
         """Record an executor's report on a running task: memory in use and/or progress in [0, 1]."""
-        with self.clear_lock:
+        with self.clear_lock, self.store.exclusive():
+            self._sync(market=False)
             row = self._row(principal, task_id, tenant, field="/task")
             name, task_id = task_id, row["id"]
             if row["state"] != "running":
@@ -376,8 +382,9 @@ class MarketService:
 
     def clear_round(self, *, trigger: str = "request") -> dict[str, Any]:
         """Clear the next round and commit it; returns its full document (``GET /v1/rounds/{n}``)."""
-        with self.clear_lock:
+        with self.clear_lock, self.store.exclusive():
             t0 = time.perf_counter()
+            self._sync(market=True)
             n = self.next_round
             now = float((n - 1) * self.lease)
             rows = self.store.query("SELECT * FROM tasks WHERE state IN ('waiting', 'running') ORDER BY seq")
@@ -412,6 +419,19 @@ class MarketService:
             self.next_round = n + 1
         self._observe_round(doc, result)
         return doc
+
+    def _sync(self, *, market: bool) -> None:
+        """With a store other replicas share (called under :meth:`Store.exclusive`): catch up
+        with what they committed. ``market``: always rebuild the in-memory market (a round
+        clears from the stored balances, weights and executor reports, not from this
+        replica's copy); otherwise only when another replica cleared a round since."""
+        if not self.store.shared:
+            return
+        if not market:
+            last = self.store.one("SELECT MAX(n) AS n FROM rounds")
+            if (0 if last is None or last["n"] is None else int(last["n"])) == self.next_round - 1:
+                return
+        self._reload_market()
 
     def _reload_market(self) -> None:
         self._reported.clear()
@@ -470,7 +490,7 @@ class MarketService:
             weights = self.glue.weights()
             for tenant, balance in self.glue.balances().items():
                 db.execute("INSERT INTO tenants(tenant, balance, weight, usage) VALUES(?,?,?,?) ON CONFLICT(tenant) "
-                           "DO UPDATE SET balance=excluded.balance, weight=excluded.weight, usage=usage+excluded.usage",
+                           "DO UPDATE SET balance=excluded.balance, weight=excluded.weight, usage=tenants.usage+excluded.usage",
                            (tenant, balance, weights.get(tenant, 1.0), usage.get(tenant, 0.0)))
             queue = db.execute("SELECT COUNT(*) FROM tasks WHERE state='waiting'").fetchone()[0]
             doc = {

@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ..errors import GensolverError
 
-__all__ = ["Store", "StoreError", "SCHEMA_VERSION", "audit"]
+__all__ = ["Store", "StoreError", "SCHEMA_VERSION", "audit", "open_store"]
 
 SCHEMA_VERSION = 3
 T = TypeVar("T")
@@ -128,7 +128,7 @@ def _migrate(db: sqlite3.Connection) -> None:
         db.execute("COMMIT")
 
 
-def audit(db: sqlite3.Connection, *, actor: str, action: str, subject: str, detail: Any) -> None:
+def audit(db: Any, *, actor: str, action: str, subject: str, detail: Any) -> None:
     """Append one entry to the audit log, inside the caller's transaction ``db``."""
     import json
     import time
@@ -147,6 +147,9 @@ class Store:
     synchronous : {"full", "normal"}
         SQLite's ``synchronous`` (see :class:`gensolver.service.Settings`).
     """
+
+    #: whether other processes may change the database (only one process uses a SQLite file)
+    shared = False
 
     def __init__(self, path: str | Path, *, synchronous: str = "full") -> None:
         self.path = str(path)
@@ -191,6 +194,11 @@ class Store:
             raise StoreError(f"{self.path}: cannot use it as the service database ({exc})") from None
         self._conn = db
         return db
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Exclude other processes' rounds for the block: nothing to do with one process per file."""
+        yield
 
     @property
     def journal_mode(self) -> str:
@@ -299,3 +307,16 @@ class Store:
                     conn.close()
                 self._readers.clear()
             self._local = threading.local()
+
+
+def open_store(db: str | Path, *, synchronous: str = "full") -> Any:
+    """The service's store for ``db``: a ``postgresql://`` URL opens a
+    :class:`~gensolver.service.storage_pg.PgStore`, anything else a SQLite :class:`Store` (a
+    file path, or ``sqlite:///PATH``)."""
+    from .storage_pg import PgStore, is_postgres_url
+
+    if is_postgres_url(db):
+        return PgStore(str(db))
+    if isinstance(db, str) and db.startswith("sqlite:///"):
+        db = db[len("sqlite:///"):] or ":memory:"
+    return Store(db, synchronous=synchronous)

@@ -183,3 +183,44 @@ def server_factory(tmp_path: Path) -> Iterator[Any]:
     yield make
     for srv in started:
         srv.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """A real PostgreSQL server on 127.0.0.1 for this test process (skipped, saying why, when
+    PostgreSQL is not installed)."""
+    from .pgserver import PgServer, why_not
+
+    reason = why_not()
+    if reason is not None:
+        pytest.skip(reason)
+    server = PgServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> str:
+    """The URL of a fresh, empty database on :func:`pg_server`."""
+    return str(pg_server.new_database())
+
+
+@pytest.fixture
+def pg_api(tmp_path: Path, pg_url: str) -> Iterator[Api]:
+    """:func:`api` with its state on PostgreSQL."""
+    yield from make_api(tmp_path, db=pg_url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A store of each backend, behind the one interface."""
+    from gensolver.service.storage import open_store
+
+    db = str(tmp_path / "market.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    store = open_store(db)
+    try:
+        yield store
+    finally:
+        store.close()
