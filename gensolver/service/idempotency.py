@@ -98,5 +98,7 @@ class Idempotency:
         now = time.time()
         with self.store.write() as db:
             db.execute("DELETE FROM idempotency WHERE at <= ?", (now - self.ttl,))
-            db.execute("INSERT OR REPLACE INTO idempotency(tenant, key, fingerprint, status, headers, body, at) "
-                       "VALUES(?,?,?,?,?,?,?)", (tenant, key, digest, status, json.dumps(headers), body, now))
+            db.execute("INSERT INTO idempotency(tenant, key, fingerprint, status, headers, body, at) "
+                       "VALUES(?,?,?,?,?,?,?) ON CONFLICT(tenant, key) DO UPDATE SET fingerprint=excluded.fingerprint, "
+                       "status=excluded.status, headers=excluded.headers, body=excluded.body, at=excluded.at",
+                       (tenant, key, digest, status, json.dumps(headers), body, now))

@@ -16,6 +16,7 @@ from .test_api import test_submit_is_all_or_nothing_and_retries_are_safe as _sub
 from .test_api import test_tenants_see_only_their_own as _tenants
 from .test_market import test_feedback_replaces_the_progress_model as _feedback
 from .test_market import test_rounds_respect_capacity_and_account_every_credit as _rounds
+from .test_quotas import test_a_retried_round_returns_the_first_answer as _retried_round
 
 
 def test_translation_keeps_quoted_text_and_types():
@@ -119,3 +120,7 @@ def test_feedback_on_postgres(pg_api):
 
 def test_rounds_and_credits_on_postgres(pg_market_api):
     _rounds(pg_market_api)
+
+
+def test_a_retried_round_on_postgres(pg_api):
+    _retried_round(pg_api)
