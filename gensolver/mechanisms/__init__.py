@@ -19,7 +19,7 @@ callable with the same signature) and returns a frozen :class:`Outcome`.
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from .._deprecation import method_alias
 from ..errors import InputTypeError, UnknownNameError, check_executor, check_time_limit
@@ -40,6 +40,7 @@ __all__ = [
     "RESULT_SCHEMA",
     "inexact_reason",
     "MECHANISMS",
+    "Mechanism",
     "MechanismFn",
     "DESCRIPTIONS",
     "UnknownMechanismError",
@@ -53,8 +54,22 @@ __all__ = [
     "lavi_swamy",
 ]
 
-#: a mechanism: ``f(instance, *, solver, time_limit, executor, options) -> Outcome``
-MechanismFn = Callable[..., Outcome]
+class Mechanism(Protocol):
+    """The contract of a mechanism: ``f(instance, *, solver, time_limit, executor, options) -> Outcome``.
+
+    ``instance`` holds the reported bids; ``solver`` is the winner determination method (a
+    registry name or a callable, see :func:`gensolver.solve`; :func:`run_mechanism` passes its
+    ``method`` here); ``time_limit`` the mechanism's budget; ``executor`` parallelises
+    independent solves; ``options`` the mechanism's own options (unknown keys raise). Every
+    registered mechanism and any callable given to :func:`run_mechanism` has this signature.
+    """
+
+    def __call__(self, instance: Instance, *, solver: str | Callable[..., Any], time_limit: float | None,
+                 executor: Executor | None, options: Mapping[str, Any] | None) -> Outcome: ...
+
+
+#: the type of a mechanism function (:class:`Mechanism`)
+MechanismFn = Mechanism
 
 
 class UnknownMechanismError(UnknownNameError):
