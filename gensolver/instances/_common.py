@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..model import Bid, Instance, Slot, validate
+from ..model.inputs import check_size, max_generated_goods, max_tasks
 
 __all__ = ["rng_of", "check_int", "check_prob", "check_pos", "remove_dominated", "single_unit_instance"]
 
@@ -24,10 +25,27 @@ def rng_of(seed: int | np.random.Generator) -> np.random.Generator:
     return np.random.default_rng(int(seed))
 
 
+#: the size parameters of the generators and the limits they are checked against (the size
+#: model: a generator's work is linear in its bids or tasks and at most quadratic in its goods,
+#: e.g. the n_goods x n_goods compatibility matrix of ``arbitrary``)
+_SIZE_LIMITS = {
+    "n_bids": ("GENSOLVER_MAX_TASKS", max_tasks, "bids"),
+    "n_tasks": ("GENSOLVER_MAX_TASKS", max_tasks, "tasks"),
+    "max_tasks": ("GENSOLVER_MAX_TASKS", max_tasks, "tasks"),
+    "n_goods": ("GENSOLVER_MAX_GENERATED_GOODS", max_generated_goods, "goods"),
+    "n_cities": ("GENSOLVER_MAX_GENERATED_GOODS", max_generated_goods, "cities"),
+    "n_gpus": ("GENSOLVER_MAX_GENERATED_GOODS", max_generated_goods, "GPUs"),
+}
+
+
 def check_int(name: str, value: Any, *, minimum: int = 1) -> int:
-    """``value`` as an int >= ``minimum``, or a ``ValueError`` naming ``name``."""
+    """``value`` as an int >= ``minimum``, or an :class:`InputError` naming ``name``; a size
+    parameter (``n_bids``, ``n_goods``, ...) is also checked against its documented limit."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if name in _SIZE_LIMITS:
+        variable, limit, what = _SIZE_LIMITS[name]
+        check_size(name, int(value), limit(), variable, what)
     return int(value)
 
 

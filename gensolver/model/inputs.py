@@ -26,8 +26,9 @@ variable                        limit                                      defau
 ``GENSOLVER_MAX_MEMORY_LEVELS`` a round's ``memory_levels``                 1024
 ``GENSOLVER_MAX_ROUND_ENTRIES`` slots plus bid-slot entries of an expanded  4000000
                                 round (:meth:`GpuRound.expand`)
-``GENSOLVER_MAX_TASKS``         tasks of a synthetic workload, bids of a     100000
-                                generated instance
+``GENSOLVER_MAX_TASKS``         tasks of a synthetic workload, bids or       100000
+                                tasks of a generated instance
+``GENSOLVER_MAX_GENERATED_GOODS`` goods, cities or GPUs of a generator        4096
 ==============================  =========================================  ==================
 
 The size model: each reader or generator states its work as a function of its input's sizes
@@ -68,6 +69,7 @@ __all__ = [
     "max_memory_levels",
     "max_round_entries",
     "max_tasks",
+    "max_generated_goods",
     "SizeLimitError",
     "check_size",
     "MAX_INT_DIGITS",
@@ -151,6 +153,12 @@ def max_round_entries() -> int:
 def max_tasks() -> int:
     """Most tasks a synthetic workload or bids a generator may make (``GENSOLVER_MAX_TASKS``, default 100,000)."""
     return _env_limit("GENSOLVER_MAX_TASKS", 100_000)
+
+
+def max_generated_goods() -> int:
+    """Most goods (cities, GPUs) a generator may be asked for (``GENSOLVER_MAX_GENERATED_GOODS``,
+    default 4096: the ``arbitrary`` family's n_goods x n_goods matrix is then 128 MiB)."""
+    return _env_limit("GENSOLVER_MAX_GENERATED_GOODS", 4096)
 
 
 def check_size(field: str, amount: int | float, limit: int, variable: str, what: str) -> None:

@@ -36,6 +36,8 @@ References
 from __future__ import annotations
 
 import math
+import os
+import stat
 from pathlib import Path
 from typing import Sequence
 
@@ -206,7 +208,14 @@ def detect_trace_format(path: str | Path) -> str:
     if is_dir:
         raise WorkloadError(f"{p}: is a directory; give a trace file (an Alibaba pod list, philly.csv or GenTask YAML)")
     if p.suffix.lower() in (".yaml", ".yml"):
-        return "gentask"
+        return "gentask"  # read once, by the bounded reader
+    try:
+        regular = stat.S_ISREG(os.stat(p).st_mode)
+    except OSError as exc:
+        raise WorkloadError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if not regular:  # a FIFO or a device can be read once; a CSV trace is read twice (header, rows)
+        raise WorkloadError(f"{p}: not a regular file (a FIFO or a device); a CSV trace is read more than once: "
+                            "save it to a file first")
     try:  # one bounded read (/dev/zero, a FIFO): the header is the first line of the first 64 KiB
         head = read_head(p).decode("utf-8", errors="replace").splitlines()[:1]
     except OSError as exc:
