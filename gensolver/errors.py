@@ -56,6 +56,8 @@ __all__ = [
     "check_options",
     "missing_extra",
     "require_extra",
+    "EXTRA_OF_PACKAGE",
+    "extra_of",
 ]
 
 
@@ -97,7 +99,10 @@ class UnavailableError(GensolverError, RuntimeError):
 
 
 class MissingExtraError(GensolverError, ImportError):
-    """An optional dependency is not installed; the message names the extra to install."""
+    """An optional dependency is not installed; the message names the extra to install.
+
+    The command line's one rule for it: exit status 3 and the ``pip install`` line, no
+    traceback (see :func:`gensolver.cli.main`)."""
 
 
 class JournalError(InputError):
@@ -189,6 +194,29 @@ def check_options(options: Any, allowed: Collection[str] | Mapping[str, Any], ow
                          f"valid options: {sorted(allowed)}")
     out.update(options)
     return out
+
+
+#: the optional extra (``pyproject.toml``) that installs each importable top-level package
+EXTRA_OF_PACKAGE: dict[str, str] = {
+    "ortools": "solvers", "pulp": "solvers", "highspy": "solvers",
+    "simpy": "sim", "matplotlib": "sim",
+    "dask": "dist", "distributed": "dist",
+    "pynvml": "gpu",
+    "fastapi": "service", "uvicorn": "service", "httpx": "service", "prometheus_client": "service",
+    "starlette": "service",
+    "mkdocs": "docs", "nbclient": "docs", "nbformat": "docs",
+}
+
+
+def extra_of(module: str) -> str | None:
+    """The extra that installs ``module`` (a dotted name), or None for a package of no extra.
+
+    Examples
+    --------
+    >>> extra_of("ortools.linear_solver.pywraplp"), extra_of("numpy")
+    ('solvers', None)
+    """
+    return EXTRA_OF_PACKAGE.get(module.partition(".")[0])
 
 
 def missing_extra(package: str, extra: str, feature: str) -> MissingExtraError:

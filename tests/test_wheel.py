@@ -12,52 +12,24 @@ files of an added path are not processed), and runs ``gensolver bench smoke`` an
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
-import sysconfig
-import venv
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import wheel_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GENSOLVER_SUITES", "GENSOLVER_TRACES", "PYTHONPATH", "VIRTUAL_ENV")}
-    env["PIP_NO_INDEX"] = "1"  # nothing may be downloaded
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    return env
+    return wheel_env()
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The ``bin`` folder of a fresh venv with the wheel installed."""
-    base = tmp_path_factory.mktemp("wheel")
-    src = base / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "gensolver", src / "gensolver",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
-    dist = base / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(dist), str(src)], check=True, env=_env(), cwd=base, timeout=120)
-    wheels = list(dist.glob("gensolver-*.whl"))
-    assert len(wheels) == 1, wheels
-    env_dir = base / "venv"
-    venv.EnvBuilder(with_pip=False).create(env_dir)
-    py = env_dir / "bin" / "python"
-    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    # dependencies from this environment; its own gensolver (editable) is not on this path
-    (Path(site) / "_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q",
-                    str(wheels[0])], check=True, env=_env(), cwd=base, timeout=120)
-    return env_dir / "bin"
+def installed(wheel_venv: Path) -> Path:
+    """The ``bin`` folder of a fresh venv with the wheel installed (``tests/conftest.py``)."""
+    return wheel_venv
 
 
 def test_the_wheel_carries_the_suites_and_runs_bench_smoke_outside_the_checkout(installed: Path,

@@ -13,7 +13,7 @@ import sys
 import typer
 from rich.markup import escape
 
-from ..errors import GensolverError, MissingExtraError
+from ..errors import GensolverError, MissingExtraError, extra_of, missing_extra
 from .common import EXIT_BAD_INPUT, console, err_console
 
 __all__ = ["app", "main", "COMMAND_MODULES", "EXIT_BAD_INPUT", "EXIT_MISSING_EXTRA"]
@@ -95,6 +95,11 @@ def _usage_error_types() -> tuple[type[BaseException], ...]:
     return tuple(dict.fromkeys(found))
 
 
+def _missing_extra(exc: BaseException) -> int:
+    err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    return EXIT_MISSING_EXTRA
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gensolver`` script; returns the exit status.
 
@@ -102,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     stderr and return its exit status, 2, without a traceback; so does any
     :class:`~gensolver.errors.GensolverError` a command lets through (a missing extra: 3), and an
     :class:`OSError` on a path (2 for a name too long, missing, a loop, no permission; else 1).
+    A missing optional extra, from any command, returns 3 (:data:`EXIT_MISSING_EXTRA`) and
+    prints the ``pip install`` line: a :class:`~gensolver.errors.MissingExtraError`, a method whose
+    package is not installed, or an import of a package of
+    :data:`~gensolver.errors.EXTRA_OF_PACKAGE` failing anywhere.
     """
     try:
         rc = app(args=argv, prog_name="gensolver", standalone_mode=False)
@@ -113,8 +122,14 @@ def main(argv: list[str] | None = None) -> int:
         console.print("aborted", style="red")
         return 1
     except MissingExtraError as exc:  # e.g. simulate without simpy: what to install, no traceback
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return EXIT_MISSING_EXTRA
+        return _missing_extra(exc)
+    except ModuleNotFoundError as exc:  # the same rule for an optional package reached deeper down
+        extra = extra_of(exc.name or "")
+        if extra is None:
+            raise
+        command = next((a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")), "")
+        return _missing_extra(missing_extra((exc.name or "").partition(".")[0], extra,
+                                            f"gensolver {command}".strip()))
     except GensolverError as exc:  # bad input a command did not word itself: still exit 2, no traceback
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_BAD_INPUT

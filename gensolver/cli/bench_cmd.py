@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..errors import require_extra
 from .choices import MECHANISMS, choice
 from .common import SafeConsole, check_output_dir, check_output_file, check_time_limit_option, console, fail
 
@@ -74,10 +75,7 @@ def bench_command(
     label = None
     try:
         if dask is not None:
-            try:
-                from distributed import Client
-            except ImportError:
-                fail("--dask needs the 'distributed' package (pip install gensolver[dist])")
+            Client = require_extra("distributed", "dist", "gensolver bench --dask").Client
             try:
                 client = Client(dask, timeout=20)
             except (OSError, TimeoutError, ValueError) as exc:

@@ -19,6 +19,7 @@ from typing import Any, Iterator, List, Optional
 import typer
 from rich.markup import escape
 
+from ..errors import MissingExtraError
 from .choices import BACKENDS, BACKENDS_HELP, METHODS, choice
 from .common import check_output_dir, check_output_file, check_time_limit_option, console, err_console, fail, print_json
 from .progress import task_progress, working
@@ -349,6 +350,8 @@ def plan_command(
         with working(f"{method}: solving {instance.n_bids} bids"):
             allocation = solve(instance, method=method, time_limit=time_limit)
         plan = to_plan(instance, allocation, tasks)
+    except MissingExtraError:
+        raise  # exit 3 and the pip install line (gensolver.cli.main)
     except BackendUnavailableError as exc:
         fail(f"--method: {exc}")
     except (InstanceError, PlanError, ValueError) as exc:

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ..errors import require_extra
 from .common import fail
 
 __all__ = ["register"]
@@ -18,10 +19,10 @@ serve_app.add_typer(token_app, name="token")
 
 
 def _settings(**kw):
-    try:
-        from ..service import Settings
-    except ImportError as exc:  # pragma: no cover - the service extra is part of [all]
-        fail(f"the service needs the 'service' extra (pip install \"gensolver[service]\"): {exc}")
+    for module in ("fastapi", "uvicorn"):  # before any work: exit 3 and the pip install line
+        require_extra(module, "service", "gensolver serve")
+    from ..service import Settings
+
     try:
         return Settings(**kw)
     except ValueError as exc:

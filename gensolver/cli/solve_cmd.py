@@ -6,8 +6,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from ..errors import MissingExtraError
 from ..model import InstanceError, read_instance
 from ..solvers import BackendUnavailableError, UnknownMethodError, list_methods, solve
 from .choices import MECHANISMS, METHODS, choice
@@ -89,6 +91,8 @@ def solve_command(
             with working(f"{method}: solving {instance.n_bids} bids", enabled=not as_json):
                 result = solve(instance, method=method, time_limit=time_limit, threads=threads, seed=seed,
                                options={"deterministic": True} if deterministic else None)
+    except MissingExtraError:
+        raise  # exit 3 and the pip install line (gensolver.cli.main)
     except (UnknownMethodError, BackendUnavailableError, ValueError) as exc:
         fail(str(exc))
     failed = result.status.value in ("error", "infeasible")
@@ -154,7 +158,8 @@ def methods_command(
     table = Table("method", "kind", "usable here", "description")
     for m in list_methods(only_available=not all_methods):
         ok, why = m.available()
-        table.add_row(m.name, "exact" if m.exact else "approximate", "yes" if ok else f"no: {why}", m.description)
+        table.add_row(m.name, "exact" if m.exact else "approximate", "yes" if ok else escape(f"no: {why}"),
+                      escape(m.description))
     console.print(table)
     from ..mechanisms import DESCRIPTIONS, MECHANISMS
 

@@ -8,6 +8,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
+from ..errors import MissingExtraError
 from ..model import InstanceError, read_instance
 from ..solvers import BackendUnavailableError, UnknownMethodError
 from .choices import MECHANISMS, METHODS, choice
@@ -63,6 +64,8 @@ def verify_command(
                 task = bar.add_task(f"{mechanism}: bidders", total=instance.n_bidders)
                 res = max_regret(mechanism, instance, families=fams, method=solver, time_limit=time_limit,
                                  progress=lambda b, k, n: bar.update(task, completed=k, total=n), **kw)
+    except MissingExtraError:
+        raise  # exit 3 and the pip install line (gensolver.cli.main)
     except (UnknownMechanismError, UnknownMethodError, BackendUnavailableError, ValueError) as exc:
         fail(str(exc))
     worst = res.worst

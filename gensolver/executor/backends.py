@@ -251,7 +251,7 @@ class NvmlBackend:
                 import pynvml as library  # type: ignore[no-redef]
             except ImportError as exc:
                 raise NvmlUnavailableError(
-                    "nvidia-ml-py is not installed (pip install 'gensolver[gpu]'); cannot talk to NVIDIA drivers",
+                    'nvidia-ml-py is not installed (pip install "gensolver[gpu]"); cannot talk to NVIDIA drivers',
                     call="import pynvml") from exc
         self._nv = library
         self._call("nvmlInit")

@@ -2,6 +2,7 @@
 
 from .api import solve
 from .registry import (
+    BackendNotInstalledError,
     BackendUnavailableError,
     Method,
     UnknownMethodError,
@@ -23,4 +24,5 @@ __all__ = [
     "list_methods",
     "UnknownMethodError",
     "BackendUnavailableError",
+    "BackendNotInstalledError",
 ]

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from ..errors import InputTypeError, UnavailableError, UnknownNameError
+from ..errors import InputTypeError, MissingExtraError, UnavailableError, UnknownNameError
 from ..model import Instance
 from ..registry import Registry
 from .result import Allocation
@@ -40,6 +40,11 @@ class UnknownMethodError(UnknownNameError):
 
 class BackendUnavailableError(UnavailableError):
     """The method's backend package (or binary) is not installed on this machine."""
+
+
+class BackendNotInstalledError(BackendUnavailableError, MissingExtraError):
+    """The method's Python package is not installed: the message ends with the ``pip install``
+    line of its extra (the command line exits 3, as for every missing extra)."""
 
 
 @dataclass(frozen=True)
@@ -75,17 +80,21 @@ class Method:
     exact: bool
     requires: tuple[str, ...]
     description: str
-    install_hint: str = "pip install 'gensolver[solvers]'"
+    install_hint: str = 'pip install "gensolver[solvers]"'
     hints: bool = False
     threads: bool = False
     deterministic: bool = False
     check: Callable[[], tuple[bool, str]] | None = None
 
+    def missing(self) -> str | None:
+        """The first package of :attr:`requires` that is not installed, or None."""
+        return next((mod for mod in self.requires if importlib.util.find_spec(mod) is None), None)
+
     def available(self) -> tuple[bool, str]:
         """``(True, "")`` when usable here, else ``(False, reason)``."""
-        for mod in self.requires:
-            if importlib.util.find_spec(mod) is None:
-                return False, f"Python package {mod!r} is not installed ({self.install_hint})"
+        mod = self.missing()
+        if mod is not None:
+            return False, f"Python package {mod!r} is not installed ({self.install_hint})"
         if self.check is not None:
             return self.check()
         return True, ""
@@ -94,7 +103,8 @@ class Method:
         """Import and return the implementing function (raises if unavailable)."""
         ok, why = self.available()
         if not ok:
-            raise BackendUnavailableError(f"method {self.name!r} is unavailable: {why}")
+            cls = BackendNotInstalledError if self.missing() is not None else BackendUnavailableError
+            raise cls(f"method {self.name!r} is unavailable: {why}")
         if callable(self.target):
             return self.target
         module, func = self.target.split(":")
