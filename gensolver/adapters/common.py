@@ -15,12 +15,12 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ..errors import InputError
 from ..executor.plan import ExecutionPlan, Run
 
-__all__ = ["AdapterError", "node_of", "RunGrant", "run_grants", "shares", "write_tree", "FULL_DEVICE_TOLERANCE"]
+__all__ = ["AdapterError", "node_of", "node_field", "RunGrant", "run_grants", "shares", "write_tree", "FULL_DEVICE_TOLERANCE"]
 
 #: a compute share at least ``1 - FULL_DEVICE_TOLERANCE`` is a whole device
 FULL_DEVICE_TOLERANCE = 1e-9
@@ -100,14 +100,35 @@ class RunGrant:
         return f"{self.run.task}.{self.run.index}"
 
 
-def run_grants(plan: ExecutionPlan, nodes: Mapping[str, str], default_node: str | None) -> tuple[RunGrant, ...]:
+def node_field(device: str, nodes: Mapping[str, str], default_field: str = "--node") -> str:
+    """The option or plan place that gave ``device`` its node (for an error naming it)."""
+    if device in nodes:
+        return "--device-map"
+    head, sep, _ = device.rpartition("/")
+    return f"/devices/{device}" if sep and head else default_field
+
+
+def run_grants(plan: ExecutionPlan, nodes: Mapping[str, str], default_node: str | None, *,
+               node_rule: Callable[[str, str], None] | None = None,
+               default_field: str = "--node") -> tuple[RunGrant, ...]:
     """Every run of every task of ``plan`` with its nodes and grant, sorted by (start, task, run).
+
+    Every task and device id is checked by :func:`gensolver.adapters.names.check_id`, every
+    node a run lands on by ``node_rule(node, field)`` (the emitter's node-name rule; ``field``
+    is where the node came from: ``--node``, ``--device-map`` or ``/devices/<id>``).
 
     Raises
     ------
     AdapterError
-        A device without a node, or a ``--device-map`` entry naming no plan device.
+        A device without a node, a ``--device-map`` entry naming no plan device, an id with a
+        control character, a node name the emitter's rule refuses.
     """
+    from .names import check_id
+
+    for task in plan.tasks:
+        check_id("task", task.id, f"/tasks/{task.id!r}")
+    for device in plan.devices:
+        check_id("device", device.id, f"/devices/{device.id!r}")
     known = {d.id for d in plan.devices}
     for name in nodes:
         if name not in known:
@@ -118,6 +139,9 @@ def run_grants(plan: ExecutionPlan, nodes: Mapping[str, str], default_node: str 
     for task in plan.tasks:
         for run in plan.runs(task.id):
             where = [node_of(dev, nodes, default_node) for dev in run.devices]
+            if node_rule is not None:
+                for dev, node in zip(run.devices, where):
+                    node_rule(node, node_field(dev, nodes, default_field))
             per_node = max(where.count(n) for n in set(where))
             shares = []
             for dev in run.devices:

@@ -37,6 +37,7 @@ References
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
@@ -47,6 +48,7 @@ from .common import AdapterError, RunGrant, shares
 
 __all__ = ["Flavor", "FLAVORS", "FlavorOptions", "get_flavor", "NVIDIA_SHARING"]
 
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 #: how the NVIDIA device plugin shares a GPU
 NVIDIA_SHARING = ("timeSlicing", "mps")
 
@@ -72,6 +74,9 @@ class FlavorOptions:
     device_plugin_namespace: str = "kube-system"
 
     def __post_init__(self) -> None:
+        if len(self.queue) > 63 or not _LABEL_VALUE.match(self.queue):
+            raise AdapterError("--queue", f"{self.queue!r} is not a label value (letters, digits, '-', '_' and '.', "
+                                          f"alphanumeric at both ends, at most 63 characters)")
         if self.nvidia_sharing not in NVIDIA_SHARING:
             raise AdapterError("--nvidia-sharing", f"must be one of {', '.join(NVIDIA_SHARING)}, got {self.nvidia_sharing!r}")
         if isinstance(self.replicas, bool) or not isinstance(self.replicas, int) or self.replicas < 1:

@@ -34,6 +34,7 @@ import yaml
 from ..executor.plan import ExecutionPlan
 from .common import AdapterError, RunGrant, run_grants
 from .flavors import FlavorOptions, get_flavor
+from .names import k8s_node
 
 __all__ = ["K8sOptions", "k8s_objects", "dump_yaml", "dns_name", "label_value", "DEFAULT_IMAGE", "WAIT_IMAGE"]
 
@@ -79,6 +80,10 @@ class K8sOptions:
         if not _DNS.match(self.namespace) or len(self.namespace) > 63:
             raise AdapterError("--namespace", f"{self.namespace!r} is not a DNS-1123 label (lower-case letters, "
                                               f"digits and '-', at most 63 characters)")
+        for node in self.nodes.values():
+            k8s_node(node, "--device-map")
+        if self.default_node is not None:
+            k8s_node(self.default_node, "--node")
         if not self.image.strip():
             raise AdapterError("--image", "must not be empty")
         for name, value, positive in (("--time-scale", self.time_scale, True), ("--grace", self.grace, False),
@@ -133,7 +138,7 @@ def k8s_objects(plan: ExecutionPlan, flavor: str, options: K8sOptions) -> list[d
         An unknown flavor, a device without a node.
     """
     fl = get_flavor(flavor)
-    grants = run_grants(plan, options.nodes, options.default_node)
+    grants = run_grants(plan, options.nodes, options.default_node, node_rule=k8s_node)
     prefix = dns_name(plan.name or "plan", limit=30)
     common = {"app.kubernetes.io/managed-by": "gensolver", "gensolver.io/plan": plan.digest}
     out = fl.objects(grants, options.flavor, {"prefix": prefix, "labels": common})

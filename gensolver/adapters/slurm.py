@@ -16,7 +16,13 @@ Every *run* of a task (a stretch without a stop or a device change, see
   task's next run depends (``afterany``) on the previous one;
 - ``--time``: the run's length plus the grace period, in minutes rounded up (Slurm counts
   minutes); the script itself stops the command at the run's end (``timeout``, SIGTERM, then
-  SIGKILL after the grace period), so a late start never runs past the plan's end;
+  SIGKILL after the grace period), so a late start never runs past the plan's end. The time
+  rule: a run whose end has passed at submission is not submitted; one started late gets the
+  remainder, or with less than ``min_run`` seconds left exits :data:`SKIPPED_EXIT` without
+  running its command; a command stopped at its planned end is a planned stop, and the script
+  exits 0 (``COMPLETED``), not 124;
+- ids and option values follow :mod:`gensolver.adapters.names` (refused by name, encoded, or
+  ``shlex``-quoted);
 - the executor's environment: ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``,
   ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``, ``GENSOLVER_MEMORY_LIMIT``, ``GENSOLVER_TASK``,
   ``GENSOLVER_RUN``, ``GENSOLVER_RESUME`` and ``GENSOLVER_RUN_END`` (``CUDA_VISIBLE_DEVICES``
@@ -59,10 +65,11 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import GensolverError, UnavailableError
 from ..executor.plan import ExecutionPlan
 from .common import AdapterError, RunGrant, run_grants, shares, write_tree
+from .names import comment_text, log_folder, safe_token, slurm_node, slurm_partition
 
 __all__ = ["SHARING", "SlurmOptions", "SlurmJob", "SlurmState", "SlurmError", "SlurmUnavailableError",
            "SlurmJournal", "slurm_jobs", "write_slurm", "known_nodes", "submit_plan", "follow", "cancel", "sacct",
-           "TERMINAL_STATES", "SACCT_FIELDS"]
+           "TERMINAL_STATES", "SACCT_FIELDS", "SKIPPED_EXIT"]
 
 #: how a fractional grant is asked of Slurm: ``shard`` (shard:K), ``mps`` (mps:P), ``gpu`` (whole GPU)
 SHARING = ("shard", "mps", "gpu")
@@ -70,6 +77,8 @@ SHARING = ("shard", "mps", "gpu")
 TERMINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
                              "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED"})
 #: the ``sacct --format`` fields read, in order
+#: exit status of a batch script that starts too late to run its command (``EX_TEMPFAIL``)
+SKIPPED_EXIT = 75
 SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "NodeList", "Submit", "Eligible", "Start", "End",
                 "AllocTRES")
 
@@ -105,6 +114,11 @@ class SlurmOptions:
     log_dir : str or None
         Where each job writes its output (``<log_dir>/<job name>.<job id>.log``); ``None``:
         ``/dev/null``.
+    min_run : float
+        Wall seconds a run must have left before its planned end when it starts; with less,
+        the script does not start the command and exits with :data:`SKIPPED_EXIT`.
+    default_field : str
+        The option that gave ``default_node`` (``--node``; ``--device-map`` for ``*=NODE``).
     """
 
     nodes: Mapping[str, str] = field(default_factory=dict)
@@ -115,15 +129,24 @@ class SlurmOptions:
     time_scale: float = 1.0
     grace: float = 10.0
     log_dir: str | None = None
+    min_run: float = 1.0
+    default_field: str = "--node"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nodes", MappingProxyType(dict(self.nodes)))
+        for node in self.nodes.values():
+            slurm_node(node, "--device-map")
+        if self.default_node is not None:
+            slurm_node(self.default_node, self.default_field)
+        slurm_partition(self.partition)
+        log_folder(self.log_dir)
         if self.sharing not in SHARING:
             raise AdapterError("--sharing", f"must be one of {', '.join(SHARING)}, got {self.sharing!r}")
         if isinstance(self.shares_per_gpu, bool) or not isinstance(self.shares_per_gpu, int) \
                 or self.shares_per_gpu < 1:
             raise AdapterError("--shards-per-gpu", f"must be a positive integer, got {self.shares_per_gpu!r}")
-        for name, value, positive in (("--time-scale", self.time_scale, True), ("--grace", self.grace, False)):
+        for name, value, positive in (("--time-scale", self.time_scale, True), ("--grace", self.grace, False),
+                                      ("--min-run", self.min_run, True)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                     or value < 0 or (positive and value == 0):
                 raise AdapterError(name, f"must be a {'positive' if positive else 'non-negative'} number, "
@@ -166,11 +189,13 @@ class SlurmJob:
     time_limit: int
     after: str | None
     script: str
+    token: str = ""
 
     @property
     def file(self) -> str:
-        """The script's file name."""
-        return f"{self.key}.sbatch"
+        """The script's file name: ``<token>.sbatch``, the token the key made safe for a file
+        name (:func:`gensolver.adapters.names.safe_token`)."""
+        return f"{self.token or self.key}.sbatch"
 
 
 @dataclass(frozen=True)
@@ -211,19 +236,27 @@ def _script(plan: ExecutionPlan, grant: RunGrant, job: dict[str, Any], options: 
              "#SBATCH --ntasks-per-node=1",
              f"#SBATCH --gres={job['gres']}",
              f"#SBATCH --time={job['time_limit']}",
-             f"#SBATCH --comment=gensolver-plan-{plan.digest}-run-{grant.key}"]
+             f"#SBATCH --comment=gensolver-plan-{plan.digest}-run-{job['token']}"]
     if options.partition:
         lines.append(f"#SBATCH --partition={options.partition}")
     log = f"{options.log_dir}/%x.%j.log" if options.log_dir else "/dev/null"
     lines.append(f"#SBATCH --output={log}")
-    devices = ", ".join(run.devices)
+    devices = ", ".join(comment_text(d) for d in run.devices)
+    key = shlex.quote(grant.key)
     lines += ["",
-              f"# gensolver plan {plan.name!r} (digest {plan.digest}): task {run.task!r} run {run.index} on {devices}",
+              f"# gensolver plan {comment_text(plan.name)} (digest {plan.digest}): task {comment_text(run.task)} "
+              f"run {run.index} on {devices}",
               f"# plan time [{run.start:g}, {run.end:g}) s; wall time [{job['begin']:g}, {job['end']:g}) s after t0",
               "# t0 (GENSOLVER_T0, epoch seconds) and --begin are given at submission.",
+              f"# A start with less than {options.min_run:g} s left before the planned end does not run the command",
+              f"# (exit {SKIPPED_EXIT}); a command stopped at the planned end exits 0 (a planned stop, not a failure).",
               ': "${GENSOLVER_T0:?submit with --export=ALL,GENSOLVER_T0=<epoch seconds>}"',
               f"end=$(awk -v t0=\"$GENSOLVER_T0\" 'BEGIN {{ printf \"%.3f\", t0 + {job['end']!r} }}')",
               "left=$(awk -v e=\"$end\" -v now=\"$(date +%s.%N)\" 'BEGIN { d = e - now; if (d < 0) d = 0; printf \"%.3f\", d }')",
+              f"if awk -v d=\"$left\" 'BEGIN {{ exit !(d < {options.min_run!r}) }}'; then",
+              f"  printf 'gensolver: run %s has %s s left before its planned end: not started\\n' {key} \"$left\" >&2",
+              f"  exit {SKIPPED_EXIT}",
+              "fi",
               f"export GENSOLVER_TASK={shlex.quote(run.task)}",
               f"export GENSOLVER_RUN={run.index}",
               f"export GENSOLVER_RESUME={1 if run.index else 0}",
@@ -234,11 +267,34 @@ def _script(plan: ExecutionPlan, grant: RunGrant, job: dict[str, Any], options: 
               "export CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=" + ",".join(f"{k}={run.grants[d][0] >> 20}M"
                                                                      for k, d in enumerate(run.devices))]
     if run.command:
-        lines.append(f"exec timeout --signal=TERM --kill-after={options.grace:g} \"$left\" {shlex.join(run.command)}")
+        lines.append(f"timeout --signal=TERM --kill-after={options.grace:g} -- \"$left\" {shlex.join(run.command)}")
     else:
         lines += ["# the plan gives no command: the job holds its grant for its window",
-                  'exec sleep "$left"']
+                  'sleep "$left"']
+    lines += ["rc=$?",
+              "if [ \"$rc\" -eq 124 ] || [ \"$rc\" -eq 137 ]; then",
+              "  if awk -v e=\"$end\" -v now=\"$(date +%s.%N)\" 'BEGIN { exit !(now >= e - 0.05) }'; then",
+              f"    printf 'gensolver: run %s stopped at its planned end\\n' {key} >&2",
+              "    exit 0",
+              "  fi",
+              "fi",
+              'exit "$rc"']
     return "\n".join(lines) + "\n"
+
+
+def _tokens(plan: ExecutionPlan, grants: Sequence[RunGrant]) -> dict[str, str]:
+    """Run key -> its file/job-name token (:func:`gensolver.adapters.names.safe_token`); refuses two
+    task ids that encode alike."""
+    out: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for g in grants:
+        token = f"{safe_token(g.run.task)}.{g.run.index}"
+        if seen.get(token, g.run.task) != g.run.task:
+            raise AdapterError(f"/tasks/{g.run.task!r}", f"task ids {seen[token]!r} and {g.run.task!r} give the same "
+                                                         f"script name {token!r}; rename one")
+        seen[token] = g.run.task
+        out[g.key] = token
+    return out
 
 
 def slurm_jobs(plan: ExecutionPlan, options: SlurmOptions) -> tuple[SlurmJob, ...]:
@@ -247,31 +303,44 @@ def slurm_jobs(plan: ExecutionPlan, options: SlurmOptions) -> tuple[SlurmJob, ..
     Raises
     ------
     AdapterError
-        A device without a node, a ``--device-map`` entry naming no plan device.
+        A device without a node, a ``--device-map`` entry naming no plan device, an id with a
+        control character, a node that is not a Slurm node name (see
+        :mod:`gensolver.adapters.names`).
     """
     out = []
-    for grant in run_grants(plan, options.nodes, options.default_node):
+    grants = run_grants(plan, options.nodes, options.default_node, node_rule=slurm_node,
+                        default_field=options.default_field)
+    tokens = _tokens(plan, grants)
+    for grant in grants:
         run = grant.run
         begin = float(math.ceil(run.start * options.time_scale - 1e-9))
         end = run.end * options.time_scale
-        name, gres = f"gs-{plan.digest}-{grant.key}", _gres(grant, options)
+        token = tokens[grant.key]
+        name, gres = f"gs-{plan.digest}-{token}", _gres(grant, options)
         limit = max(1, math.ceil((end - begin + options.grace) / 60.0))
-        job: dict[str, Any] = {"name": name, "gres": gres, "begin": begin, "end": end, "time_limit": limit}
+        job: dict[str, Any] = {"name": name, "gres": gres, "begin": begin, "end": end, "time_limit": limit,
+                               "token": token}
         after = f"{run.task}.{run.index - 1}" if run.index else None
         out.append(SlurmJob(grant.key, run.task, run.index, name, grant.nodes, gres, begin, end, limit, after,
-                            _script(plan, grant, job, options)))
+                            _script(plan, grant, job, options), token))
     return tuple(out)
 
 
 def _submit_sh(jobs: Sequence[SlurmJob]) -> str:
     lines = ["#!/bin/bash", "# Submit the plan's jobs: t0 is now (or $1, epoch seconds); each job's --begin is",
              "# t0 plus its offset, and a task's next run waits for the previous one (afterany).",
-             "set -euo pipefail", 'cd "$(dirname "$0")"', 't0="${1:-$(date +%s)}"', "declare -A id"]
-    for j in jobs:
-        dep = f' --dependency="afterany:${{id[{j.after}]}}"' if j.after else ""
-        lines.append(f'id[{j.key}]=$(sbatch --parsable --export="ALL,GENSOLVER_T0=$t0" '
-                     f'--begin="$(date -d "@$((t0 + {int(j.begin)}))" +%Y-%m-%dT%H:%M:%S)"{dep} {shlex.quote(j.file)})')
-        lines.append(f'echo "{j.key} ${{id[{j.key}]}}"')
+             "# Prints one line per run: its key (shell-quoted) and its job id.",
+             "set -euo pipefail", 'cd -- "$(dirname -- "$0")"', 't0="${1:-$(date +%s)}"',
+             'case "$t0" in (*[!0-9]*|"") echo "submit.sh: t0 must be epoch seconds" >&2; exit 2;; esac',
+             "declare -a id"]
+    index = {j.key: k for k, j in enumerate(jobs)}
+    for k, j in enumerate(jobs):
+        dep = f' --dependency="afterany:${{id[{index[j.after]}]}}"' if j.after else ""
+        lines.append(f'id[{k}]=$(sbatch --parsable --export="ALL,GENSOLVER_T0=$t0" '
+                     f'--begin="$(date -d "@$((t0 + {int(j.begin)}))" +%Y-%m-%dT%H:%M:%S)"{dep} -- '
+                     f'{shlex.quote(j.file)})')
+        lines.append(f'id[{k}]="${{id[{k}]%%;*}}"')
+        lines.append(f'printf "%s %s\\n" {shlex.quote(shlex.quote(j.key))} "${{id[{k}]}}"')
     return "\n".join(lines) + "\n"
 
 
@@ -314,7 +383,8 @@ class SlurmJournal:
 
     The first record is ``{"event": "plan", "digest", "t0", "time_scale"}``; each submission
     appends ``{"event": "submitted", "key", "job", "name"}`` (flushed and fsynced before the next
-    ``sbatch``), each ``scancel`` ``{"event": "cancelled", "jobs"}``.
+    ``sbatch``), a run not submitted because its window had passed ``{"event": "skipped", "key"}``,
+    each ``scancel`` ``{"event": "cancelled", "jobs"}``.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
@@ -343,6 +413,11 @@ class SlurmJournal:
     def jobs(self) -> dict[str, str]:
         """Run key to Slurm job id, as journaled."""
         return {r["key"]: str(r["job"]) for r in self.records if r.get("event") == "submitted"}
+
+    @property
+    def skipped(self) -> set[str]:
+        """Run keys journaled as not submitted (their planned end had passed)."""
+        return {r["key"] for r in self.records if r.get("event") == "skipped"}
 
     def append(self, record: dict[str, Any]) -> None:
         """Add ``record`` (durably, when the journal has a file)."""
@@ -383,6 +458,12 @@ def known_nodes() -> frozenset[str]:
 def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJournal, script_dir: str | os.PathLike[str],
                 t0: float | None = None, log: Callable[[str], None] = lambda _m: None) -> tuple[float, dict[str, str]]:
     """Submit every run of ``plan`` not yet submitted; return ``(t0, key -> job id)``.
+
+    Time rule: a run whose planned end, less ``options.min_run``, has passed at submission is
+    not submitted (journaled ``skipped``, left out of the result); one submitted in time but
+    started late by Slurm gets the remainder of its window, or, with less than
+    ``options.min_run`` seconds left, exits at once without running its command
+    (:data:`SKIPPED_EXIT`). No run is given more than its planned end plus ``options.grace``.
 
     A run whose id is journaled is adopted; one the journal lacks but the accounting database
     knows by the job's name (a submission cut off before it was journaled) is adopted and
@@ -425,16 +506,22 @@ def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJou
         journal.append({"event": "submitted", "key": key, "job": job_id, "name": name, "adopted": True})
         log(f"adopted {key} as job {job_id} (found by name)")
     known = journal.jobs
+    skipped = journal.skipped
     folder = Path(script_dir)
     folder.mkdir(parents=True, exist_ok=True)
     for j in jobs:
-        if j.key in known:
+        if j.key in known or j.key in skipped:
+            continue
+        if t0 + j.end - options.min_run < time.time():  # its window is over: not submitted (the stated rule)
+            journal.append({"event": "skipped", "key": j.key, "reason": "its planned end has passed"})
+            skipped.add(j.key)
+            log(f"skipped {j.key}: its planned end ({j.end:g} s after t0) has passed")
             continue
         path = folder / j.file
         path.write_text(j.script, encoding="utf-8")
         argv = ["sbatch", "--parsable", f"--job-name={names[j.key]}", f"--export=ALL,GENSOLVER_T0={t0!r}",
                 f"--begin={_stamp(t0 + j.begin)}"]
-        if j.after is not None:
+        if j.after is not None and j.after in known:  # (a skipped previous run leaves nothing to wait for)
             argv.append(f"--dependency=afterany:{known[j.after]}")
         job_id = _call(argv + [str(path)]).strip().split(";")[0]
         if not job_id.isdigit():
@@ -442,7 +529,7 @@ def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJou
         journal.append({"event": "submitted", "key": j.key, "job": job_id, "name": names[j.key]})
         known[j.key] = job_id
         log(f"submitted {j.key} as job {job_id} on {','.join(j.nodes)} with {j.gres}")
-    return t0, {j.key: known[j.key] for j in jobs}
+    return t0, {j.key: known[j.key] for j in jobs if j.key in known}
 
 
 def _tres(text: str) -> dict[str, str]:

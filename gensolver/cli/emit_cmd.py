@@ -47,7 +47,7 @@ def _read(plan_file: Path):
 def _nodes(device_map: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in device_map:
-        name, sep, node = item.partition("=")
+        name, sep, node = item.rpartition("=")
         if not sep or not name or not node:
             fail(f"--device-map expects PLAN_DEVICE=NODE, got {item!r}")
         if name in out:

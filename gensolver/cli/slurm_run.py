@@ -1,7 +1,10 @@
 """``gensolver run PLAN --backend slurm``: submit a plan to Slurm, follow it, cancel on interrupt.
 
 Called from :mod:`gensolver.cli.run_cmd` once the shared options are checked; the Slurm logic
-itself lives in :mod:`gensolver.adapters.slurm`. Exit status: 0 when every job ``COMPLETED``;
+itself lives in :mod:`gensolver.adapters.slurm`. A run stopped at its planned end is a planned
+stop: its script exits 0 and Slurm records it ``COMPLETED``; a run that starts with less than a
+second left before its planned end does not run its command and is reported ``SKIPPED``.
+Exit status: 0 when every job ``COMPLETED`` (planned stops included);
 1 when one ended otherwise, or the run was interrupted (its jobs are cancelled with
 ``scancel``), or ``--timeout`` passed (the jobs keep going; rerun with the same ``--journal`` to
 follow them again - nothing is submitted twice); 2 for bad input; 3 when Slurm's commands are
@@ -35,7 +38,7 @@ def _parse_map(items: list[str]) -> tuple[dict[str, str], str | None]:
     nodes: dict[str, str] = {}
     default = None
     for item in items:
-        name, sep, node = item.partition("=")
+        name, sep, node = item.rpartition("=")
         if not sep or not name or not node:
             fail(f"--device-map expects PLAN_DEVICE=NODE (or *=NODE) with --backend slurm, got {item!r}")
         if name == "*":
@@ -45,6 +48,15 @@ def _parse_map(items: list[str]) -> tuple[dict[str, str], str | None]:
         else:
             nodes[name] = node
     return nodes, default
+
+
+def _outcome(state: str, exit_code: str) -> str:
+    """A job's state for the report: ``SKIPPED`` for a batch script that started too late to run
+    its command (it exits with :data:`gensolver.adapters.slurm.SKIPPED_EXIT`), else Slurm's state.
+    A run stopped at its planned end exits 0 and is ``COMPLETED``."""
+    from ..adapters.slurm import SKIPPED_EXIT
+
+    return "SKIPPED" if state == "FAILED" and exit_code.split(":")[0] == str(SKIPPED_EXIT) else state
 
 
 def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, time_scale: float, grace: float,
@@ -83,7 +95,8 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
             err_console.print(f"[yellow]warning:[/] --time-scale {time_scale:g} is ignored: the journal keeps its "
                               f"time scale {kept:g}", highlight=False, soft_wrap=True)
             time_scale = float(kept)
-        opts = SlurmOptions(nodes=nodes, default_node=default, time_scale=time_scale, grace=grace,
+        opts = SlurmOptions(nodes=nodes, default_node=default, default_field="--device-map", time_scale=time_scale,
+                            grace=grace,
                             log_dir=None if log_dir is None else str(log_dir.resolve()))
         if log_dir is not None:
             log_dir.mkdir(parents=True, exist_ok=True)
@@ -126,16 +139,23 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)
-    ok = all(s.state == "COMPLETED" for s in states.values())
+    skipped = sorted(book.skipped)
+    ok = all(s.state == "COMPLETED" for s in states.values()) and not skipped
+    outcome = {k: _outcome(s.state, s.exit_code) for k, s in states.items()}
     if as_json:
         print_json({"backend": "slurm", "plan": plan.name, "digest": plan.digest, "ok": ok,
-                    "jobs": [{"key": k, "job": s.job_id, "state": s.state, "exit_code": s.exit_code,
+                    "jobs": [{"key": k, "job": s.job_id, "state": s.state, "outcome": outcome[k],
+                              "exit_code": s.exit_code,
                               "nodes": s.nodes, "start": s.start, "end": s.end, "tres": dict(s.tres)}
-                             for k, s in sorted(states.items())]})
+                             for k, s in sorted(states.items())]
+                          + [{"key": k, "job": None, "state": "SKIPPED", "outcome": "SKIPPED", "exit_code": None,
+                              "nodes": None, "start": None, "end": None, "tres": {}} for k in skipped]})
     else:
         console.print(f"[bold]{escape(plan.name or plan_file.name)}[/]: {len(states)} Slurm job(s)")
         for k, s in sorted(states.items()):
-            console.print(f"  {escape(k)}: job {s.job_id} {s.state} (exit {s.exit_code}) on {escape(s.nodes)}, "
+            console.print(f"  {escape(k)}: job {s.job_id} {outcome[k]} (exit {s.exit_code}) on {escape(s.nodes)}, "
                           f"{s.start} .. {s.end}", highlight=False)
+        for k in skipped:
+            console.print(f"  {escape(k)}: SKIPPED (not submitted: its planned end had passed)", highlight=False)
     if not ok:
         raise typer.Exit(EXIT_TASK_FAILED)

@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RUN = "import sys; from gensolver.cli import main; sys.exit(main(sys.argv[1:]))"
 #: seconds a job may start after its begin time (scheduler passes every second, plus sacct's second resolution)
 LATE = 4.0
+#: seconds a job may hold its grant past its planned end (the issue's goal)
+HOLD = 5.0
 
 
 def _plan(tmp_path: Path, instance: str) -> Path:
@@ -98,6 +100,9 @@ def check_against_plan(plan_path: Path, journal: list[dict], rows: dict[str, dic
         if start < math.floor(due) - 1e-6 or start > due + LATE:
             problems.append(f"{key}: started {start - t0:.1f} s after t0, the plan says {run.start * scale:.1f} s")
         starts[key] = (run.start, start)
+        if row["End"] in ("", "Unknown", "None") or _epoch(row["End"]) > t0 + run.end * scale + HOLD:
+            problems.append(f"{key}: held its grant until {row['End']!r}, past its planned end "
+                            f"{run.end * scale:.1f} s after t0 plus {HOLD:g} s")
     for a, (pa, sa) in starts.items():
         for b, (pb, sb) in starts.items():
             if pa < pb and sa > sb:  # (sacct's Start has whole seconds; begin times are rounded up)
@@ -150,7 +155,7 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
     assert submitted.returncode == 0, submitted.stderr
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, (name, out, err)
+        assert proc.returncode == 0, (name, out[-3000:], err[-2000:])
     for name, plan in bundled_plans.items():
         records = _journal(tmp_path / f"{name}.journal")
         rows = _sacct(slurm, [r["job"] for r in records if r["event"] == "submitted"])
@@ -247,11 +252,100 @@ def test_a_failing_command_fails_the_run_and_its_exit_code_is_reported(slurm, tm
                                           "command": ["sh", "-c", "exit 3"]}})
     path = tmp_path / "plan.json"
     write_plan(plan, path)
+    # a window of 60 wall seconds: `true` ends long before it, however late a loaded machine starts it
     rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--device-map",
-                         f"gpu0={slurm.node}", "--json")
+                         f"gpu0={slurm.node}", "--time-scale", "60", "--json")
     assert rc == 1, out + err
     jobs = {j["key"]: j for j in json.loads(out)["jobs"]}
     rows = _sacct(slurm, [j["job"] for j in jobs.values()])
     assert (rows[jobs["ok.0"]["job"]]["State"], rows[jobs["ok.0"]["job"]]["ExitCode"]) == ("COMPLETED", "0:0")
     assert (rows[jobs["bad.0"]["job"]]["State"], rows[jobs["bad.0"]["job"]]["ExitCode"]) == ("FAILED", "3:0")
     assert rows[jobs["bad.0"]["job"]]["AllocTRES"].count("gres/shard=50") == 1
+
+
+def _wait_ended(cluster, ids: list[str], timeout: float = 90.0) -> dict[str, dict[str, str]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = _sacct(cluster, ids)
+        ended = len(rows) == len(ids) and all(r["End"] not in ("", "Unknown", "None") and
+                                              r["State"].split(" ")[0] not in ("PENDING", "RUNNING")
+                                              for r in rows.values())
+        if ended or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.5)
+
+
+def test_late_starts_get_the_remainder_or_do_not_start_and_planned_stops_complete(slurm, tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    """t0 lies 10 s in the past (the submission is late by construction, not by load): a run planned
+    for [0, 30) s starts with the remainder and is stopped at its planned end; one planned for
+    [0, 5) s is over at submission and is not submitted (journaled skipped); one planned for
+    [12, 20) s starts on time and is stopped at its end. None holds its grant past its planned end
+    plus 5 s (sacct's End), and every stop at a planned end is COMPLETED 0:0, not FAILED 124."""
+    from gensolver.adapters.slurm import SKIPPED_EXIT, SlurmJournal, SlurmOptions, submit_plan
+    from gensolver.executor import write_plan
+    from tests.executor.helpers import plan_of
+
+    marker = tmp_path / "started"
+    marker.mkdir()
+    hold = ["sh", "-c", f'touch "{marker}/$GENSOLVER_TASK"; exec sleep 1000']
+    plan = plan_of({"gpu0": 40, "gpu1": 40, "gpu2": 40},
+                   {"late": {"at": [("gpu0", 0, 30)], "memory": 10, "compute": 0.5, "command": hold},
+                    "gone": {"at": [("gpu1", 0, 5)], "memory": 10, "compute": 0.5, "command": hold},
+                    "ontime": {"at": [("gpu2", 12, 20)], "memory": 40, "command": hold}})
+    write_plan(plan, tmp_path / "plan.json")
+    monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])
+    t0 = time.time() - 10
+    journal = SlurmJournal(tmp_path / "j.journal")
+    _, ids = submit_plan(plan, SlurmOptions(default_node=slurm.node, grace=1), journal=journal,
+                         script_dir=tmp_path / "scripts", t0=t0)
+    # [0, 5) had ended 5 s before the submission: not submitted at all
+    assert "gone.0" not in ids and journal.skipped == {"gone.0"} and "gone.0" not in SlurmJournal(journal.path).jobs
+    rows = _wait_ended(slurm, list(ids.values()))
+    got = {k: rows[v] for k, v in ids.items()}
+    ends = {"late.0": 30, "ontime.0": 20}
+    for key, row in got.items():
+        assert row["End"] not in ("", "Unknown", "None"), (key, row)
+        assert _epoch(row["End"]) <= t0 + ends[key] + HOLD, (key, row["End"], t0)
+    assert not (marker / "gone").exists()
+    assert (got["ontime.0"]["State"], got["ontime.0"]["ExitCode"]) == ("COMPLETED", "0:0")
+    assert (marker / "ontime").exists() and _epoch(got["ontime.0"]["Start"]) >= math.floor(t0 + 12)
+    # the late run: stopped at its end (COMPLETED) when it started with at least 1 s left, else skipped
+    late = got["late.0"]
+    if (marker / "late").exists():
+        assert (late["State"], late["ExitCode"]) == ("COMPLETED", "0:0"), late
+    else:
+        assert (late["State"], late["ExitCode"]) == ("FAILED", f"{SKIPPED_EXIT}:0"), late
+
+
+def test_a_planned_stop_exits_0_and_odd_task_ids_run_as_named(slurm, tmp_path: Path, monkeypatch, capsys) -> None:
+    """`gensolver run --backend slurm` on tasks whose ids start with '-', hold a space, a '/' or shell
+    syntax: every job runs (the command sees its own id) and is stopped at its planned end; the
+    run exits 0; no payload ran."""
+    from gensolver.executor import write_plan
+    from tests.executor.helpers import plan_of
+
+    marker = tmp_path / "seen"
+    marker.mkdir()
+    ids = ["-rf", "a b", "x/y", "$(touch PWNED)", "'; touch PWNED; '"]
+    hold = [sys.executable, "-c", "import os, sys, time; open(os.path.join(sys.argv[1], "
+            "str(abs(hash(os.environ['GENSOLVER_TASK'])))), 'w').write(os.environ['GENSOLVER_TASK']); time.sleep(1000)",
+            str(marker)]
+    plan = plan_of({f"gpu{k}": 40 for k in range(len(ids))},
+                   {t: {"at": [(f"gpu{k}", 0, 1)], "memory": 10, "compute": 0.25, "command": hold}
+                    for k, t in enumerate(ids)})
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--device-map",
+                         f"*={slurm.node}", "--time-scale", "8", "--grace", "1", "--json",
+                         "--journal", str(tmp_path / "j.journal"))
+    assert rc == 0, out + err
+    jobs = json.loads(out)["jobs"]
+    assert sorted(j["key"] for j in jobs) == sorted(f"{t}.0" for t in ids)
+    assert {(j["state"], j["exit_code"]) for j in jobs} == {("COMPLETED", "0:0")}
+    assert sorted(p.read_text() for p in marker.iterdir()) == sorted(ids)
+    assert not list(tmp_path.rglob("PWNED")) and not (ROOT / "PWNED").exists()
+    rows = _sacct(slurm, [j["job"] for j in jobs])
+    records = _journal(tmp_path / "j.journal")
+    assert check_against_plan(path, records, rows, slurm.node, slurm.shards_per_gpu, 8.0) == []

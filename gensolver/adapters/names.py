@@ -1,0 +1,121 @@
+"""One id and name policy for every emitter (Slurm scripts, Kubernetes objects).
+
+A plan's ids (tasks, devices) and the options an emitter takes (nodes, partition, log folder)
+end up in shell scripts, ``#SBATCH`` directives, file names, Slurm job names, Kubernetes names,
+label values and node selectors. The rule, the same for every emitter:
+
+- **Refused by name** (:class:`~gensolver.adapters.common.AdapterError`, before anything is
+  written or submitted): a task or device id with a control character (a newline, a tab, ...);
+  a node name that is not a valid host name for the target (Slurm: ``[A-Za-z0-9._-]``, a letter
+  or digit first, at most 64 characters; Kubernetes: a lower-case DNS-1123 subdomain of at most
+  63 characters, as the ``kubernetes.io/hostname`` label value must be); a Slurm partition that
+  is not ``[A-Za-z0-9._-]`` (a letter or digit first); a log folder with white space, quotes or
+  shell characters.
+- **Encoded**: everything else. A task id becomes a file name and a job-name part by
+  :func:`safe_token` (kept as is when it is already ``[A-Za-z0-9][A-Za-z0-9._+-]*`` and short,
+  else its unsafe characters replaced and a digest of the original appended, so that distinct
+  ids stay distinct); Kubernetes names and label values by ``dns_name``/``label_value`` of
+  :mod:`gensolver.adapters.k8s`.
+- **Quoted**: every value that reaches a shell command is passed through :func:`shlex.quote`;
+  every value in a comment through :func:`comment_text` (JSON string escapes, ASCII only), so
+  no input ever starts a line of its own.
+
+References
+----------
+.. [RFC1123] Kubernetes object names and IDs (DNS-1123 label and subdomain),
+   https://kubernetes.io/docs/concepts/overview/working-with-objects/names/
+.. [SLURMCONF] ``slurm.conf(5)``: ``NodeName``, ``PartitionName``,
+   https://slurm.schedmd.com/slurm.conf.html
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Callable
+
+from .common import AdapterError
+
+__all__ = ["check_id", "safe_token", "comment_text", "slurm_node", "k8s_node", "slurm_partition", "log_folder",
+           "NodeRule"]
+
+#: a node-name rule: ``rule(node, field)`` raises :class:`AdapterError` naming ``field``
+NodeRule = Callable[[str, str], None]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_SLURM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_PATH = re.compile(r"^[A-Za-z0-9._/%@+,:=-]+$")
+
+
+def check_id(kind: str, value: str, field: str) -> None:
+    """Refuse an id with a control character (it would start a line of its own in a script).
+
+    >>> check_id("task", "train-7", "/tasks/train-7")
+    >>> check_id("task", "a\\nb", "/tasks/0")
+    Traceback (most recent call last):
+    ...
+    gensolver.adapters.common.AdapterError: /tasks/0: task id 'a\\nb' has a control character ...
+    """
+    if _CONTROL.search(value):
+        raise AdapterError(field, f"{kind} id {value!r} has a control character (a newline, a tab, ...); "
+                                  f"rename it in the plan")
+
+
+def safe_token(text: str, limit: int = 40) -> str:
+    """``text`` as a file-name and job-name part: ``[A-Za-z0-9._+-]``, a letter or digit first.
+
+    Kept as is when already so (and at most ``limit`` characters); otherwise the unsafe
+    characters become ``_`` and ``-`` plus 8 hex digits of the original's SHA-256 is appended.
+
+    >>> safe_token("train-7")
+    'train-7'
+    >>> safe_token("-rm -rf /")
+    'rm_-rf-0bdecab7'
+    """
+    if _SAFE.match(text) and len(text) <= limit:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    body = re.sub(r"[^A-Za-z0-9._+-]+", "_", text)
+    body = re.sub(r"^[^A-Za-z0-9]+", "", body)[: limit - 9].rstrip("_")
+    return f"{body}-{digest}" if body else f"x-{digest}"
+
+
+def comment_text(text: str) -> str:
+    """``text`` quoted for a comment line: a JSON string, ASCII only (no line breaks possible).
+
+    >>> comment_text('a"b\\nc')
+    '"a\\\\"b\\\\nc"'
+    """
+    return json.dumps(text, ensure_ascii=True)
+
+
+def slurm_node(node: str, field: str) -> None:
+    """Refuse ``node`` unless it is a Slurm node name (``[A-Za-z0-9._-]``, 64 characters at most)."""
+    if not _SLURM_NAME.match(node) or len(node) > 64:
+        raise AdapterError(field, f"node {node!r} is not a Slurm node name (letters, digits, '.', '_' and '-', "
+                                  f"a letter or digit first, at most 64 characters)")
+
+
+def k8s_node(node: str, field: str) -> None:
+    """Refuse ``node`` unless it is a Kubernetes node name usable as the ``kubernetes.io/hostname``
+    label value: a lower-case DNS-1123 subdomain of at most 63 characters [RFC1123]_."""
+    if len(node) > 63 or not all(_DNS_LABEL.match(part) for part in node.split(".")):
+        raise AdapterError(field, f"node {node!r} is not a Kubernetes node name (lower-case DNS-1123 subdomain: "
+                                  f"letters, digits, '-' and '.', at most 63 characters)")
+
+
+def slurm_partition(name: str | None) -> None:
+    """Refuse a ``--partition`` that is not a Slurm partition name."""
+    if name is not None and (not _SLURM_NAME.match(name) or len(name) > 64):
+        raise AdapterError("--partition", f"{name!r} is not a Slurm partition name (letters, digits, '.', '_' "
+                                          f"and '-', a letter or digit first, at most 64 characters)")
+
+
+def log_folder(path: str | None) -> None:
+    """Refuse a ``--log-dir`` that a ``#SBATCH --output=`` directive cannot carry unquoted."""
+    if path is not None and (not _PATH.match(path) or path.startswith("-")):
+        raise AdapterError("--log-dir", f"{path!r}: use a folder name of letters, digits and ._/%@+,:=- only "
+                                        f"(it goes into an #SBATCH directive)")
