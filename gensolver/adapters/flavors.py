@@ -9,13 +9,17 @@ flavor.
 =========  =======================================================================================
 flavor     a fraction ``f`` of one device
 =========  =======================================================================================
-nvidia     NVIDIA device plugin with shared replicas: ``nvidia.com/gpu: ceil(f * R)`` of ``R``
-           replicas per GPU under time-slicing, or one of ``R = floor(1 / max f)`` equal MPS
-           replicas (per device of a gang); the plugin's sharing config is emitted as a
-           ConfigMap [DP]_. The plugin, not the plan, picks which GPU's replicas a pod gets.
-hami       HAMi: ``nvidia.com/gpu: 1``, ``nvidia.com/gpumem`` (MiB), ``nvidia.com/gpucores``
-           (percent of the device's cores) [HAMI]_.
-kai        KAI scheduler: the ``gpu-fraction`` pod annotation (``gpu-fraction-num-devices``
+nvidia     NVIDIA device plugin with shared replicas: one replica (``nvidia.com/gpu: 1``) of
+           ``R = --replicas`` per GPU under time-slicing (``failRequestsGreaterThanOne``),
+           or of ``R = floor(1 / max f) >= 2`` equal MPS replicas; the plugin's sharing
+           config is emitted as a ConfigMap [DP]_. Refused: a plan mixing whole and shared
+           runs (the plugin shares every GPU alike: no whole GPU would be exclusive), a
+           shared gang, an MPS share over 1/2, more runs at once on a device than ``R``.
+hami       HAMi: ``nvidia.com/gpu: 1``, ``nvidia.com/gpumem`` (MiB, rounded up; left out for
+           a grant without memory) and ``nvidia.com/gpucores`` (percent, rounded up) [HAMI]_.
+kai        KAI scheduler: the ``gpu-memory`` pod annotation (MiB, rounded up), or for a run
+           without memory or a gang ``gpu-fraction`` strictly below 1 (a share that rounds to
+           1 is a whole GPU) (``gpu-fraction-num-devices``
            for a gang), ``schedulerName: kai-scheduler`` and the ``kai.scheduler/queue``
            label [KAI]_.
 kueue      Kueue: the ``kueue.x-k8s.io/queue-name`` label on a suspended Job (Kueue admits and
@@ -44,11 +48,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
-from .common import AdapterError, RunGrant, shares
+from .common import AdapterError, RunGrant
 
 __all__ = ["Flavor", "FLAVORS", "FlavorOptions", "get_flavor", "NVIDIA_SHARING"]
 
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+MIB = 1 << 20
 #: how the NVIDIA device plugin shares a GPU
 NVIDIA_SHARING = ("timeSlicing", "mps")
 
@@ -130,26 +135,55 @@ def _mps_replicas(grants: Sequence[RunGrant]) -> int:
     return max(1, math.floor(1.0 / max(fractions) + 1e-9)) if fractions else 1
 
 
-def _nvidia_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOptions) -> Pod:
-    if _whole(grant):
-        if options.nvidia_sharing == "timeSlicing" and any(not _whole(g) for g in grants):
-            return Pod({"nvidia.com/gpu": grant.devices_per_node * options.replicas})
-        if options.nvidia_sharing == "mps" and any(not _whole(g) for g in grants):
-            return Pod({"nvidia.com/gpu": grant.devices_per_node * _mps_replicas(grants)})
-        return Pod({"nvidia.com/gpu": grant.devices_per_node})
+def _check_nvidia_sharing(grants: Sequence[RunGrant], options: FlavorOptions) -> None:
+    """Refuse what the NVIDIA device plugin cannot do as the plan means it [DP]_: a plan that mixes
+    whole-GPU and shared runs (the plugin shares every GPU alike, so a whole GPU would not be
+    exclusive: replicas of one request may come from different GPUs); a shared gang (a container
+    gets one shared replica at most); under MPS, a share over 1/2 (fewer than 2 replicas: the
+    plugin does not share); under time-slicing, more runs at once on one plan device than
+    ``--replicas``."""
+    shared = [g for g in grants if not _whole(g)]
+    if not shared:
+        return
+    whole = [g for g in grants if _whole(g)]
+    if whole:
+        raise AdapterError("--flavor", f"nvidia sharing cannot keep run {whole[0].key!r} on a whole GPU while run "
+                                       f"{shared[0].key!r} shares one: the device plugin shares every GPU of its "
+                                       f"config alike; use --flavor hami or kai")
+    gang = next((g for g in shared if g.devices_per_node > 1 or len(g.run.devices) > 1), None)
+    if gang is not None:
+        raise AdapterError("--flavor", f"run {gang.key!r} shares several GPUs; the device plugin gives a container one "
+                                       f"shared replica at most; use --flavor kai")
     if options.nvidia_sharing == "mps":
+        if _mps_replicas(grants) < 2:
+            big = max(shared, key=lambda g: g.fraction)
+            raise AdapterError("--nvidia-sharing", f"run {big.key!r} needs {big.fraction:.3g} of a GPU; MPS replicas "
+                                                   f"are equal and at least 2 per GPU (1/2 each at most)")
+        return
+    for g in shared:
+        for dev in g.run.devices:
+            at = sum(1 for o in shared if dev in o.run.devices and o.run.start <= g.run.start < o.run.end)
+            if at > options.replicas:
+                raise AdapterError("--replicas", f"{at} runs share plan device {dev!r} at {g.run.start:g} s, more "
+                                                 f"than --replicas {options.replicas}")
+
+
+def _nvidia_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOptions) -> Pod:
+    _check_nvidia_sharing(grants, options)
+    if _whole(grant):
         return Pod({"nvidia.com/gpu": grant.devices_per_node})
-    return Pod({"nvidia.com/gpu": grant.devices_per_node * shares(grant.fraction, options.replicas)})
+    return Pod({"nvidia.com/gpu": 1})  # one replica: time-slicing caps pods per GPU, MPS splits it equally
 
 
 def _nvidia_objects(grants: Sequence[RunGrant], options: FlavorOptions, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    _check_nvidia_sharing(grants, options)
     if all(_whole(g) for g in grants):
         return []  # no sharing: the device plugin's default (one pod per GPU) is what the plan asks
     sharing: dict[str, Any]
     if options.nvidia_sharing == "mps":
         sharing = {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": _mps_replicas(grants)}]}}
     else:
-        sharing = {"timeSlicing": {"failRequestsGreaterThanOne": False,
+        sharing = {"timeSlicing": {"failRequestsGreaterThanOne": True,
                                    "resources": [{"name": "nvidia.com/gpu", "replicas": options.replicas}]}}
     config = {"version": "v1", "flags": {"migStrategy": "none"}, "sharing": sharing}
     return [{"apiVersion": "v1", "kind": "ConfigMap",
@@ -159,18 +193,27 @@ def _nvidia_objects(grants: Sequence[RunGrant], options: FlavorOptions, meta: Ma
 
 
 def _hami_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOptions) -> Pod:
+    """HAMi: memory in MiB rounded up (never below the grant; a grant without memory asks HAMi's
+    default, not 1 MiB) and compute in percent rounded up [HAMI]_."""
     limits: dict[str, int | str] = {"nvidia.com/gpu": grant.devices_per_node}
-    if not _whole(grant) or grant.memory:
-        limits["nvidia.com/gpumem"] = max(1, grant.memory >> 20)
+    if grant.memory > 0:
+        limits["nvidia.com/gpumem"] = -(-grant.memory // MIB)
     limits["nvidia.com/gpucores"] = max(1, min(100, math.ceil(grant.compute * 100 - 1e-9)))
     return Pod(limits)
 
 
 def _kai_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOptions) -> Pod:
+    """KAI: a shared run asks its memory (``gpu-memory``, MiB rounded up); one without memory, or a
+    gang, ``gpu-fraction`` strictly between 0 and 1 (two decimals, rounded up); a share that
+    rounds to 1 takes a whole GPU [KAI]_. KAI packs by the number; it caps neither dimension."""
     labels = {"kai.scheduler/queue": options.queue}
-    if _whole(grant):
+    fraction = math.ceil(grant.fraction * 100 - 1e-9) / 100
+    if _whole(grant) or fraction >= 1.0:
         return Pod({"nvidia.com/gpu": grant.devices_per_node}, pod_labels=labels)
-    fraction = min(1.0, math.ceil(grant.fraction * 100 - 1e-9) / 100)
+    if grant.memory > 0 and grant.devices_per_node == 1:
+        # memory, the dimension a co-tenant cannot borrow, in MiB rounded up: shares the plan fits
+        # exactly never overfill (a fraction max(compute, memory) per run would: 0.8 + 0.8)
+        return Pod({}, annotations={"gpu-memory": str(-(-grant.memory // MIB))}, pod_labels=labels)
     annotations = {"gpu-fraction": f"{fraction:g}"}
     if grant.devices_per_node > 1:
         annotations["gpu-fraction-num-devices"] = str(grant.devices_per_node)

@@ -459,6 +459,9 @@ def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJou
                 t0: float | None = None, log: Callable[[str], None] = lambda _m: None) -> tuple[float, dict[str, str]]:
     """Submit every run of ``plan`` not yet submitted; return ``(t0, key -> job id)``.
 
+    Without a journaled ``t0`` and without ``t0``, ``t0`` is now plus 1 s plus 0.25 s per job:
+    the time the submission itself takes does not come out of the first runs' windows.
+
     Time rule: a run whose planned end, less ``options.min_run``, has passed at submission is
     not submitted (journaled ``skipped``, left out of the result); one submitted in time but
     started late by Slurm gets the remainder of its window, or, with less than
@@ -486,8 +489,8 @@ def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJou
             raise AdapterError("--device-map", f"run {j.key} would go to node(s) {', '.join(unknown)}, which Slurm "
                                                f"does not have (its nodes: {', '.join(sorted(nodes)) or 'none'})")
     head = journal.head
-    if head is None:
-        t0 = time.time() if t0 is None else t0
+    if head is None:  # t0 leaves the submission itself time (1 s plus 0.25 s a job), so it eats no window
+        t0 = time.time() + 1.0 + 0.25 * len(jobs) if t0 is None else t0
         journal.append({"event": "plan", "backend": "slurm", "digest": plan.digest, "t0": t0,
                         "time_scale": options.time_scale})
     else:

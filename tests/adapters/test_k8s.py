@@ -14,6 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from gensolver.adapters.common import AdapterError
 from gensolver.adapters.flavors import FLAVORS, FlavorOptions
 from gensolver.adapters.k8s import K8sOptions, dns_name, k8s_objects
 from gensolver.executor import read_plan
@@ -57,9 +58,13 @@ def test_every_bundled_plan_gives_valid_objects_where_the_plan_put_them(bundled_
     flavor = flavor.removesuffix("-mps")
     for name, path in bundled_plans.items():
         plan = read_plan(path)
-        objects = k8s_objects(plan, flavor, K8sOptions(default_node="node-a", time_scale=0.5,
-                                                       start_at=1.8e9 if flavor == "hami" else None,
-                                                       flavor=FlavorOptions(nvidia_sharing=sharing)))
+        try:
+            objects = k8s_objects(plan, flavor, K8sOptions(default_node="node-a", time_scale=0.5,
+                                                           start_at=1.8e9 if flavor == "hami" else None,
+                                                           flavor=FlavorOptions(nvidia_sharing=sharing)))
+        except AdapterError as exc:  # the device plugin cannot take it as meant (tests/adapters/test_upstream.py)
+            assert flavor in ("nvidia", "kueue") and exc.field in ("--flavor", "--nvidia-sharing"), exc
+            continue
         for obj in objects:
             assert k8s_problems(obj) == [], (name, obj["metadata"]["name"])
         jobs = [o for o in objects if o["kind"] == "Job"]
@@ -76,51 +81,19 @@ def test_every_bundled_plan_gives_valid_objects_where_the_plan_put_them(bundled_
             assert int(env["GENSOLVER_MEMORY_LIMIT"]) == run.memory
             limits = spec["containers"][0].get("resources", {}).get("limits", {})
             if flavor == "hami":
-                assert limits["nvidia.com/gpumem"] == run.memory >> 20
+                assert limits["nvidia.com/gpumem"] == -(-run.memory // (1 << 20))  # MiB, rounded up
                 assert limits["nvidia.com/gpucores"] == math.ceil(run.compute * 100 - 1e-9)
                 assert spec["initContainers"][0]["name"] == "wait-for-start"
             if flavor == "kai" and "nvidia.com/gpu" not in limits:
-                fraction = float(job["spec"]["template"]["metadata"]["annotations"]["gpu-fraction"])
-                cap = plan.device(run.devices[0]).memory
-                assert fraction >= max(run.compute, run.memory / cap) - 1e-9 and fraction < 1
-            if flavor == "nvidia" and sharing == "mps" and "nvidia.com/gpu" in limits:
-                (config,) = [o for o in objects if o["kind"] == "ConfigMap"] or [None]
-                if config is not None:  # equal MPS replicas, each at least as large as any shared run
-                    replicas = yaml.safe_load(config["data"]["gensolver"])["sharing"]["mps"]["resources"][0]["replicas"]
+                ann = job["spec"]["template"]["metadata"]["annotations"]
+                if "gpu-memory" in ann:
+                    assert int(ann["gpu-memory"]) == -(-run.memory // (1 << 20))
+                else:
+                    fraction = float(ann["gpu-fraction"])
                     cap = plan.device(run.devices[0]).memory
-                    share = max(run.compute, run.memory / cap)
-                    assert limits["nvidia.com/gpu"] in (len(run.devices), len(run.devices) * replicas)
-                    if limits["nvidia.com/gpu"] == len(run.devices) and share < 1:
-                        assert 1 / replicas >= share - 1e-9
+                    assert fraction >= max(run.compute, run.memory / cap) - 1e-9 and fraction < 1
             if flavor == "kueue":
                 assert meta["labels"]["kueue.x-k8s.io/queue-name"] == "gensolver" and job["spec"]["suspend"] is True
-
-
-@pytest.mark.parametrize("flavor", ["nvidia", "kueue"])
-def test_time_slicing_replicas_fit_each_device_at_every_instant(bundled_plans, flavor: str) -> None:
-    """Rounding each share up to whole replicas never asks a device for more than its replicas,
-    as long as the plan's own shares leave room (checked by summing the requests per device)."""
-    for name, path in bundled_plans.items():
-        plan = read_plan(path)
-        opts = FlavorOptions(replicas=100)
-        objects = k8s_objects(plan, flavor, K8sOptions(default_node="node-a", flavor=opts))
-        jobs = [o for o in objects if o["kind"] == "Job"]
-        by_device: dict[str, list[tuple[float, float, int]]] = {}
-        for job in jobs:
-            ann = job["metadata"]["annotations"]
-            want = job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
-            devices = ann["gensolver.io/devices"].split(",")
-            for dev in devices:  # a gang's request is per node: its devices share it equally
-                by_device.setdefault(dev, []).append((float(ann["gensolver.io/start"]), float(ann["gensolver.io/end"]),
-                                                      want / len(devices)))
-        for dev, spans in by_device.items():
-            for t, _, _ in spans:
-                used = sum(w for s, e, w in spans if s <= t < e)
-                # a share rounded up costs at most one replica more than the plan's share
-                plan_share = sum(max(e.compute, e.memory / plan.device(dev).memory)
-                                 for e in plan.device(dev).entries if e.start <= t < e.end)
-                running = sum(1 for s, e, _ in spans if s <= t < e)
-                assert used <= math.ceil(plan_share * 100 - 1e-9) + running, (name, dev, t)
 
 
 def test_the_checker_refuses_what_a_cluster_refuses() -> None:
