@@ -34,7 +34,7 @@ import yaml
 from ..executor.plan import ExecutionPlan
 from .common import AdapterError, RunGrant, run_grants
 from .flavors import FlavorOptions, get_flavor
-from .names import k8s_node
+from .names import k8s_node, k8s_quantity
 
 __all__ = ["K8sOptions", "k8s_objects", "dump_yaml", "dns_name", "label_value", "DEFAULT_IMAGE", "WAIT_IMAGE"]
 
@@ -64,6 +64,10 @@ class K8sOptions:
     grace : float
         ``terminationGracePeriodSeconds`` and the slack of ``activeDeadlineSeconds``.
     flavor : FlavorOptions
+    cpu, memory : str or None
+        CPU and host-memory request of every container (Kubernetes quantities: ``2``, ``500m``,
+        ``16Gi``); memory is also its limit. ``None``: no request (a BestEffort pod when
+        neither is given and the flavor sets no GPU limit).
     """
 
     nodes: Mapping[str, str] = field(default_factory=dict)
@@ -74,8 +78,12 @@ class K8sOptions:
     time_scale: float = 1.0
     grace: float = 10.0
     flavor: FlavorOptions = field(default_factory=FlavorOptions)
+    cpu: str | None = None
+    memory: str | None = None
 
     def __post_init__(self) -> None:
+        k8s_quantity(self.cpu, "--cpu")
+        k8s_quantity(self.memory, "--memory")
         object.__setattr__(self, "nodes", MappingProxyType(dict(self.nodes)))
         if not _DNS.match(self.namespace) or len(self.namespace) > 63:
             raise AdapterError("--namespace", f"{self.namespace!r} is not a DNS-1123 label (lower-case letters, "
@@ -157,8 +165,15 @@ def k8s_objects(plan: ExecutionPlan, flavor: str, options: K8sOptions) -> list[d
                                      "env": _env(g, None if options.start_at is None else options.start_at + end)}
         if run.command:
             container["command"] = list(run.command)
-        if pod.limits:
-            container["resources"] = {"limits": dict(pod.limits)}
+        resources: dict[str, Any] = {}
+        requests = {k: v for k, v in (("cpu", options.cpu), ("memory", options.memory)) if v is not None}
+        if requests:
+            resources["requests"] = requests
+        limits = dict(pod.limits, **({"memory": options.memory} if options.memory is not None else {}))
+        if limits:
+            resources["limits"] = limits
+        if resources:
+            container["resources"] = resources
         spec: dict[str, Any] = {"restartPolicy": "Never", "terminationGracePeriodSeconds": math.ceil(options.grace),
                                 **_affinity(g.nodes), "containers": [container]}
         if fl.scheduler:

@@ -38,7 +38,7 @@ from typing import Callable
 from .common import AdapterError
 
 __all__ = ["check_id", "safe_token", "comment_text", "slurm_node", "k8s_node", "slurm_partition", "log_folder",
-           "NodeRule"]
+           "NodeRule", "k8s_quantity", "slurm_memory", "positive_int"]
 
 #: a node-name rule: ``rule(node, field)`` raises :class:`AdapterError` naming ``field``
 NodeRule = Callable[[str, str], None]
@@ -119,3 +119,27 @@ def log_folder(path: str | None) -> None:
     if path is not None and (not _PATH.match(path) or path.startswith("-")):
         raise AdapterError("--log-dir", f"{path!r}: use a folder name of letters, digits and ._/%@+,:=- only "
                                         f"(it goes into an #SBATCH directive)")
+
+
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$")
+_SLURM_MEM = re.compile(r"^[1-9][0-9]*[KMGT]?$")
+
+
+def k8s_quantity(value: str | None, field: str) -> None:
+    """Refuse a CPU or memory amount that is not a plain Kubernetes quantity (``500m``, ``2``,
+    ``4Gi``); ``None`` passes."""
+    if value is not None and not _QUANTITY.match(value):
+        raise AdapterError(field, f"{value!r} is not a Kubernetes quantity (e.g. 500m, 2, 4Gi)")
+
+
+def slurm_memory(value: str | None, field: str = "--mem") -> None:
+    """Refuse a ``--mem`` that is not a Slurm memory size (``4096``, ``16G``); ``None`` passes."""
+    if value is not None and not _SLURM_MEM.match(value):
+        raise AdapterError(field, f"{value!r} is not a Slurm memory size (a positive integer, optionally K, M, G "
+                                  f"or T, e.g. 16G)")
+
+
+def positive_int(value: int | None, field: str) -> None:
+    """Refuse anything but ``None`` or a positive integer."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise AdapterError(field, f"must be a positive integer, got {value!r}")

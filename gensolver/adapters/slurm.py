@@ -65,7 +65,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import GensolverError, UnavailableError
 from ..executor.plan import ExecutionPlan
 from .common import AdapterError, RunGrant, run_grants, shares, write_tree
-from .names import comment_text, log_folder, safe_token, slurm_node, slurm_partition
+from .names import comment_text, log_folder, positive_int, safe_token, slurm_memory, slurm_node, slurm_partition
 
 __all__ = ["SHARING", "SlurmOptions", "SlurmJob", "SlurmState", "SlurmError", "SlurmUnavailableError",
            "SlurmJournal", "slurm_jobs", "write_slurm", "known_nodes", "submit_plan", "follow", "cancel", "sacct",
@@ -114,6 +114,10 @@ class SlurmOptions:
     log_dir : str or None
         Where each job writes its output (``<log_dir>/<job name>.<job id>.log``); ``None``:
         ``/dev/null``.
+    cpus : int or None
+        ``--cpus-per-task`` of every job (``None``: the cluster's default).
+    mem : str or None
+        ``--mem`` of every job, host memory per node (``16G``; ``None``: the cluster's default).
     min_run : float
         Wall seconds a run must have left before its planned end when it starts; with less,
         the script does not start the command and exits with :data:`SKIPPED_EXIT`.
@@ -129,6 +133,8 @@ class SlurmOptions:
     time_scale: float = 1.0
     grace: float = 10.0
     log_dir: str | None = None
+    cpus: int | None = None
+    mem: str | None = None
     min_run: float = 1.0
     default_field: str = "--node"
 
@@ -140,6 +146,8 @@ class SlurmOptions:
             slurm_node(self.default_node, self.default_field)
         slurm_partition(self.partition)
         log_folder(self.log_dir)
+        positive_int(self.cpus, "--cpus")
+        slurm_memory(self.mem)
         if self.sharing not in SHARING:
             raise AdapterError("--sharing", f"must be one of {', '.join(SHARING)}, got {self.sharing!r}")
         if isinstance(self.shares_per_gpu, bool) or not isinstance(self.shares_per_gpu, int) \
@@ -239,6 +247,10 @@ def _script(plan: ExecutionPlan, grant: RunGrant, job: dict[str, Any], options: 
              f"#SBATCH --comment=gensolver-plan-{plan.digest}-run-{job['token']}"]
     if options.partition:
         lines.append(f"#SBATCH --partition={options.partition}")
+    if options.cpus is not None:
+        lines.append(f"#SBATCH --cpus-per-task={options.cpus}")
+    if options.mem is not None:
+        lines.append(f"#SBATCH --mem={options.mem}")
     log = f"{options.log_dir}/%x.%j.log" if options.log_dir else "/dev/null"
     lines.append(f"#SBATCH --output={log}")
     devices = ", ".join(comment_text(d) for d in run.devices)

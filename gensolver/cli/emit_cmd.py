@@ -96,6 +96,8 @@ def emit_slurm(
     time_scale: float = typer.Option(1.0, "--time-scale", help="Wall seconds per plan second."),
     grace: float = typer.Option(10.0, "--grace", help="Seconds between SIGTERM and SIGKILL at a run's end."),
     log_dir: Optional[str] = typer.Option(None, "--log-dir", help="Folder (on the nodes) for the jobs' output; default /dev/null."),
+    cpus: Optional[int] = typer.Option(None, "--cpus", help="--cpus-per-task of every job."),
+    mem: Optional[str] = typer.Option(None, "--mem", help="--mem of every job (host memory per node, e.g. 16G)."),
 ) -> None:
     """Write one Slurm batch script per run of PLAN_FILE, and submit.sh to submit them in order."""
     from ..adapters.common import AdapterError
@@ -103,7 +105,8 @@ def emit_slurm(
 
     try:
         options = SlurmOptions(nodes=_nodes(device_map), default_node=node, partition=partition, sharing=sharing,
-                               shares_per_gpu=shards_per_gpu, time_scale=time_scale, grace=grace, log_dir=log_dir)
+                               shares_per_gpu=shards_per_gpu, time_scale=time_scale, grace=grace, log_dir=log_dir,
+                               cpus=cpus, mem=mem)
     except AdapterError as exc:
         fail(str(exc))
     plan = _read(plan_file)
@@ -132,6 +135,8 @@ def emit_k8s(
     start_at: Optional[str] = typer.Option(None, "--start-at", help="t0: epoch seconds, ISO 8601 or now+SECONDS; each pod waits for its start."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Wall seconds per plan second."),
     grace: float = typer.Option(10.0, "--grace", help="terminationGracePeriodSeconds."),
+    cpu: Optional[str] = typer.Option(None, "--cpu", help="CPU request of every container (e.g. 2, 500m)."),
+    memory: Optional[str] = typer.Option(None, "--memory", help="Host memory request and limit of every container (e.g. 16Gi)."),
 ) -> None:
     """Print (or write) PLAN_FILE as Kubernetes Jobs in a GPU-sharing flavor."""
     from ..adapters.common import AdapterError
@@ -145,7 +150,7 @@ def emit_k8s(
         get_flavor(flavor)
         options = K8sOptions(nodes=_nodes(device_map), default_node=node, namespace=namespace,
                              image=DEFAULT_IMAGE if image is None else image, start_at=_start_at(start_at),
-                             time_scale=time_scale, grace=grace,
+                             time_scale=time_scale, grace=grace, cpu=cpu, memory=memory,
                              flavor=FlavorOptions(queue=queue, replicas=replicas, nvidia_sharing=nvidia_sharing))
     except AdapterError as exc:
         fail(str(exc))

@@ -176,3 +176,22 @@ def test_cli_emit_crd_prints_a_valid_crd(tmp_path: Path) -> None:
     (crd,) = list(yaml.safe_load_all(done.stdout))
     assert k8s_problems(crd) == []
     assert crd["spec"]["names"]["kind"] == "GenTask"
+
+
+def test_cpu_and_memory_requests_make_pods_burstable_and_bad_quantities_are_refused(tmp_path: Path, capsys) -> None:
+    from gensolver.cli import main
+    from gensolver.executor import write_plan
+    from tests.executor.helpers import plan_of
+
+    plan = plan_of({"gpu0": 10}, {"a": {"at": [("gpu0", 0, 2)], "memory": 5, "compute": 0.5}})
+    for flavor in sorted(FLAVORS):
+        for job in (o for o in k8s_objects(plan, flavor, K8sOptions(default_node="n", cpu="500m", memory="4Gi"))
+                    if o["kind"] == "Job"):
+            assert k8s_problems(job) == []
+            resources = job["spec"]["template"]["spec"]["containers"][0]["resources"]
+            assert resources["requests"] == {"cpu": "500m", "memory": "4Gi"} and resources["limits"]["memory"] == "4Gi"
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    for args, field in ((["--cpu", "2 cores"], "--cpu"), (["--memory", "4GB"], "--memory")):
+        assert main(["emit", "k8s", str(path), "--flavor", "hami", "--node", "n", *args]) == 2, args
+        assert field in capsys.readouterr().err

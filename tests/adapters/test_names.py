@@ -62,7 +62,7 @@ LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 SBATCH_LINES = [re.compile(p + "$") for p in (
-    r"#!/bin/bash", r"#SBATCH --(job-name|nodes|nodelist|ntasks-per-node|gres|time|comment|partition|output)="
+    r"#!/bin/bash", r"#SBATCH --(job-name|nodes|nodelist|ntasks-per-node|gres|time|comment|partition|output|cpus-per-task|mem)="
                     r"[A-Za-z0-9._:,%/@+=-]+",
     r"", r"#(?!SBATCH)[ -~]*",
     re.escape(': "${GENSOLVER_T0:?submit with --export=ALL,GENSOLVER_T0=<epoch seconds>}"'),

@@ -297,7 +297,7 @@ def test_late_starts_get_the_remainder_or_do_not_start_and_planned_stops_complet
     monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])
     t0 = time.time() - 10
     journal = SlurmJournal(tmp_path / "j.journal")
-    _, ids = submit_plan(plan, SlurmOptions(default_node=slurm.node, grace=1), journal=journal,
+    _, ids = submit_plan(plan, SlurmOptions(default_node=slurm.node, grace=1, cpus=2, mem="100M"), journal=journal,
                          script_dir=tmp_path / "scripts", t0=t0)
     # [0, 5) had ended 5 s before the submission: not submitted at all
     assert "gone.0" not in ids and journal.skipped == {"gone.0"} and "gone.0" not in SlurmJournal(journal.path).jobs
@@ -308,6 +308,9 @@ def test_late_starts_get_the_remainder_or_do_not_start_and_planned_stops_complet
         assert row["End"] not in ("", "Unknown", "None"), (key, row)
         assert _epoch(row["End"]) <= t0 + ends[key] + HOLD, (key, row["End"], t0)
     assert not (marker / "gone").exists()
+    for row in got.values():  # --cpus and --mem reach Slurm's allocation
+        tres = dict(p.split("=", 1) for p in row["AllocTRES"].split(",") if "=" in p)
+        assert tres.get("cpu") == "2" and tres.get("mem") == "100M", row["AllocTRES"]
     assert (got["ontime.0"]["State"], got["ontime.0"]["ExitCode"]) == ("COMPLETED", "0:0")
     assert (marker / "ontime").exists() and _epoch(got["ontime.0"]["Start"]) >= math.floor(t0 + 12)
     # the late run: stopped at its end (COMPLETED) when it started with at least 1 s left, else skipped

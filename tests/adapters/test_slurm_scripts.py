@@ -193,3 +193,16 @@ def test_run_backend_slurm_without_slurm_exits_3_and_refuses_a_foreign_journal(t
     foreign.write_text(json.dumps({"event": "plan", "digest": "x", "time_scale": 1.0}) + "\n")
     assert main(["run", str(path), "--backend", "slurm", "--device-map", "*=n1", "--journal", str(foreign)]) == 2
     assert "--journal" in capsys.readouterr().err
+
+
+def test_cpus_and_mem_become_directives_and_bad_values_are_refused(tmp_path: Path, capsys) -> None:
+    plan = plan_of({"gpu0": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 10}})
+    (job,) = slurm_jobs(plan, SlurmOptions(default_node="n", cpus=4, mem="16G"))
+    d = directives(job.script)
+    assert d["cpus-per-task"] == "4" and d["mem"] == "16G"
+    assert "mem" not in directives(slurm_jobs(plan, SlurmOptions(default_node="n"))[0].script)
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    for args, field in ((["--cpus", "0"], "--cpus"), (["--mem", "16GB"], "--mem"), (["--mem", "1G\nx"], "--mem")):
+        assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "o"), "--node", "n", *args]) == 2, args
+        assert field in capsys.readouterr().err and not (tmp_path / "o").exists()
