@@ -198,6 +198,7 @@ class SlurmJob:
     after: str | None
     script: str
     token: str = ""
+    command: bool = True
 
     @property
     def file(self) -> str:
@@ -261,13 +262,14 @@ def _script(plan: ExecutionPlan, grant: RunGrant, job: dict[str, Any], options: 
               f"# plan time [{run.start:g}, {run.end:g}) s; wall time [{job['begin']:g}, {job['end']:g}) s after t0",
               "# t0 (GENSOLVER_T0, epoch seconds) and --begin are given at submission.",
               f"# A start with less than {options.min_run:g} s left before the planned end does not run the command",
-              f"# (exit {SKIPPED_EXIT}); a command stopped at the planned end exits 0 (a planned stop, not a failure).",
+              f"# (exit {SKIPPED_EXIT}; 0 without a command: its window is over, nothing was to run); a command",
+              "# stopped at the planned end exits 0 (a planned stop, not a failure).",
               ': "${GENSOLVER_T0:?submit with --export=ALL,GENSOLVER_T0=<epoch seconds>}"',
               f"end=$(awk -v t0=\"$GENSOLVER_T0\" 'BEGIN {{ printf \"%.3f\", t0 + {job['end']!r} }}')",
               "left=$(awk -v e=\"$end\" -v now=\"$(date +%s.%N)\" 'BEGIN { d = e - now; if (d < 0) d = 0; printf \"%.3f\", d }')",
               f"if awk -v d=\"$left\" 'BEGIN {{ exit !(d < {options.min_run!r}) }}'; then",
               f"  printf 'gensolver: run %s has %s s left before its planned end: not started\\n' {key} \"$left\" >&2",
-              f"  exit {SKIPPED_EXIT}",
+              f"  exit {SKIPPED_EXIT if run.command else 0}",
               "fi",
               f"export GENSOLVER_TASK={shlex.quote(run.task)}",
               f"export GENSOLVER_RUN={run.index}",
@@ -334,7 +336,7 @@ def slurm_jobs(plan: ExecutionPlan, options: SlurmOptions) -> tuple[SlurmJob, ..
                                "token": token}
         after = f"{run.task}.{run.index - 1}" if run.index else None
         out.append(SlurmJob(grant.key, run.task, run.index, name, grant.nodes, gres, begin, end, limit, after,
-                            _script(plan, grant, job, options), token))
+                            _script(plan, grant, job, options), token, bool(run.command)))
     return tuple(out)
 
 
@@ -528,7 +530,8 @@ def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJou
         if j.key in known or j.key in skipped:
             continue
         if t0 + j.end - options.min_run < time.time():  # its window is over: not submitted (the stated rule)
-            journal.append({"event": "skipped", "key": j.key, "reason": "its planned end has passed"})
+            journal.append({"event": "skipped", "key": j.key, "reason": "its planned end has passed",
+                            "command": j.command})
             skipped.add(j.key)
             log(f"skipped {j.key}: its planned end ({j.end:g} s after t0) has passed")
             continue

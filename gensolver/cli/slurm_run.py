@@ -3,8 +3,9 @@
 Called from :mod:`gensolver.cli.run_cmd` once the shared options are checked; the Slurm logic
 itself lives in :mod:`gensolver.adapters.slurm`. A run stopped at its planned end is a planned
 stop: its script exits 0 and Slurm records it ``COMPLETED``; a run that starts with less than a
-second left before its planned end does not run its command and is reported ``SKIPPED``.
-Exit status: 0 when every job ``COMPLETED`` (planned stops included);
+second left before its planned end does not run its command and is reported ``SKIPPED``
+(a run without a command has nothing to run: it exits 0, and one skipped at submission does
+not fail the plan). Exit status: 0 when every job ``COMPLETED`` (planned stops included);
 1 when one ended otherwise, or the run was interrupted (its jobs are cancelled with
 ``scancel``), or ``--timeout`` passed (the jobs keep going; rerun with the same ``--journal`` to
 follow them again - nothing is submitted twice); 2 for bad input; 3 when Slurm's commands are
@@ -140,7 +141,9 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
         for signum, handler in old.items():
             signal.signal(signum, handler)
     skipped = sorted(book.skipped)
-    ok = all(s.state == "COMPLETED" for s in states.values()) and not skipped
+    # a run without a command whose window passed had nothing to run: skipped, not failed
+    idle = {r["key"] for r in book.records if r.get("event") == "skipped" and r.get("command") is False}
+    ok = all(s.state == "COMPLETED" for s in states.values()) and set(skipped) <= idle
     outcome = {k: _outcome(s.state, s.exit_code) for k, s in states.items()}
     if as_json:
         print_json({"backend": "slurm", "plan": plan.name, "digest": plan.digest, "ok": ok,
