@@ -518,7 +518,8 @@ def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJou
     names = {j.key: f"{j.name}-{token}" for j in jobs}
     known = journal.jobs
     missing = [j for j in jobs if j.key not in known] if head is not None else []
-    for name, job_id in _by_name([names[j.key] for j in missing], t0).items():
+    # (t0 lies up to 1 s + 0.25 s a job after the first submission; the names, unique to t0, do the rest)
+    for name, job_id in _by_name([names[j.key] for j in missing], t0 - 60.0 - 0.25 * len(jobs)).items():
         key = next(j.key for j in missing if names[j.key] == name)
         journal.append({"event": "submitted", "key": key, "job": job_id, "name": name, "adopted": True})
         log(f"adopted {key} as job {job_id} (found by name)")
