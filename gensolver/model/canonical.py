@@ -25,6 +25,11 @@ from .instance import Bid, Bidder, Instance, Slot
 __all__ = ["canonical", "is_canonical", "in_caller_order"]
 
 
+def _sorted(keys: Iterable[str]) -> bool:
+    k = list(keys)
+    return all(a < b for a, b in zip(k, k[1:]))
+
+
 def is_canonical(instance: Instance) -> bool:
     """Whether ``instance`` is already in canonical order (then :func:`canonical` returns it)."""
     if instance.__dict__.get("_canonical"):
@@ -52,10 +57,12 @@ def canonical(instance: Instance) -> Instance:
     if is_canonical(instance):
         instance.__dict__["_canonical"] = True
         return instance
-    slots = tuple(Slot(s.id, {r: s.capacity[r] for r in sorted(s.capacity)}, s.gpu, s.start, s.end)
+    slots = tuple(s if _sorted(s.capacity) else Slot(s.id, {r: s.capacity[r] for r in sorted(s.capacity)}, s.gpu,
+                                                         s.start, s.end)
                   for s in sorted(instance.slots, key=lambda s: s.id))
-    bids = tuple(Bid(b.id, b.bidder, b.value, {s: {r: b.demand[s][r] for r in sorted(b.demand[s])}
-                                               for s in sorted(b.demand)})
+    bids = tuple(b if _sorted(b.demand) and all(_sorted(r) for r in b.demand.values())
+                 else Bid(b.id, b.bidder, b.value, {s: {r: b.demand[s][r] for r in sorted(b.demand[s])}
+                                                    for s in sorted(b.demand)})
                  for b in sorted(instance.bids, key=lambda b: b.id))
     budgets = instance.budgets
     bidders = tuple(Bidder(i, budgets.get(i)) for i in sorted(instance.bidder_ids))
