@@ -419,7 +419,12 @@ class Market:
             note = "" if exact else "allocation not proven optimal; payments are the bids of the returned allocation"
             honest = (exact, MappingProxyType({b: (p, p) for b, p in pays.items()}), note)
             return alloc.winners, pays, alloc.status.value, alloc.welfare, alloc.method, honest
-        out = run_mechanism(inst, mechanism=mech, method=method, time_limit=limit)
+        if mech == "lavi-swamy":  # the decomposition oracle is the method; alpha fixed by the config
+            lavi = {"alpha": cfg.alpha, "threads": cfg.threads, "deterministic": cfg.deterministic}
+            out = run_mechanism(inst, mechanism=mech, method="greedy" if method == "greedy" else "auto",
+                                time_limit=limit, options=lavi)
+        else:
+            out = run_mechanism(inst, mechanism=mech, method=method, time_limit=limit)
         from ..mechanisms import inexact_reason
 
         a = out.allocation

@@ -66,6 +66,10 @@ class MarketConfig:
         stop, not reproducible).
     threads : int
         Solver threads (part of what fixes a deterministic outcome).
+    alpha : float or None
+        ``mechanism="lavi-swamy"`` only: the lottery's scaling, fixed before any report (from
+        earlier rounds), which makes the mechanism truthful in expectation; ``None`` computes it
+        from each round's reports and every outcome is marked not truthful.
     """
 
     lease: int = 5
@@ -92,8 +96,12 @@ class MarketConfig:
     w_max: float = 4.0
     deterministic: bool = True
     threads: int = 1
+    alpha: float | None = None
 
     def __post_init__(self) -> None:
+        if self.alpha is not None and (isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float))
+                                       or not math.isfinite(self.alpha) or self.alpha < 1):
+            raise ValueError(f"MarketConfig.alpha must be None or a finite number >= 1, got {self.alpha!r}")
         if not isinstance(self.deterministic, bool):
             raise ValueError(f"MarketConfig.deterministic must be true or false, got {self.deterministic!r}")
         for name in ("lease", "blocks", "memory_levels", "max_gpu_options", "max_bidders", "refill_every", "greedy_above",

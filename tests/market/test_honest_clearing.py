@@ -38,3 +38,26 @@ def test_lavi_swamy_clears_a_market_round():
     c = m.clear(0, gpus=GPUS, candidates=CANDS)
     assert c.assignments and c.payments_exact is True
     assert all(v >= 0 for v in m.balances.values())
+
+
+def test_lavi_swamy_takes_alpha_fixed_by_the_config(monkeypatch):
+    """``MarketConfig.alpha`` reaches the mechanism (fixed before the reports: truthful in
+    expectation), with the config's work budget; a bad alpha is refused by name."""
+    import gensolver.mechanisms as mechanisms
+
+    seen = []
+    real = mechanisms.run_mechanism
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        seen.append(out.details)
+        return out
+
+    monkeypatch.setattr(mechanisms, "run_mechanism", spy)
+    m = Market(MarketConfig(mechanism="lavi-swamy", solver="auto", alpha=2.0))
+    m.clear(0, gpus=GPUS, candidates=CANDS)  # the draw may be the empty allocation (probability >= 1/2)
+    assert not m.errors
+    assert seen and seen[-1]["alpha_requested"] == 2.0 and seen[-1]["truthful_in_expectation"] is True
+    assert seen[-1]["budget"] == "work units"
+    with pytest.raises(ValueError, match="MarketConfig.alpha"):
+        MarketConfig(alpha=0.5)
