@@ -66,7 +66,7 @@ SOLVERS = [s for s in ("auto", "cpsat", "scip", "cbc") if get_method(s).availabl
 
 
 def check_vcg(inst: Instance, solver: str) -> bool:
-    out = run_mechanism(inst, mechanism="vcg", solver=solver, options={"threads": 1})
+    out = run_mechanism(inst, mechanism="vcg", method=solver, options={"threads": 1})
     check_outcome(inst, out, solver)
     return out.exact
 
@@ -114,7 +114,7 @@ def test_the_payment_check_can_fail() -> None:
 
     inst = Instance((Slot("s", {"u": 1.0}),), (Bid("a", "A", 1_000_000.0, {"s": {"u": 1.0}}),
                                                Bid("b", "B", 999_999.501, {"s": {"u": 1.0}})))
-    out = run_mechanism(inst, mechanism="vcg", solver="auto", options={"threads": 1})
+    out = run_mechanism(inst, mechanism="vcg", method="auto", options={"threads": 1})
     assert out.exact and out.payments["A"] == pytest.approx(999_999.501, abs=1e-6)
     check_outcome(inst, out, "auto")
     bad = dataclasses.replace(out, payments=MappingProxyType({"A": 999_999.5, "B": 0.0}))

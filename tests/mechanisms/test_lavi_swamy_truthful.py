@@ -73,13 +73,13 @@ def misreports(inst: Instance, bidder: str) -> Iterator[tuple[str, Instance]]:
 
 
 def run(inst: Instance, alpha: float | None) -> Any:
-    return run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", options={"alpha": alpha})
+    return run_mechanism(inst, mechanism="lavi-swamy", method="greedy", options={"alpha": alpha})
 
 
 def max_gain(inst: Instance, alpha: float | None, mechanism: str = "lavi-swamy") -> float:
     """Largest gain in expected utility of any bidder by any misreport above."""
     go = (lambda i: run(i, alpha)) if mechanism == "lavi-swamy" else (
-        lambda i: run_mechanism(i, mechanism=mechanism, solver="cpsat"))
+        lambda i: run_mechanism(i, mechanism=mechanism, method="cpsat"))
     base = go(inst)
     worst = 0.0
     for bidder in inst.bidder_ids:

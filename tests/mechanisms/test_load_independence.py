@@ -34,10 +34,10 @@ def crowded_round(seed: int, bidders: int = 30, slots: int = 8) -> Instance:
 
 def priced(inst: Instance, mechanism: str) -> str:
     if mechanism == "vcg":
-        out = run_mechanism(inst, mechanism="vcg", solver="auto", time_limit=0.3, options={"threads": 1})
+        out = run_mechanism(inst, mechanism="vcg", method="auto", time_limit=0.3, options={"threads": 1})
         assert out.details["budget"] == "work units"
     else:
-        out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", time_limit=0.2, options={"alpha": 3.0})
+        out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy", time_limit=0.2, options={"alpha": 3.0})
         assert out.details["budget"] == "work units"
     doc = outcome_to_dict(out, allocation=True)
     doc["allocation"].pop("seconds")
@@ -60,7 +60,7 @@ def test_same_payments_under_a_busy_loop_on_both_cores(mechanism: str) -> None:
 
 
 def test_the_wall_clock_mode_says_so() -> None:
-    out = run_mechanism(crowded_round(7), mechanism="vcg", solver="auto", time_limit=0.3,
+    out = run_mechanism(crowded_round(7), mechanism="vcg", method="auto", time_limit=0.3,
                         options={"threads": 1, "deterministic": False})
     assert out.details["budget"] == "wall clock"
     if not out.exact:

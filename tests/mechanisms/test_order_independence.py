@@ -65,11 +65,11 @@ def method_bytes(inst: Instance, method: str) -> bytes:
 
 def mechanism_bytes(inst: Instance, mechanism: str) -> bytes:
     if mechanism == "lavi-swamy":
-        out = run_mechanism(inst, mechanism=mechanism, solver="greedy", options={"alpha": 2.0})
+        out = run_mechanism(inst, mechanism=mechanism, method="greedy", options={"alpha": 2.0})
     elif mechanism == "vcg":
-        out = run_mechanism(inst, mechanism=mechanism, solver="auto", options={"deterministic": True, "threads": 1})
+        out = run_mechanism(inst, mechanism=mechanism, method="auto", options={"deterministic": True, "threads": 1})
     else:
-        out = run_mechanism(inst, mechanism=mechanism, solver="auto")
+        out = run_mechanism(inst, mechanism=mechanism, method="auto")
     return json.dumps(strip(outcome_to_dict(out, allocation=True, details=True)), sort_keys=True).encode()
 
 

@@ -75,7 +75,7 @@ def test_every_method_gives_the_rational_optimum(name: str) -> None:
 @pytest.mark.parametrize("mechanism", MECHANISMS.names())
 def test_every_mechanism_allocates_at_the_boundary(mechanism: str) -> None:
     inst = BOUNDARY["issue-case"]
-    out = run_mechanism(inst, mechanism=mechanism, solver="greedy" if mechanism == "lavi-swamy" else "auto")
+    out = run_mechanism(inst, mechanism=mechanism, method="greedy" if mechanism == "lavi-swamy" else "auto")
     assert out.allocation.status in (Status.OPTIMAL, Status.FEASIBLE), out.message
     assert out.allocation.welfare == pytest.approx(rational_optimum(inst))
     assert "error" not in out.message
