@@ -93,9 +93,9 @@ def token_cli(db: Path, tenant: str, *, admin: bool = False) -> str:
 
 def token_direct(db: Path, tenant: str, *, admin: bool = False) -> str:
     """A token written straight into the database (what ``token add`` does, without a process)."""
-    from gensolver.service.storage import Store
+    from gensolver.service.storage import open_store
 
-    store = Store(db)
+    store = open_store(str(db))
     try:
         return add_token(store, tenant, admin=admin)
     finally:
@@ -106,18 +106,19 @@ def token_direct(db: Path, tenant: str, *, admin: bool = False) -> str:
 class Server:
     """A real ``gensolver serve`` process (uvicorn) on 127.0.0.1."""
 
-    db: Path
+    db: Path | str  # a SQLite file or a postgresql:// URL
     port: int
     args: list[str]
     proc: subprocess.Popen | None = None
     log: Path | None = None
+    logs: Path | None = None  # where the log goes (by default beside a SQLite file)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> Server:
-        self.log = self.db.with_suffix(f".{int(time.time() * 1000)}.log")
+        self.log = (self.logs or Path(self.db).parent) / f"serve.{self.port}.{int(time.time() * 1000)}.log"
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(self.log, "w") as fh:
             self.proc = subprocess.Popen(GENSOLVER + ["serve", "--db", str(self.db), "--port", str(self.port),
@@ -169,12 +170,12 @@ def server_factory(tmp_path: Path) -> Iterator[Any]:
     """``make(*args)`` starts a real server on a free port of 127.0.0.1 (stopped at the end)."""
     started: list[Server] = []
 
-    def make(*args: str, db: Path | None = None) -> Server:
+    def make(*args: str, db: Path | str | None = None, timeout: float = 30.0) -> Server:
         for attempt in range(3):  # a port found free may be taken before the server binds it
-            srv = Server(db or tmp_path / "market.db", free_port(), list(args))
+            srv = Server(db or tmp_path / "market.db", free_port(), list(args), logs=tmp_path)
             started.append(srv)
             try:
-                return srv.start()
+                return srv.start(timeout)
             except RuntimeError as exc:
                 if attempt == 2 or "address already in use" not in str(exc).lower():
                     raise
