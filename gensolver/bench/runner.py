@@ -152,6 +152,32 @@ def run_suite(
     t_start = time.perf_counter()
     s = suite if isinstance(suite, Suite) else load_suite(suite)
     meths = check_methods(methods)
+    _check_run_args(s, time_limit=time_limit, jobs=jobs, regret_bidders=regret_bidders, executor=executor)
+    out = Path(out_dir)
+    journal_path = out / JOURNAL
+    cells = [(e, m) for e in s.entries for m in meths]
+    done, intact = _open_journal(s, out, cells, mechanism=mechanism, time_limit=time_limit, resume=resume,
+                                 plots=plots)
+    todo = [(e, m) for e, m in cells if not _finished(done.get(cell_key(e, _method_name(m), mechanism, time_limit)))]
+    resumed = len(cells) - len(todo)
+    own = executor is None
+    label = executor_label or ("local process pool" if own else type(executor).__name__)
+    _run_cells(s, todo, done, _Journal(journal_path, intact), executor=executor, jobs=jobs, time_limit=time_limit,
+               mechanism=mechanism, regret_bidders=regret_bidders, progress=progress, total=len(cells),
+               resumed=resumed)
+
+    rows = [done[cell_key(e, _method_name(m), mechanism, time_limit)] for e, m in cells]
+    results = _derive(s, rows)
+    names = tuple(_method_name(m) for m in meths)
+    files = write_outputs(s, results, out, methods=names, time_limit=time_limit, mechanism=mechanism,
+                          executor_label=label, jobs=jobs if own else None, plots=plots)
+    files = {**files, "journal": journal_path}
+    return BenchResult(s.name, tuple(results), names, len(todo), resumed, time.perf_counter() - t_start, out,
+                       MappingProxyType(files))
+
+
+def _check_run_args(s: Suite, *, time_limit: float | None, jobs: Any, regret_bidders: Any, executor: Any) -> None:
+    """:func:`run_suite`'s argument checks (``ValueError`` naming the argument)."""
     check_time_limit(time_limit)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
@@ -162,7 +188,12 @@ def run_suite(
     check_executor(executor)
     if not s.entries:
         raise ValueError(f"suite {s.name!r} has no instances")
-    out = Path(out_dir)
+
+
+def _open_journal(s: Suite, out: Path, cells: list[tuple[SuiteEntry, Any]], *, mechanism: str | None,
+                  time_limit: float | None, resume: bool, plots: bool) -> tuple[dict[str, Any], int]:
+    """Check the outputs and the journal of ``out`` before anything is written, then create the
+    folder (and the instance files); returns the journal's finished rows by key and its intact length."""
     for path in output_paths(out, plots=plots):
         if path.is_dir():
             raise ValueError(f"out_dir: {path} is a directory, not a file")
@@ -170,7 +201,6 @@ def run_suite(
     journal_path = out / JOURNAL
     # a damaged journal is reported before anything is written (nothing is lost)
     done, lines, intact = _read_journal(journal_path) if resume else ({}, {}, 0)
-    cells = [(e, m) for e in s.entries for m in meths]
     for e, m in cells:
         row = done.get(cell_key(e, _method_name(m), mechanism, time_limit))
         if row is not None and (row["instance"] != e.name or row["method"] != _method_name(m)):
@@ -182,19 +212,22 @@ def run_suite(
         journal_path.unlink()
     if any(not s.path_of(e).exists() for e in s.entries):
         materialize(s)
+    return done, intact
 
-    todo = [(e, m) for e, m in cells if not _finished(done.get(cell_key(e, _method_name(m), mechanism, time_limit)))]
-    resumed = len(cells) - len(todo)
+
+def _run_cells(s: Suite, todo: list[tuple[SuiteEntry, Any]], done: dict[str, Any], journal: _Journal, *,
+               executor: Executor | None, jobs: int, time_limit: float | None, mechanism: str | None,
+               regret_bidders: int, progress: bool, total: int, resumed: int) -> None:
+    """Run the ``todo`` cells on ``executor`` (default: an own spawned process pool), appending
+    each result to ``journal`` and to ``done``; cells lost with a dead worker are retried in a
+    fresh pool, then one at a time."""
     payloads: dict[str, tuple[bytes | None, str]] = {}
     for e in {e.name: e for e, _ in todo}.values():
         try:
             payloads[e.name] = (s.path_of(e).read_bytes(), "")
         except OSError as exc:
             payloads[e.name] = (None, f"{e.file}: cannot read: {exc.strerror or exc}")
-
     own = executor is None
-    label = executor_label or ("local process pool" if own else type(executor).__name__)
-    journal = _Journal(journal_path, intact)
     bar = None
     try:
         def new_pool(workers: int) -> Executor:
@@ -210,7 +243,7 @@ def run_suite(
             bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                            TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err_console, transient=False)
             bar.start()
-            task = bar.add_task(f"bench {s.name}", total=len(cells), completed=resumed, last="")
+            task = bar.add_task(f"bench {s.name}", total=total, completed=resumed, last="")
         def record(e: SuiteEntry, name: str, res: Mapping[str, Any]) -> None:
             row = {"key": cell_key(e, name, mechanism, time_limit), "instance": e.name, "family": e.family,
                    "method": name, "mechanism": mechanism, "time_limit": time_limit,
@@ -265,15 +298,6 @@ def run_suite(
             bar.stop()
         if own and executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
-
-    rows = [done[cell_key(e, _method_name(m), mechanism, time_limit)] for e, m in cells]
-    results = _derive(s, rows)
-    names = tuple(_method_name(m) for m in meths)
-    files = write_outputs(s, results, out, methods=names, time_limit=time_limit, mechanism=mechanism,
-                          executor_label=label, jobs=jobs if own else None, plots=plots)
-    files = {**files, "journal": journal_path}
-    return BenchResult(s.name, tuple(results), names, len(todo), resumed, time.perf_counter() - t_start, out,
-                       MappingProxyType(files))
 
 
 def max_jobs() -> int:
