@@ -44,16 +44,25 @@ def _read(plan_file: Path):
     return plan
 
 
-def _nodes(device_map: list[str]) -> dict[str, str]:
+def _nodes(device_map: list[str], node: Optional[str]) -> tuple[dict[str, str], Optional[str], str]:
+    """``--device-map`` items and ``--node``: (device -> node, default node, the option that gave
+    it). ``*=NODE`` is ``--node NODE`` (as with ``run --backend slurm``): the node of every device
+    that neither an entry nor a ``NODE/DEVICE`` id places."""
     out: dict[str, str] = {}
+    default, field = node, "--node"
     for item in device_map:
-        name, sep, node = item.rpartition("=")
-        if not sep or not name or not node:
-            fail(f"--device-map expects PLAN_DEVICE=NODE, got {item!r}")
+        name, sep, target = item.rpartition("=")
+        if not sep or not name or not target:
+            fail(f"--device-map expects PLAN_DEVICE=NODE (or *=NODE), got {item!r}")
+        if name == "*":
+            if default is not None:
+                fail("--device-map: '*=NODE' and --node (or a second '*=') both give the default node")
+            default, field = target, "--device-map"
+            continue
         if name in out:
             fail(f"--device-map: device {name!r} is mapped twice")
-        out[name] = node
-    return out
+        out[name] = target
+    return out, default, field
 
 
 def _start_at(text: Optional[str]) -> Optional[float]:
@@ -88,7 +97,7 @@ def _write(text: str, out: Optional[Path], option: str) -> None:
 def emit_slurm(
     plan_file: Path = typer.Argument(..., help="A gensolver.plan/v1 JSON file."),
     out: Path = typer.Option(..., "--out", "-o", help="New folder for the batch scripts, submit.sh and jobs.json."),
-    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=NODE (repeatable)."),
+    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=NODE (repeatable); *=NODE is --node NODE."),
     node: Optional[str] = typer.Option(None, "--node", help="Node of every device --device-map and NODE/DEVICE ids leave out."),
     partition: Optional[str] = typer.Option(None, "--partition", help="Slurm partition (default: the cluster's default)."),
     sharing: str = typer.Option("shard", "--sharing", **choice(SHARING), help="Gres of a fractional grant: shard, mps or gpu (whole GPU)."),
@@ -104,7 +113,9 @@ def emit_slurm(
     from ..adapters.slurm import SlurmOptions, write_slurm
 
     try:
-        options = SlurmOptions(nodes=_nodes(device_map), default_node=node, partition=partition, sharing=sharing,
+        nodes, default, field = _nodes(device_map, node)
+        options = SlurmOptions(nodes=nodes, default_node=default, default_field=field, partition=partition,
+                               sharing=sharing,
                                shares_per_gpu=shards_per_gpu, time_scale=time_scale, grace=grace, log_dir=log_dir,
                                cpus=cpus, mem=mem)
     except AdapterError as exc:
@@ -125,7 +136,7 @@ def emit_k8s(
     plan_file: Path = typer.Argument(..., help="A gensolver.plan/v1 JSON file."),
     flavor: str = typer.Option(..., "--flavor", "-f", **choice(FLAVORS), help="nvidia, hami, kai or kueue."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="YAML file to write (default: stdout)."),
-    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=NODE (repeatable)."),
+    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=NODE (repeatable); *=NODE is --node NODE."),
     node: Optional[str] = typer.Option(None, "--node", help="Node of every device --device-map and NODE/DEVICE ids leave out."),
     namespace: str = typer.Option("default", "--namespace", "-n", help="Namespace of the Jobs."),
     image: Optional[str] = typer.Option(None, "--image", help="Container image of every run (default: a CUDA base image)."),
@@ -148,7 +159,8 @@ def emit_k8s(
         from ..adapters.flavors import get_flavor
 
         get_flavor(flavor)
-        options = K8sOptions(nodes=_nodes(device_map), default_node=node, namespace=namespace,
+        nodes, default, _field = _nodes(device_map, node)
+        options = K8sOptions(nodes=nodes, default_node=default, namespace=namespace,
                              image=DEFAULT_IMAGE if image is None else image, start_at=_start_at(start_at),
                              time_scale=time_scale, grace=grace, cpu=cpu, memory=memory,
                              flavor=FlavorOptions(queue=queue, replicas=replicas, nvidia_sharing=nvidia_sharing))

@@ -206,3 +206,17 @@ def test_cpus_and_mem_become_directives_and_bad_values_are_refused(tmp_path: Pat
     for args, field in ((["--cpus", "0"], "--cpus"), (["--mem", "16GB"], "--mem"), (["--mem", "1G\nx"], "--mem")):
         assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "o"), "--node", "n", *args]) == 2, args
         assert field in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_device_map_star_is_the_default_node_for_emit_too(tmp_path: Path, capsys) -> None:
+    plan = plan_of({"gpu0": 40, "rack-2/g0": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 10},
+                                                   "b": {"at": [("rack-2/g0", 0, 2)], "memory": 10}})
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "o"), "--device-map", "*=cn7"]) == 0
+    nodes = {j["key"]: j["nodes"] for j in json.loads((tmp_path / "o" / "jobs.json").read_text())["jobs"]}
+    assert nodes == {"a.0": ["cn7"], "b.0": ["rack-2"]}  # a NODE/DEVICE id keeps its node (as documented)
+    for args in (["--device-map", "*=cn7", "--node", "cn8"], ["--device-map", "*=cn7", "--device-map", "*=cn8"],
+                 ["--device-map", "*=bad node"]):
+        assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "x"), *args]) == 2, args
+        assert "--device-map" in capsys.readouterr().err and not (tmp_path / "x").exists()
