@@ -163,6 +163,9 @@ class PgStore:
         self._local = threading.local()
         self._readers: list[Any] = []
         self._readers_lock = threading.Lock()
+        self._cv = threading.Condition()
+        self._pending: list[list[Any]] = []
+        self._leading = False
         self.connection()
 
     def _connect(self) -> Any:
@@ -220,14 +223,49 @@ class PgStore:
             self._conn = None
 
     def grouped(self, fn: Callable[[_Conn], T]) -> T:
-        """Run ``fn(db)`` in its own write transaction (PostgreSQL commits concurrently)."""
-        with self.write() as db:
-            db.execute("SAVEPOINT grouped")
-            try:
-                return fn(db)
-            except Exception:
-                db.execute("ROLLBACK TO grouped")
-                raise
+        """Run ``fn(db)`` in a transaction shared with other threads' calls, committed once.
+
+        Group commit, as :meth:`Store.grouped <gensolver.service.storage.Store.grouped>`: calls
+        arriving while a transaction commits wait and run together next, each under its own
+        savepoint (an exception in one rolls back only its changes and is raised to its
+        caller); each returns after the commit that holds its changes.
+        """
+        item: list[Any] = [fn, None, None, threading.Event()]
+        with self._cv:
+            self._pending.append(item)
+            lead = not self._leading
+            if lead:
+                self._leading = True
+        if lead:
+            while True:
+                with self._cv:
+                    batch, self._pending = self._pending, []
+                    if not batch:
+                        self._leading = False
+                        break
+                self._run_batch(batch)
+        item[3].wait()
+        if item[2] is not None:
+            raise item[2]
+        return item[1]  # type: ignore[no-any-return]
+
+    def _run_batch(self, batch: list[list[Any]]) -> None:
+        try:
+            with self.write() as db:
+                for it in batch:
+                    db.execute("SAVEPOINT grouped")
+                    try:
+                        it[1] = it[0](db)
+                    except Exception as exc:
+                        db.execute("ROLLBACK TO grouped")
+                        it[2] = exc
+                    db.execute("RELEASE grouped")
+        except BaseException as exc:  # the commit failed: nothing of the batch is stored
+            for it in batch:
+                it[1], it[2] = None, it[2] or exc
+        finally:
+            for it in batch:
+                it[3].set()
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:

@@ -1,0 +1,185 @@
+"""Submissions to a real ``gensolver serve`` on each storage backend: SQLite and PostgreSQL.
+
+50 concurrent clients (asyncio, one keep-alive httpx connection each, one tenant each), every
+client built and connected (a ``GET /healthz``) before the timed window; then each posts its
+share of GenTasks. Reported per backend: submissions/s, p50/p99 latency, and the check that
+every acknowledged task is stored exactly once (read back through the API). Backends:
+
+- ``sqlite``: one replica on a SQLite file (``--synchronous full``, the default);
+- ``postgresql``: one replica on PostgreSQL;
+- ``postgresql-2``: two replicas on one PostgreSQL, the clients split between them.
+
+Goals (issue 30): >= 500/s on SQLite and >= 300/s on PostgreSQL from 50 clients on 2 quiet
+cores, p99 under 300 ms. The client runs on the same machine (its CPU competes with the
+servers'); the load average is printed beside the figures, and the servers' CPU time per
+submission (the service processes only, not PostgreSQL's), which depends less on the load.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_service_store.py                    # starts its own PostgreSQL
+    .venv/bin/python benchmarks/bench_service_store.py --tasks 500        # shorter
+    .venv/bin/python benchmarks/bench_service_store.py --postgres postgresql://USER@HOST:PORT/DB
+
+Without ``--postgres`` a throw-away PostgreSQL server is started with the tests' helper
+(``tests/service/pgserver.py``: ``initdb`` in a temporary folder, 127.0.0.1, ``fsync=off``;
+run from the repository root with ``PYTHONPATH=.``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from gensolver.service.auth import add_token
+from gensolver.service.storage import open_store
+
+CLIENTS = 50
+
+
+def gentask(name: str, k: int) -> dict:
+    return {"apiVersion": "scheduling.gen.io/v1alpha1", "kind": "GenTask", "metadata": {"name": name},
+            "spec": {"genResources": {"gpuMemory": {"preferred": f"{8 + k % 40}Gi", "minRequired": f"{4 + k % 20}Gi",
+                                                    "urgencyFactor": 0.5},
+                                      "computeTime": {"duration": f"{5 + k % 30}m"}, "value": 10.0 + k % 50}}}
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, int(round(q / 100 * (len(xs) - 1)))))]
+
+
+class Server:
+    """One ``gensolver serve`` process on a free port of 127.0.0.1."""
+
+    def __init__(self, db: str) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        cmd = [sys.executable, "-c", "import sys; from gensolver.cli import main; sys.exit(main(sys.argv[1:]))",
+               "serve", "--db", db, "--port", str(self.port), "--rate-limit", "0", "--address-rate-limit", "0",
+               "--gpus", "node0:8x80,node1:8x80", "--log-level", "warning"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(1200):
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("server did not start")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds of the server process (Linux /proc; PostgreSQL's own not included)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return float("nan")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+async def submit_all(urls: list[str], tokens: list[str], admin: str, n_tasks: int) -> dict:
+    clients = [httpx.AsyncClient(base_url=urls[i % len(urls)], headers={"Authorization": f"Bearer {tokens[i]}"},
+                                 timeout=60) for i in range(CLIENTS)]
+    await asyncio.gather(*(c.get("/healthz") for c in clients))  # connected before the timed window
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    acked: set[str] = set()
+    share = n_tasks // CLIENTS
+
+    async def run(i: int) -> None:
+        for k in range(share):
+            name = f"c{i}-{k}"
+            t0 = time.perf_counter()
+            r = await clients[i].post("/v1/tasks", json=gentask(name, k))
+            latencies.append(time.perf_counter() - t0)
+            statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+            if r.status_code == 201:
+                acked.add(f"tenant{i}/{name}")
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(run(i) for i in range(CLIENTS)))
+    wall = time.perf_counter() - t0
+    for c in clients:
+        await c.aclose()
+    stored: list[str] = []
+    async with httpx.AsyncClient(base_url=urls[0], headers={"Authorization": f"Bearer {admin}"}, timeout=60) as c:
+        after = None
+        while True:
+            page = (await c.get("/v1/tasks", params={"limit": 1000, **({"after": after} if after else {})})).json()
+            stored += [t["key"] for t in page["tasks"]]
+            after = page["next"]
+            if after is None:
+                break
+    total = share * CLIENTS
+    return {"tasks": total, "seconds": wall, "per_s": total / wall, "p50_ms": 1e3 * pct(latencies, 50),
+            "p99_ms": 1e3 * pct(latencies, 99), "statuses": statuses, "lost": len(acked - set(stored)),
+            "duplicated": len(stored) - len(set(stored))}
+
+
+def bench(db: str, replicas: int, n_tasks: int) -> dict:
+    store = open_store(db)
+    try:
+        admin = add_token(store, "ops", admin=True)
+        tokens = [add_token(store, f"tenant{i}") for i in range(CLIENTS)]
+    finally:
+        store.close()
+    servers = [Server(db) for _ in range(replicas)]
+    try:
+        cpu0 = sum(s.cpu_seconds() for s in servers)
+        out = asyncio.run(submit_all([s.url for s in servers], tokens, admin, n_tasks))
+        out["server_cpu_ms"] = 1e3 * (sum(s.cpu_seconds() for s in servers) - cpu0) / out["tasks"]
+        return out
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", type=int, default=2000, help="GenTasks in all (split among 50 clients)")
+    ap.add_argument("--postgres", default=None, help="a postgresql:// URL of an empty database (default: start one)")
+    ap.add_argument("--backends", default="sqlite,postgresql,postgresql-2")
+    args = ap.parse_args()
+    pg = None
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            for backend in args.backends.split(","):
+                if backend == "sqlite":
+                    db = str(Path(tmp) / "market.db")
+                else:
+                    if args.postgres is None and pg is None:
+                        from tests.service.pgserver import PgServer
+
+                        pg = PgServer().start()
+                    db = args.postgres if args.postgres is not None else pg.new_database()
+                results[backend] = bench(db, 2 if backend.endswith("-2") else 1, args.tasks)
+        finally:
+            if pg is not None:
+                pg.stop()
+    print(f"# bench_service_store ({os.cpu_count()} CPUs, {CLIENTS} clients, load average "
+          f"{os.getloadavg()[0]:.1f} at the end)\n")
+    print("| backend | GenTasks | submissions/s | p50 ms | p99 ms | server CPU ms per submission | lost / duplicated "
+          "| statuses | goal |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for backend, r in results.items():
+        goal = ">= 500/s, p99 < 300 ms" if backend == "sqlite" else ">= 300/s, p99 < 300 ms"
+        print(f"| {backend} | {r['tasks']} | {r['per_s']:.0f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
+              f"{r['server_cpu_ms']:.2f} | {r['lost']} / {r['duplicated']} | {r['statuses']} | {goal} |")
+
+
+if __name__ == "__main__":
+    main()
