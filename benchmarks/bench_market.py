@@ -114,7 +114,10 @@ def policy_spec(text: str) -> tuple[str, dict]:
     opts = {}
     for part in filter(None, rest.split(";") if ";" in rest else rest.split("+")):
         k, _, v = part.partition("=")
-        opts[k] = float(v)
+        try:
+            opts[k] = int(v) if v.isdigit() else float(v)
+        except ValueError:
+            opts[k] = v  # a name (e.g. clearing=solver)
     return name, opts
 
 

@@ -159,6 +159,26 @@ class MarketPolicy(Policy):
         corrected). A tenant that understates by less than the band
         is treated as honest, so what it can gain is bounded by what a report off by the band
         moves (measured against the noise floor by ``benchmarks/bench_market.py``).
+    clearing : {"greedy", "solver"}, keyword-only
+        How a boundary round is cleared: in score order at preferred memory, best fit
+        (``"greedy"``), or by the solver layer (``"solver"``:
+        :func:`gensolver.market.clearing.clear_round`, XOR bids over placement and memory level
+        valued ``score x task_speed``).
+    solver : str, keyword-only
+        With ``clearing="solver"``: the :func:`gensolver.solve` method (``"greedy"`` on value,
+        ``"lp"``, or ``"auto"`` with a deterministic ``budget`` of work units).
+    budget : float, keyword-only
+        Work units per round for ``solver="auto"`` (never wall-clock seconds: reruns are
+        byte-identical).
+    levels : int, keyword-only
+        Memory levels per task, preferred down to minimum (``clearing="solver"``).
+    stay_bonus : float, keyword-only
+        Relative bonus of a running task's bid on its current GPUs (``clearing="solver"``).
+    max_options : int, keyword-only
+        Placements (best fit first) each task bids on per memory level (``clearing="solver"``).
+    switch_penalty : float, keyword-only
+        Relative discount of a running task's bids that move it or change its memory level
+        (``clearing="solver"``).
     **options
         :class:`gensolver.market.credit.CreditConfig` fields (``income``, ``spend``,
         ``rho_power``, ``credit_power``, ``spread``, ``cap``).
@@ -169,8 +189,33 @@ class MarketPolicy(Policy):
     def __init__(self, *, backfill: str = "preferred", density: str = "work", overrun: float = 1e-3,
                  evidence: bool = True, verify_memory: bool = True, income: str = "arrivals",
                  forfeit: bool = True, tail: float = 0.0, limit: str = "share", calibrate: str = "max",
-                 pay_back: bool = True, tolerance: float = 0.05, smith: float = 0.0, **options: Any) -> None:
+                 pay_back: bool = True, tolerance: float = 0.05, smith: float = 0.0, clearing: str = "greedy",
+                 solver: str = "greedy", budget: float | None = None, levels: int = 3, stay_bonus: float = 0.05,
+                 switch_penalty: float = 0.2, max_options: int = 2,
+                 **options: Any) -> None:
         super().__init__()
+        if clearing not in ("greedy", "solver"):
+            raise ValueError(f"clearing must be 'greedy' or 'solver', got {clearing!r}")
+        self.clearing = clearing
+        if not isinstance(solver, str) or not solver:
+            raise ValueError(f"solver must be a method name, got {solver!r}")
+        if solver == "auto" and budget is None:
+            raise ValueError("solver='auto' needs a deterministic work budget (budget=...)")
+        self.method, self.budget = solver, budget
+        if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
+            raise ValueError(f"levels must be an integer >= 1, got {levels!r}")
+        self.levels = levels
+        if isinstance(max_options, bool) or not isinstance(max_options, int) or max_options < 1:
+            raise ValueError(f"max_options must be an integer >= 1, got {max_options!r}")
+        self.max_options = max_options
+        if isinstance(stay_bonus, bool) or not isinstance(stay_bonus, (int, float)) \
+                or not (math.isfinite(stay_bonus) and stay_bonus >= 0):
+            raise ValueError(f"stay_bonus must be a finite number >= 0, got {stay_bonus!r}")
+        self.stay_bonus = float(stay_bonus)
+        if isinstance(switch_penalty, bool) or not isinstance(switch_penalty, (int, float)) \
+                or not 0 <= switch_penalty < 1:
+            raise ValueError(f"switch_penalty must be a number in [0, 1), got {switch_penalty!r}")
+        self.switch_penalty = float(switch_penalty)
         if not (isinstance(tolerance, (int, float)) and not isinstance(tolerance, bool)
                 and math.isfinite(tolerance) and 0 <= tolerance < 1):
             raise ValueError(f"tolerance must be a number in [0, 1), got {tolerance!r}")
@@ -420,6 +465,59 @@ class MarketPolicy(Policy):
         cands = [s for s in active if s.state == "waiting" or s.task.preemptible]
         cap = pinned_free_capacity(cluster)
         order = sorted(cands, key=lambda s: (-float(score[idx[s.id]]), s.arrival, s.id))
+        if self.clearing == "solver":
+            plan, memory, losers = self._solve_round(cluster, order, score, idx, cap, tenant_of)
+        else:
+            plan, losers = self._greedy_round(cluster, order, idx, cap, tenant_of)
+            memory = {}
+        for st in cands:
+            if st.state == "running" and plan.get(st.id) != st.gpus:
+                cluster.stop(st.id, reason="preempt")
+        for st in cands:  # kept tasks shrink first, then grow (the solver may change a memory level)
+            m = memory.get(st.id)
+            if st.state == "running" and m is not None and m < st.memory - TOL:
+                cluster.resize(st.id, m)
+        for st in order:
+            m = memory.get(st.id, st.task.preferred_memory)
+            if st.state == "running" and st.id in memory and m > st.memory + TOL \
+                    and all(cluster.gpus[g].free_memory + TOL >= m - st.memory for g in st.gpus):
+                cluster.resize(st.id, m)
+            if st.state == "waiting" and st.id in plan:
+                place = plan[st.id]
+                if all(cluster.gpus[g].fits(m, st.task.compute) for g in place):
+                    cluster.start(st.id, place, m)
+        self._backfill(cluster, [s for s in order if s.state == "waiting"])
+        self._grow(cluster)
+        self._charge(cluster, now, active, waiting, cands, plan, tenant_of, beta, losers)
+
+    def _solve_round(self, cluster: Cluster, order: list[TaskState], score: np.ndarray, idx: dict[str, int],
+                     cap: dict[str, tuple[float, float]], tenant_of: list[str]
+                     ) -> tuple[dict[str, tuple[str, ...]], dict[str, float], list[int]]:
+        """The round cleared by the solver layer (:func:`gensolver.market.clearing.clear_round`):
+        the credit rule's scores valued by the one speed law, XOR over placement and memory."""
+        from ...market.clearing import RoundTask, clear_round
+
+        cands = [RoundTask(st.task, float(score[idx[st.id]]), st.gpus if st.state == "running" else None,
+                           st.memory if st.state == "running" else None) for st in order]
+        nodes = {n: [g for g in members if g in cap] for n, members in cluster.nodes.items()}
+        res = clear_round(cands, cap, nodes, levels=self.levels, stay_bonus=self.stay_bonus,
+                          switch_penalty=self.switch_penalty, max_options=self.max_options,
+                          method=self.method, budget=self.budget, allowed=cluster.model_ok)
+        plan = {tid: grp for tid, (grp, _) in res.winners.items()}
+        memory = {tid: mem for tid, (_, mem) in res.winners.items()}
+        losers: list[int] = []
+        for st in order:
+            if st.id not in plan:
+                k = idx[st.id]
+                if len(losers) < 2 and all(tenant_of[j] != tenant_of[k] for j in losers):
+                    losers.append(k)
+        return plan, memory, losers
+
+    def _greedy_round(self, cluster: Cluster, order: list[TaskState], idx: dict[str, int],
+                      cap: dict[str, tuple[float, float]], tenant_of: list[str]
+                      ) -> tuple[dict[str, tuple[str, ...]], list[int]]:
+        """The round cleared in score order, each task at its preferred memory, best fit; a
+        running task keeps its GPUs when they still fit."""
         plan: dict[str, tuple[str, ...]] = {}
         place: tuple[str, ...] | None
         losers: list[int] = []  # best-scored losers of distinct tenants, in score order
@@ -438,16 +536,12 @@ class MarketPolicy(Policy):
             plan[st.id] = place
             for g in place:
                 cap[g] = (cap[g][0] - mem, cap[g][1] - st.task.compute)
-        for st in cands:
-            if st.state == "running" and plan.get(st.id) != st.gpus:
-                cluster.stop(st.id, reason="preempt")
-        for st in order:
-            if st.state == "waiting" and st.id in plan:
-                place = plan[st.id]
-                if all(cluster.gpus[g].fits(st.task.preferred_memory, st.task.compute) for g in place):
-                    cluster.start(st.id, place, st.task.preferred_memory)
-        self._backfill(cluster, [s for s in order if s.state == "waiting"])
-        self._grow(cluster)
+        return plan, losers
+
+    def _charge(self, cluster: Cluster, now: float, active: list[TaskState], waiting: list[TaskState],
+                cands: list[TaskState], plan: dict[str, tuple[str, ...]], tenant_of: list[str],
+                beta: np.ndarray, losers: list[int]) -> None:
+        """Prices from the round's losers (set by others only) and the charges of running tasks."""
         raw = self._prices(tenant_of, beta, losers)
         a = self.smoothing
         prices = {t: (1 - a) * self._price.get(t, 0.0) + a * raw.get(t, 0.0) for t in set(tenant_of) | set(self._price)}

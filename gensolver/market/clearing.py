@@ -1,0 +1,217 @@
+"""One round of the credit market cleared by the solver layer.
+
+:func:`clear_round` turns the round's candidates (waiting tasks and running preemptible ones),
+each with the *utility score* of the credit rule (:class:`gensolver.sim.policies.market.
+MarketPolicy`: Themis' finish-time fairness ``rho`` times the tenant's credits), into a
+combinatorial auction over the free capacity of each GPU and solves winner determination with
+:func:`gensolver.solve`.
+
+Bids (XOR per task)
+-------------------
+For every memory level of the task, from its preferred memory down to its minimum
+(:meth:`gensolver.model.tasks.Task.memory_levels`), and for each of the ``max_options`` best-fit
+placements (one GPU: the fitting GPUs with the least memory left over; or a gang of
+``gpus`` GPUs on one node: on each node the fitting GPUs with the least memory left over,
+across nodes the least total left over first), the task bids
+
+    ``value = score x task_speed(task, level)``
+
+(:func:`gensolver.model.tasks.task_speed`, the package's one speed law), so a smaller memory
+level is priced by the speed it costs. A running task's bid on its current GPUs at its current
+memory is worth ``1 + stay_bonus`` times as much, and its other bids (a move or a new memory
+level, which preempt it and cost a checkpoint) ``1 - switch_penalty`` times as much, so it is
+not preempted for a bid that is barely better. Each bid asks ``level`` GiB and the task's compute on each GPU of its placement.
+
+Winner determination
+--------------------
+``method="greedy"`` (default) ranks bids by value (``alpha=0``: the score order of the credit
+rule; ties by the candidates' order) and accepts first fit, one bid per task:
+``O(B log B)`` for ``B`` bids, deterministic. Any other registered method (``"lp"``,
+``"auto"``...) can be named; ``"auto"`` runs under a deterministic budget of ``budget`` work
+units (``options={"deterministic": True}``), never a wall-clock limit, so reruns are
+byte-identical.
+
+What is proved and what is measured: every answer is feasible (the solver layer checks
+capacity); greedy on value has no constant welfare guarantee with XOR bids and divisible
+capacity (Lehmann, O'Callaghan & Shoham 2002 prove ``OPT / sqrt(m)`` only for single-minded
+bidders on unit goods); its effect on job completion times is measured by
+``benchmarks/bench_market.py``.
+
+References
+----------
+.. [1] Lehmann, O'Callaghan & Shoham, J. ACM 49(5), 2002 (greedy winner determination).
+.. [2] K. Mahajan et al., "Themis: Fair and Efficient GPU Cluster Scheduling", NSDI 2020.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from ..model.instance import Bid, Bidder, Instance, Slot
+from ..model.tasks import Task, task_speed
+from ..model.validate import mark_validated
+from ..solvers import solve
+
+__all__ = ["RoundTask", "RoundResult", "clear_round", "fitting_groups"]
+
+_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class RoundTask:
+    """A candidate of one round.
+
+    Attributes
+    ----------
+    task : Task
+        The task as reported.
+    score : float
+        Its utility score from the credit rule (higher: served first).
+    placement : tuple of str or None
+        GPUs it runs on now (running candidates), else ``None``.
+    memory : float or None
+        Memory per GPU it holds now (running candidates).
+    """
+
+    task: Task
+    score: float
+    placement: tuple[str, ...] | None = None
+    memory: float | None = None
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """What a round decided: ``{task id: (gpus, memory)}`` for the winners, the losers in the
+    candidates' order, the solver's method and status, and the number of bids."""
+
+    winners: Mapping[str, tuple[tuple[str, ...], float]]
+    losers: tuple[str, ...]
+    method: str
+    status: str
+    bids: int
+
+
+def fitting_groups(free: Mapping[str, tuple[float, float]], nodes: Mapping[str, Sequence[str]], k: int,
+                   memory: float, compute: float, *, limit: int,
+                   allowed: Callable[[str], bool] | None = None) -> list[tuple[str, ...]]:
+    """Up to ``limit`` placements of ``k`` GPUs on one node that each have ``memory`` GiB and
+    ``compute`` free: per node the ``k`` fitting GPUs with the least memory left over (best fit,
+    ties to the smaller card's order), nodes ordered by total left over, then by node order."""
+    options: list[tuple[float, int, tuple[str, ...]]] = []
+    for n, members in enumerate(nodes.values()):
+        ok = [(free[g][0] - memory, i, g) for i, g in enumerate(members)
+              if g in free and free[g][0] + _TOL >= memory and free[g][1] + _TOL >= compute
+              and (allowed is None or allowed(g))]
+        if len(ok) < k:
+            continue
+        ok.sort()
+        if k == 1:  # every fitting GPU is a placement
+            options.extend((c[0], n, (c[2],)) for c in ok[:limit])
+            continue
+        chosen = ok[:k]
+        options.append((sum(c[0] for c in chosen), n, tuple(c[2] for c in chosen)))
+    options.sort(key=lambda o: (o[0], o[1]))
+    return [o[2] for o in options[:limit]]
+
+
+def clear_round(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float, float]],
+                nodes: Mapping[str, Sequence[str]], *, levels: int = 3, max_options: int = 2,
+                stay_bonus: float = 0.05, switch_penalty: float = 0.2, method: str = "greedy", budget: float | None = None,
+                allowed: Callable[[str, str], bool] | None = None) -> RoundResult:
+    """Clear one round of the credit market with the solver layer (see the module docstring).
+
+    Parameters
+    ----------
+    candidates : sequence of RoundTask
+        In the round's priority order (ties of the solver are broken by this order).
+    free : mapping
+        ``{gpu: (memory, compute)}`` free for the round (capacity held by tasks that keep their
+        GPUs already subtracted).
+    nodes : mapping
+        ``{node: [gpu, ...]}``: a gang takes GPUs of one node.
+    levels : int, keyword-only
+        Memory levels per task, evenly spaced from minimum to preferred.
+    max_options : int, keyword-only
+        Placements offered per task and level (best fit first); a running task's current
+        placement is always offered when it fits.
+    stay_bonus : float, keyword-only
+        Relative bonus of a running task's bid on its current GPUs and memory.
+    switch_penalty : float, keyword-only
+        Relative discount of a running task's other bids (moving or changing its memory
+        level preempts it and costs a checkpoint), as ``MarketConfig.switch_penalty``.
+    method : str, keyword-only
+        A :func:`gensolver.solve` method name.
+    budget : float, keyword-only
+        Work units for ``method="auto"`` (deterministic); ignored otherwise.
+    allowed : callable, keyword-only
+        ``allowed(task_id, gpu)``: whether the task may run on that GPU (models).
+
+    Returns
+    -------
+    RoundResult
+    """
+    if not (stay_bonus >= 0 and 0 <= switch_penalty < 1 and levels >= 1 and max_options >= 1):
+        raise ValueError("stay_bonus must be >= 0, switch_penalty in [0, 1), levels and max_options >= 1")
+    # built in canonical order (everything sorted by id), so the solver layer reorders nothing
+    slots = tuple(Slot(g, {"compute": max(0.0, float(free[g][1])), "memory": max(0.0, float(free[g][0]))}, g)
+                  for g in sorted(free))
+    bids: list[Bid] = []
+    meta: dict[str, tuple[str, tuple[str, ...], float]] = {}
+    width = len(str(max(1, len(candidates))))
+    for rank, c in enumerate(candidates):
+        t = c.task
+        ok = None if allowed is None else (lambda g, _id=t.id: allowed(_id, g))
+        mems = _levels(t, levels)
+        if c.memory is not None and all(abs(c.memory - m) > _TOL for m in mems):
+            mems.append(float(c.memory))
+        for li, mem in enumerate(mems):
+            value = float(c.score) * task_speed(t, mem)
+            groups = fitting_groups(free, nodes, t.gpus, mem, t.compute, limit=max_options, allowed=ok)
+            stay = c.placement is not None and c.memory is not None and abs(c.memory - mem) <= _TOL
+            if c.placement is not None:  # the current GPUs under their current names and order
+                here = set(c.placement)
+                groups = [c.placement if set(grp) == here else grp for grp in groups]
+            home = c.placement
+            if stay and home is not None and home not in groups and all(
+                    free.get(g, (0.0, 0.0))[0] + _TOL >= mem and free.get(g, (0.0, 0.0))[1] + _TOL >= t.compute
+                    for g in home):
+                groups.append(home)
+            for oi, grp in enumerate(groups):
+                if c.placement is None:
+                    v = value
+                elif stay and grp == c.placement:
+                    v = value * (1.0 + stay_bonus)
+                else:  # a running task that moves or changes memory pays a checkpoint
+                    v = value * (1.0 - switch_penalty)
+                if not v > 0:
+                    continue
+                bid_id = f"{rank:0{width}d}|{li}|{oi}"
+                bids.append(Bid(bid_id, t.id, v, {g: {"compute": t.compute, "memory": mem} for g in sorted(grp)}))
+                meta[bid_id] = (t.id, grp, mem)
+    ids = [c.task.id for c in candidates]
+    if not bids:
+        return RoundResult({}, tuple(ids), method, "empty", 0)
+    bidders = tuple(Bidder(tid, None) for tid in sorted({b.bidder for b in bids}))
+    inst = mark_validated(Instance(slots, tuple(bids), bidders, "market-round", {"family": "market-round"}))
+    if method == "greedy":
+        alloc = solve(inst, method="greedy", options={"alpha": 0.0})
+    elif method == "auto":
+        alloc = solve(inst, method="auto", time_limit=budget, threads=1, seed=0, options={"deterministic": True})
+    else:
+        alloc = solve(inst, method=method, threads=1, seed=0)
+    won: dict[str, tuple[tuple[str, ...], float]] = {}
+    for w in alloc.winners:
+        tid, grp, mem = meta[w]
+        won[tid] = (grp, mem)
+    return RoundResult(won, tuple(i for i in ids if i not in won), alloc.method, alloc.status.value, len(bids))
+
+
+def _levels(task: Task, count: int) -> list[float]:
+    """The task's memory levels, preferred first (as :meth:`Task.memory_levels`, descending)."""
+    lo, hi = float(task.min_memory), float(task.preferred_memory)
+    if lo == hi or count <= 1:
+        return [hi]
+    out = [hi - (hi - lo) * i / (count - 1) for i in range(count)]
+    out[-1] = lo
+    return out
