@@ -9,8 +9,9 @@ LOAD_ROUNDS ?= 1
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	@echo "first run: installing gensolver and every extra into $(VENV) (about 1 GB; a few minutes)"
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[all]"
+	$(PY) -m pip install --progress-bar on -e ".[all]"
 	touch $(STAMP)
 
 # the market's story in under a minute (the solver table: `gensolver bench smoke`)

@@ -25,13 +25,27 @@ def _split_methods(text: Optional[str]) -> Optional[list[str]]:
     return methods
 
 
+def suite_label(suite: str) -> str:
+    """The folder name of ``suite`` under ``bench-out/``: its name, or its folder's.
+
+    Examples
+    --------
+    >>> suite_label("smoke"), suite_label("my/suite/manifest.json"), suite_label("runs/mine/")
+    ('smoke', 'suite', 'mine')
+    """
+    path = Path(suite)
+    if path.name == "manifest.json":
+        path = path.parent
+    return path.name or "suite"
+
+
 def bench_command(
     suite: str = typer.Argument(..., help="Suite name (smoke, small, medium, large), folder or manifest."),
     methods: Optional[str] = typer.Option(None, "--methods", "-m", help="Comma-separated solver methods (default: auto,cpsat,highs,greedy,lp where usable)."),
     mechanism: Optional[str] = typer.Option(None, "--mechanism", **choice(MECHANISMS), help="Also run this mechanism per cell (payments time, max regret)."),
     time_limit: float = typer.Option(10.0, "--time-limit", "-t", help="Per-cell solver time limit in seconds."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Local worker processes."),
-    out: Path = typer.Option(Path("bench-out"), "--out", "-o", help="Output folder (journal, CSV, JSON, report, plots)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output folder (journal, CSV, JSON, report, plots; default: bench-out/SUITE, e.g. bench-out/smoke)."),
     dask: Optional[str] = typer.Option(None, "--dask", help="Run cells on this Dask scheduler address (tcp://host:8786)."),
     fresh: bool = typer.Option(False, "--fresh", help="Ignore the journal of an earlier run and redo every cell."),
     regret_bidders: int = typer.Option(2, "--regret-bidders", help="Winning bidders whose regret is measured (with --mechanism)."),
@@ -63,6 +77,8 @@ def bench_command(
             check_methods(meths)
         except ValueError as exc:  # UnknownMethodError too
             fail(f"--methods: {exc}")
+    if out is None:  # one folder per suite: `bench small` does not overwrite (or resume) smoke's results
+        out = Path("bench-out") / suite_label(suite)
     check_output_dir(out, "--out")
     for path in output_paths(out, plots=not no_plots):
         check_output_file(path, "--out")

@@ -163,7 +163,9 @@ def demo_command(
     _step(con, 4, "The plan: per-GPU timelines with memory grants, ready for the executor")
     con.print(f"{len(plan.tasks)} tasks, {len(plan.entries)} entries on {len(plan.devices)} devices, "
                   f"{len(plan.preemptions)} preemption points; within every device's capacity "
-                  f"{_mark(pcheck.ok)}. `gensolver run plan.json --backend sim` executes it (NVML on real GPUs).",
+                  f"{_mark(pcheck.ok)}. `gensolver run plan.json --backend sim --time-scale 0.01` executes it "
+                  f"in about {STEPS * STEP_SECONDS * 0.01:.0f} s (at the default scale 1 it takes the plan's "
+                  f"{STEPS * STEP_SECONDS / 3600:g} hours, as on real GPUs with --backend nvml).",
                   highlight=False)
 
     # 5. a simulation ---------------------------------------------------------------------------

@@ -105,6 +105,23 @@ def _clean_warnings() -> Iterator[None]:
         yield
 
 
+#: wall seconds above which ``run`` says how long a plan will take and how to scale it
+LONG_RUN_SECONDS = 300.0
+
+
+def _say_how_long(horizon: float, time_scale: float, backend: str, *, resumed: bool) -> None:
+    """A note on stderr when the plan will take long in wall time (not on a resumed journal)."""
+    wall = horizon * time_scale
+    if resumed or wall <= LONG_RUN_SECONDS:
+        return
+    faster = "" if backend != "sim" else (
+        f"; simulated devices need not wait: --time-scale {max(1e-3, 60.0 / max(horizon, 1e-9)):.2g} "
+        f"runs it in about a minute")
+    err_console.print(f"note: the plan spans {horizon:g} plan seconds: at --time-scale {time_scale:g} this run "
+                      f"takes up to {wall / 60:.0f} min (it ends when every task has ended){faster}",
+                      highlight=False, soft_wrap=True)
+
+
 def _os_error(exc: OSError) -> str:
     """``exc`` as ``cannot write PATH: reason``."""
     where = f" {exc.filename}" if exc.filename else ""
@@ -228,6 +245,9 @@ def run_command(
                 err_console.print(f"[yellow]warning:[/] --time-scale {time_scale:g} is ignored: the journal keeps "
                                   f"its time scale {kept:g}", highlight=False, soft_wrap=True)
                 time_scale = float(kept)
+        resumed = first is not None
+    else:
+        resumed = False
     policy = ExecutorPolicy(over_grant=over_grant, over_grant_tolerance=tolerance, grace=grace, preempt=preempt,
                             lost=lost)
 
@@ -256,6 +276,7 @@ def run_command(
                 fail(f"{where}: plan devices {other!r} and {name!r} both name the {gpu.name} device {uuid}")
             taken[uuid] = name
         _check_device_sizes(plan, gpu, {name: uuid for uuid, name in taken.items()}, plan_file)
+        _say_how_long(plan.horizon, time_scale, backend, resumed=resumed)
         with _clean_warnings():
             with task_progress(len(plan.tasks), label=f"running {plan.name or plan_file.name}",
                                enabled=not as_json) as on_event:

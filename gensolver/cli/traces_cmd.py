@@ -36,8 +36,9 @@ def traces_list() -> None:
 @traces_app.command("fetch")
 def traces_fetch(
     name: TraceName = typer.Argument(..., help="The trace to download."),
-    directory: Optional[Path] = typer.Option(None, "--dir", "-d", help="Where to put it (DIR/<folder>/; default: the "
-                                                             "per-user folder `gensolver simulate` reads)."),
+    directory: Optional[Path] = typer.Option(None, "--dir", "-d", help="Where to put it (DIR/<folder>/; default: "
+                                                             "$GENSOLVER_TRACES when set, else the per-user folder; "
+                                                             "both are where `gensolver simulate` reads)."),
     mirror: Optional[str] = typer.Option(None, "--mirror", help="Fetch MIRROR/<folder>/<file> instead of the "
                                                                 "upstream URLs (same checksums)."),
     force: bool = typer.Option(False, "--force", help="Download files that are already present and correct."),
@@ -55,10 +56,12 @@ def traces_fetch(
         fail(f"--timeout: must be a positive finite number of seconds, got {timeout:g}")
     if mirror is not None and not mirror.startswith(("http://", "https://", "file:")):
         fail(f"--mirror: expected an http(s):// or file: URL, got {mirror!r}")
-    if directory is None:
-        from ..instances.gpu import user_trace_dir
+    if directory is None:  # where `gensolver simulate` will look, never ../shared beside a checkout
+        import os
 
-        directory = user_trace_dir()
+        from ..instances.gpu import TRACE_ENV, user_trace_dir
+
+        directory = Path(os.environ[TRACE_ENV]) if os.environ.get(TRACE_ENV) else user_trace_dir()
     check_output_dir(directory, "--dir")
     key = name.value if isinstance(name, enum.Enum) else str(name)
     try:
@@ -69,10 +72,12 @@ def traces_fetch(
     except OSError as exc:
         fail(f"--dir: cannot write {exc.filename or directory}: {exc.strerror or exc}")
     src = TRACE_SOURCES[key]
+    from ..instances.gpu import default_trace_dir
+
+    where = "" if Path(directory).resolve() == default_trace_dir().resolve() else f" --traces-dir {directory}"
     console.print(f"{src.name} trace in {escape(str(directory / src.folder))} (cite {src.citation}; "
                   f"licence: {src.license}); replay it with "
-                  f"`gensolver simulate {src.name} --traces-dir {escape(str(directory))}`", highlight=False,
-                  soft_wrap=True)
+                  f"`gensolver simulate {src.name}{escape(where)}`", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

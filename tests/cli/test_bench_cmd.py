@@ -205,3 +205,21 @@ def test_materialize_checks_the_files_already_present(tmp_path: Path, capsys: py
     rc, out, err = run(capsys, "suite", "materialize", SMOKE)
     assert rc == 0, err
     assert all(ln.endswith(": present") for ln in out.splitlines() if ln.strip())
+
+
+# ------------------------------------------------------------------ output folder per suite
+def test_each_suite_writes_its_own_folder_under_bench_out(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --out, ``bench smoke`` writes bench-out/smoke/ and another suite its own folder:
+    the second run neither overwrites nor resumes the first one's results."""
+    other = suite_copy(tmp_path, name="mine")
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, "bench", "smoke", *FAST)
+    assert rc == 0, err
+    smoke = (tmp_path / "bench-out" / "smoke" / "results.json").read_bytes()
+    rc, out, err = run(capsys, "bench", str(other / "manifest.json"), *FAST)
+    assert rc == 0, err
+    assert "0 resumed" in " ".join(out.split())  # not smoke's journal
+    assert (tmp_path / "bench-out" / "mine" / "results.json").is_file()
+    assert (tmp_path / "bench-out" / "smoke" / "results.json").read_bytes() == smoke
+    assert not (tmp_path / "bench-out" / "results.json").exists()

@@ -291,3 +291,16 @@ def test_plan_option_errors_blame_the_option_not_the_file(tmp_path: Path, round_
     err = capsys.readouterr().err
     assert err.startswith("error: --time-limit must be a positive finite number") and str(round_file) not in err
     assert not out.exists()
+
+
+def test_a_long_plan_says_how_long_and_how_to_scale_it(plan_file: Path, marker: Path, capsys) -> None:
+    """A 6000-second plan at the default --time-scale 1 would hold its devices 100 minutes:
+    ``run`` says so, and how to scale it (the run still ends when its commands end)."""
+    assert main(["run", str(plan_file), "--backend", "sim", "--poll", "0.01"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "note: the plan spans 6000 plan seconds: at --time-scale 1 this run takes up to 100 min" in err, err
+    assert "--time-scale 0.01 runs it in about a minute" in err
+    assert marker.exists()
+    marker.unlink()
+    assert main(["run", str(plan_file), "--backend", "sim", "--poll", "0.01", "--time-scale", "0.01"]) == 0
+    assert "note:" not in capsys.readouterr().err  # 60 s: nothing to say

@@ -150,6 +150,24 @@ def test_cli_fetches_the_real_alibaba_files_from_a_local_mirror(shared_dir: Path
     assert rc == 0
 
 
+def test_fetch_then_simulate_with_gensolver_traces_set(shared_dir: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --dir, fetch writes where simulate reads: $GENSOLVER_TRACES when it is set (it
+    used to write to the per-user folder, and simulate then failed)."""
+    home = tmp_path / "env-traces"
+    monkeypatch.setenv("GENSOLVER_TRACES", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    with _Server(shared_dir / "traces") as srv:
+        assert main(["traces", "fetch", "alibaba", "--mirror", srv.url, "--timeout", "10"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "`gensolver simulate alibaba`" in out  # no --traces-dir needed
+    assert sorted(p.name for p in (home / "alibaba-gpu-2023").iterdir()) == sorted(
+        f.name for f in TRACE_SOURCES["alibaba"].files)
+    assert not (tmp_path / "xdg").exists()
+    assert main(["simulate", "alibaba", "--max-jobs", "8", "--nodes", "1", "--policy", "fcfs-packing", "--json"]) == 0
+
+
 def test_cli_checksum_failure_exits_1_without_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     www = tmp_path / "www" / "philly"
     www.mkdir(parents=True)
