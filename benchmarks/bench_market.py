@@ -311,7 +311,8 @@ def lie_table(ws, *, tenants_max: int | None = None, policies=LIE_POLICIES, numb
         tenants = [t for t in tenants if sum(1 for x in w.tasks if x.tenant == t) >= 5][:tenants_max]
         for p in policies:
             def run(wl, p=p):
-                return simulate(wl, policy=p)
+                name, opts = policy_spec(p)
+                return simulate(wl, policy=name, policy_options=opts or None)
             bases = {}
             base = run(w)
             row = {"workload": w.name, "gpus": len(w.gpus), "policy": p}
@@ -407,7 +408,7 @@ def main(argv=None):
     ap.add_argument("--json", type=Path, help="also write every table to this JSON file")
     ap.add_argument("--configs", type=_configs, help="NODESxCOMPRESS,... (default: all of CONFIGS)")
     ap.add_argument("--lie-policies", type=lambda s: tuple(s.split(",")), default=LIE_POLICIES,
-                    help="policies of the lie table, comma-separated")
+                    help="policies of the lie table, comma-separated (NAME or NAME:KEY=VALUE+...)")
     ap.add_argument("--policies", type=lambda s: tuple(s.split(",")), default=None,
                     help="policies of the policy table, comma-separated, each NAME or NAME:KEY=VALUE+KEY=VALUE "
                          "(policy options, e.g. market:smith=0.5; default: all policies)")
@@ -422,7 +423,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.seeds < 1:
         ap.error(f"--seeds must be >= 1, got {a.seeds}")
-    unknown = set(a.lie_policies) - set(LIE_POLICIES)
+    unknown = {p for p in a.lie_policies if policy_spec(p)[0] not in LIE_POLICIES}
     if unknown:
         ap.error(f"--lie-policies: unknown {sorted(unknown)}; choose from {', '.join(LIE_POLICIES)}")
     configs = a.configs or (CONFIGS[:1] if a.quick else CONFIGS)

@@ -116,7 +116,7 @@ def fitting_groups(free: Mapping[str, tuple[float, float]], nodes: Mapping[str, 
 
 
 def clear_round(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float, float]],
-                nodes: Mapping[str, Sequence[str]], *, levels: int = 3, max_options: int = 2,
+                nodes: Mapping[str, Sequence[str]], *, levels: int = 1, max_options: int = 8,
                 stay_bonus: float = 0.05, switch_penalty: float = 0.2, method: str = "greedy", budget: float | None = None,
                 allowed: Callable[[str, str], bool] | None = None) -> RoundResult:
     """Clear one round of the credit market with the solver layer (see the module docstring).

@@ -53,7 +53,7 @@ def _round(seed: int, n: int, gpus: int):
 @pytest.mark.parametrize("seed", range(6))
 def test_every_clearing_is_feasible(seed):
     cands, free, nodes = _round(seed, 12, 4)
-    res = clear_round(cands, free, nodes)
+    res = clear_round(cands, free, nodes, levels=3, max_options=2)
     assert _violations(res.winners, cands, free, nodes) == []
     assert set(res.winners).isdisjoint(res.losers)
     assert set(res.winners) | set(res.losers) == {c.task.id for c in cands}
@@ -140,11 +140,12 @@ def _log(result) -> bytes:
     return json.dumps([e.to_dict() for e in result.events], sort_keys=True).encode()
 
 
+@pytest.mark.parametrize("clearing", ["solver", "greedy"])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_the_solver_cleared_market_finishes_everything_within_capacity(seed):
+def test_both_clearings_finish_everything_within_capacity(seed, clearing):
     w = with_deadlines(synthetic_workload(50, seed=seed, rate=4.0, gang_share=0.2, preemptible_share=0.5,
                                           tenants=3), seed=seed)
-    opts = {"clearing": "solver"}
+    opts = {"clearing": clearing}
     a = simulate(w, policy="market", policy_options=opts, faults=["gpu:gpu1@5-15"])
     audit_log(a.events, require_complete=True).raise_if_failed()  # capacity, from the log alone
     assert a.metrics.completed == a.metrics.tasks == 50

@@ -10,11 +10,16 @@ Each round boundary (every ``lease`` steps):
    proportion to how much value each of its tasks loses by waiting one more round (reported
    value, urgency and deadline; :func:`gensolver.market.credit.deferral_cost`), computed with
    numpy over all candidates at once.
-3. **Clearing.** Waiting and running preemptible tasks are served in decreasing order of the
-   score ``rho ** rho_power * (bid / mean bid) ** credit_power * (median remaining /
-   remaining) ** smith`` (``rho``: Themis' finish-time fairness estimate from the reports; the
-   last factor is Smith's rule on the calibrated remaining work), each at its preferred memory, on the capacity that
-   non-preemptible running tasks leave; a running task keeps its GPUs when they still fit.
+3. **Clearing.** Waiting and running preemptible tasks are scored ``rho ** rho_power * (bid /
+   mean bid) ** credit_power * (median remaining / remaining) ** smith`` (``rho``: Themis'
+   finish-time fairness estimate from the reports; the last factor is Smith's rule on the
+   calibrated remaining work) and the round is cleared, on the capacity that non-preemptible
+   running tasks leave, by the solver layer (``clearing="solver"``, the default:
+   :func:`gensolver.market.clearing.clear_round`; each candidate bids XOR over best-fit
+   placements, worth its score times :func:`gensolver.model.tasks.task_speed`, a running
+   task's own placement ``1 + stay_bonus`` times as much; greedy on value under
+   ``solver="greedy"``), or (``clearing="greedy"``, the earlier rule) in decreasing score
+   order, each at its preferred memory, a running task keeping its GPUs when they still fit.
    Running preemptible tasks left out are preempted (checkpoint cost).
 4. **Backfill (work-conserving).** Waiting tasks still left out then start, in score order, on
    whatever is free now: at preferred memory where it fits, else (``backfill="elastic"``) with
@@ -159,9 +164,9 @@ class MarketPolicy(Policy):
         corrected). A tenant that understates by less than the band
         is treated as honest, so what it can gain is bounded by what a report off by the band
         moves (measured against the noise floor by ``benchmarks/bench_market.py``).
-    clearing : {"greedy", "solver"}, keyword-only
+    clearing : {"solver", "greedy"}, keyword-only
         How a boundary round is cleared: in score order at preferred memory, best fit
-        (``"greedy"``), or by the solver layer (``"solver"``:
+        (``"greedy"``, the earlier rule), or by the solver layer (``"solver"``, the default:
         :func:`gensolver.market.clearing.clear_round`, XOR bids over placement and memory level
         valued ``score x task_speed``).
     solver : str, keyword-only
@@ -171,7 +176,9 @@ class MarketPolicy(Policy):
         Work units per round for ``solver="auto"`` (never wall-clock seconds: reruns are
         byte-identical).
     levels : int, keyword-only
-        Memory levels per task, preferred down to minimum (``clearing="solver"``).
+        Memory levels per task, preferred down to minimum (``clearing="solver"``; default 1:
+        measured, smaller levels in the clearing cost JCT on the Alibaba lists; the elastic
+        backfill and growth still use the range).
     stay_bonus : float, keyword-only
         Relative bonus of a running task's bid on its current GPUs (``clearing="solver"``).
     max_options : int, keyword-only
@@ -189,9 +196,9 @@ class MarketPolicy(Policy):
     def __init__(self, *, backfill: str = "preferred", density: str = "work", overrun: float = 1e-3,
                  evidence: bool = True, verify_memory: bool = True, income: str = "arrivals",
                  forfeit: bool = True, tail: float = 0.0, limit: str = "share", calibrate: str = "max",
-                 pay_back: bool = True, tolerance: float = 0.05, smith: float = 0.0, clearing: str = "greedy",
-                 solver: str = "greedy", budget: float | None = None, levels: int = 3, stay_bonus: float = 0.05,
-                 switch_penalty: float = 0.2, max_options: int = 2,
+                 pay_back: bool = True, tolerance: float = 0.05, smith: float = 0.0, clearing: str = "solver",
+                 solver: str = "greedy", budget: float | None = None, levels: int = 1, stay_bonus: float = 0.05,
+                 switch_penalty: float = 0.2, max_options: int = 8,
                  **options: Any) -> None:
         super().__init__()
         if clearing not in ("greedy", "solver"):
