@@ -159,6 +159,7 @@ def clear_round(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
     bids: list[Bid] = []
     meta: dict[str, tuple[str, tuple[str, ...], float]] = {}
     width = len(str(max(1, len(candidates))))
+    most = max((m for m, _ in free.values()), default=0.0)  # no level above it fits anywhere
     for rank, c in enumerate(candidates):
         t = c.task
         ok = None if allowed is None else (lambda g, _id=t.id: allowed(_id, g))
@@ -167,7 +168,8 @@ def clear_round(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
             mems.append(float(c.memory))
         for li, mem in enumerate(mems):
             value = float(c.score) * task_speed(t, mem)
-            groups = fitting_groups(free, nodes, t.gpus, mem, t.compute, limit=max_options, allowed=ok)
+            groups = fitting_groups(free, nodes, t.gpus, mem, t.compute, limit=max_options, allowed=ok) \
+                if mem <= most + _TOL else []
             stay = c.placement is not None and c.memory is not None and abs(c.memory - mem) <= _TOL
             if c.placement is not None:  # the current GPUs under their current names and order
                 here = set(c.placement)
