@@ -16,9 +16,9 @@ name                   behaviour
 ``finish-time-fair``   Themis-like: each round favours the worst finish-time fairness rho
 ``auction``            a combinatorial auction per round (:class:`gensolver.market.Market`, any
                        mechanism; deterministic work budget)
-``market``             the credit market: Themis' rho x Karma-style credits, each round
-                       cleared by the solver layer (:mod:`gensolver.market.clearing`),
-                       priced, with backfill (:mod:`.market`)
+``market``             the credit market: Themis' rho x Karma-style credits, priced, with
+                       backfill (:mod:`.market`; ``clearing="solver"``: rounds cleared by
+                       :mod:`gensolver.market.clearing`)
 ``time-slicing``       NVIDIA time-slicing: replicas per GPU, turns on the whole device
 ``mps``                CUDA MPS: compute shares, memory-bandwidth interference
 ``mig``                Multi-Instance GPU: fixed profiles, reconfiguration cost

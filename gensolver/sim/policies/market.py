@@ -14,11 +14,11 @@ Each round boundary (every ``lease`` steps):
    mean bid) ** credit_power * (median remaining / remaining) ** smith`` (``rho``: Themis'
    finish-time fairness estimate from the reports; the last factor is Smith's rule on the
    calibrated remaining work) and the round is cleared, on the capacity that non-preemptible
-   running tasks leave, by the solver layer (``clearing="solver"``, the default:
+   running tasks leave, by the solver layer (``clearing="solver"``:
    :func:`gensolver.market.clearing.clear_round`; each candidate bids XOR over best-fit
    placements, worth its score times :func:`gensolver.model.tasks.task_speed`, a running
    task's own placement ``1 + stay_bonus`` times as much; greedy on value under
-   ``solver="greedy"``), or (``clearing="greedy"``, the earlier rule) in decreasing score
+   ``solver="greedy"``), or (``clearing="greedy"``, the default) in decreasing score
    order, each at its preferred memory, a running task keeping its GPUs when they still fit.
    Running preemptible tasks left out are preempted (checkpoint cost).
 4. **Backfill (work-conserving).** Waiting tasks still left out then start, in score order, on
@@ -166,7 +166,7 @@ class MarketPolicy(Policy):
         moves (measured against the noise floor by ``benchmarks/bench_market.py``).
     clearing : {"solver", "greedy"}, keyword-only
         How a boundary round is cleared: in score order at preferred memory, best fit
-        (``"greedy"``, the earlier rule), or by the solver layer (``"solver"``, the default:
+        (``"greedy"``, the default), or by the solver layer (``"solver"``:
         :func:`gensolver.market.clearing.clear_round`, XOR bids over placement and memory level
         valued ``score x task_speed``).
     solver : str, keyword-only
@@ -196,7 +196,7 @@ class MarketPolicy(Policy):
     def __init__(self, *, backfill: str = "preferred", density: str = "work", overrun: float = 1e-3,
                  evidence: bool = True, verify_memory: bool = True, income: str = "arrivals",
                  forfeit: bool = True, tail: float = 0.0, limit: str = "share", calibrate: str = "max",
-                 pay_back: bool = True, tolerance: float = 0.05, smith: float = 0.0, clearing: str = "solver",
+                 pay_back: bool = True, tolerance: float = 0.05, smith: float = 0.0, clearing: str = "greedy",
                  solver: str = "greedy", budget: float | None = None, levels: int = 1, stay_bonus: float = 0.05,
                  switch_penalty: float = 0.2, max_options: int = 8,
                  **options: Any) -> None:
