@@ -150,3 +150,13 @@ def test_both_clearings_finish_everything_within_capacity(seed, clearing):
     audit_log(a.events, require_complete=True).raise_if_failed()  # capacity, from the log alone
     assert a.metrics.completed == a.metrics.tasks == 50
     assert _log(a) == _log(simulate(w, policy="market", policy_options=opts, faults=["gpu:gpu1@5-15"]))
+
+
+@pytest.mark.parametrize("opts", [{"solver": "auto", "budget": 0.2}, {"solver": "lp"}])
+def test_other_methods_rerun_byte_identical_under_a_work_budget(opts):
+    """``auto`` runs under work units, not seconds: a loaded machine changes no decision."""
+    w = with_deadlines(synthetic_workload(20, seed=3, rate=4.0, gang_share=0.2, tenants=3), seed=3)
+    full = {"clearing": "solver", **opts}
+    a = simulate(w, policy="market", policy_options=full)
+    audit_log(a.events, require_complete=True).raise_if_failed()
+    assert _log(a) == _log(simulate(w, policy="market", policy_options=full))
