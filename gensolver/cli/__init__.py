@@ -39,6 +39,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gensolver.cli.solve_cmd",
     "gensolver.cli.bench_cmd",
     "gensolver.cli.sim_cmd",
+    "gensolver.cli.round_cmd",
     "gensolver.cli.run_cmd",
     "gensolver.cli.verify_cmd",
     "gensolver.cli.traces_cmd",

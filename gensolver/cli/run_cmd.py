@@ -23,6 +23,7 @@ from ..errors import MissingExtraError
 from .choices import BACKENDS, BACKENDS_HELP, METHODS, choice
 from .common import check_output_dir, check_output_file, check_time_limit_option, console, err_console, fail, print_json
 from .progress import task_progress, working
+from .round_cmd import DEFAULT_GPUS, DEFAULT_STEP_SECONDS, DEFAULT_STEPS, gentask_round, is_gentask_file
 
 __all__ = ["register", "EXIT_TASK_FAILED", "EXIT_BACKEND_UNAVAILABLE"]
 
@@ -328,14 +329,19 @@ def _gantt_format(path: Path) -> str:
 
 
 def plan_command(
-    file: Path = typer.Argument(..., help="A gensolver.gpuround/v1 round (tasks with commands) "
+    file: Path = typer.Argument(..., help="A gensolver.gpuround/v1 round (tasks with commands), GenTask YAML "
+                                "(.yaml: made a round with --gpus/--steps/--step-seconds, as `gensolver round`) "
                                 "or a gensolver.instance/v1 instance with slot metadata."),
     output: Path = typer.Option(..., "--output", "-o", help="Where to write the gensolver.plan/v1 JSON."),
     method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Solver method."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver."),
     gantt: Optional[Path] = typer.Option(None, "--gantt", help="Also draw the plan as a PNG Gantt chart."),
+    gpus: str = typer.Option(DEFAULT_GPUS, "--gpus", help="GenTask YAML: GPU memories in GiB (as `gensolver round`)."),
+    steps: int = typer.Option(DEFAULT_STEPS, "--steps", help="GenTask YAML: steps in the round."),
+    step_seconds: float = typer.Option(DEFAULT_STEP_SECONDS, "--step-seconds", help="GenTask YAML: seconds of one step."),
 ) -> None:
     """Solve a round and write its execution plan (checked with check_plan)."""
+    from ..errors import InputError
     from ..executor import PlanError, check_plan, plot_plan, to_plan, write_plan
     from ..model import GpuRound, InstanceError, read_instance
     from ..model.inputs import loads_json, read_limited
@@ -356,10 +362,20 @@ def plan_command(
             fail(f"{option}: {path} is the input file; choose another path")
     _distinct_outputs({"--output": output, "--gantt": gantt}, {})
 
-    try:
-        doc = loads_json(read_limited(file).decode("utf-8"))
-    except (OSError, ValueError):  # InputError, JSONDecodeError, UnicodeDecodeError: read_instance says why
-        doc = None
+    doc: Any = None
+    if is_gentask_file(file):
+        try:
+            doc = gentask_round(file, gpus=gpus, steps=steps, step_seconds=step_seconds).to_dict()
+        except OSError as exc:
+            fail(f"{file}: {exc.strerror or exc}")
+        except (InputError, ValueError, UnicodeDecodeError) as exc:
+            msg = str(exc)
+            fail(msg if msg.startswith(("--", str(file))) else f"{file}: {msg}")
+    else:
+        try:
+            doc = loads_json(read_limited(file).decode("utf-8"))
+        except (OSError, ValueError):  # InputError, JSONDecodeError, UnicodeDecodeError: read_instance says why
+            doc = None
     tasks = None
     try:
         if isinstance(doc, dict) and doc.get("schema") == "gensolver.gpuround/v1":

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import MissingExtraError
-from ..model import InstanceError, read_instance
+from ..model import Instance, InstanceError, read_instance
 from ..solvers import BackendUnavailableError, UnknownMethodError, list_methods, solve
 from .choices import MECHANISMS, METHODS, choice
 from .common import check_time_limit_option, console, fail, print_json
@@ -23,8 +23,34 @@ __all__ = ["register", "EXIT_SOLVE_ERROR"]
 EXIT_SOLVE_ERROR = 1
 
 
+def _read_round_or_instance(file: Path) -> Instance:
+    """An instance file, a ``gensolver.gpuround/v1`` round (from ``gensolver round``) or GenTask
+    YAML (a round on the defaults of ``gensolver round``), as the instance to solve."""
+    from ..errors import InputError
+    from ..model import GpuRound
+    from ..model.inputs import loads_json, read_limited
+    from .round_cmd import gentask_round, is_gentask_file
+
+    try:
+        if is_gentask_file(file):
+            return gentask_round(file).expand()
+        if file.suffix.lower() == ".json":
+            try:
+                doc = loads_json(read_limited(file).decode("utf-8"))
+            except (OSError, ValueError):
+                doc = None  # read_instance says why
+            if isinstance(doc, dict) and doc.get("schema") == "gensolver.gpuround/v1":
+                return GpuRound.from_dict(doc).expand()
+        return read_instance(file)
+    except OSError as exc:
+        fail(f"{file}: {exc.strerror or exc}")
+    except (InstanceError, InputError, ValueError, UnicodeDecodeError) as exc:
+        msg = str(exc)
+        fail(msg if msg.startswith(str(file)) else f"{file}: {msg}")
+
+
 def solve_command(
-    file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text."),
+    file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text; or a round (gensolver.gpuround/v1 JSON from `gensolver round`, or GenTask .yaml)."),
     method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Solver method (see `gensolver methods`)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver (default: none, run until proven optimal; with --mechanism vcg, the whole budget of the main solve and all pivots, and with vcg on method auto or lavi-swamy a budget of work units, about a second each, unless --wall-clock; with other mechanisms, seconds for each solve)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Solver threads."),
@@ -58,10 +84,7 @@ def solve_command(
         fail(f"--alpha: must be a finite number >= 1, got {alpha}")
     if mechanism is not None and seed != 0 and mechanism != "lavi-swamy":
         fail("--seed: with --mechanism, only lavi-swamy (the draw from its lottery) takes a seed")
-    try:
-        instance = read_instance(file)
-    except InstanceError as exc:
-        fail(f"{file}: {exc}")
+    instance = _read_round_or_instance(file)
     outcome = None
     try:
         if mechanism is not None:
