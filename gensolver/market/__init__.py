@@ -1,11 +1,30 @@
 """The GPU market: GenTask specifications and round-by-round clearing with credits.
 
 - :mod:`.spec` reads the GenTask YAML users write into :class:`gensolver.model.tasks.Task`;
-- :mod:`.market` clears rounds (auction, mechanism, credits, fairness weights, feedback).
+- :mod:`.engine` is the one round-by-round engine (:class:`.engine.CreditEngine`: credits,
+  finish-time fairness, prices), on any cluster shaped like :class:`.pool.Pool`;
+- :mod:`.market` clears one-shot welfare auctions with mechanisms (:class:`.market.Market`).
+
+Names are imported on first use, so the simulator's placement helpers (:mod:`.pool`) do not
+load the solver layer.
 """
 
-from .market import Assignment, Candidate, Clearing, CreditEntry, Market, MarketConfig, Reservation
-from .spec import SpecError, load_gentasks, loads_gentasks, parse_duration, parse_gentask, parse_quantity
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .market import Assignment, Candidate, Clearing, CreditEntry, Market, MarketConfig, Reservation
+    from .spec import SpecError, load_gentasks, loads_gentasks, parse_duration, parse_gentask, parse_quantity
 
 __all__ = ["Market", "MarketConfig", "Candidate", "Reservation", "Assignment", "Clearing", "CreditEntry",
            "SpecError", "load_gentasks", "loads_gentasks", "parse_gentask", "parse_quantity", "parse_duration"]
+
+_HOME = {**{n: ".market" for n in __all__[:7]}, **{n: ".spec" for n in __all__[7:]}}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(_HOME[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,616 @@
+"""The round-by-round market engine: finish-time fairness priced in credits (Themis x Karma).
+
+One engine, :class:`CreditEngine`, clears every round; the simulator's ``market`` policy
+(:mod:`gensolver.sim.policies.market`) and the service call it unchanged. It sees the cluster
+through :class:`gensolver.market.pool.Pool` and imports nothing from the simulator.
+
+Each round boundary (every ``lease`` steps):
+
+1. **Income.** The round's income is shared by every task seen so far, finished or not
+   (``income="arrivals"``; :class:`gensolver.market.credit.CreditBank`): a tenant's share is
+   its share of the tasks, which no report, false name or lingering task changes.
+   (``income="active"``: shared by the tasks waiting or running, the earlier rule.)
+2. **Bids.** Every active task bids credits: its tenant's committed credits split in
+   proportion to how much value each of its tasks loses by waiting one more round (reported
+   value, urgency and deadline; :func:`gensolver.market.credit.deferral_cost`), computed with
+   numpy over all candidates at once.
+3. **Clearing.** Waiting and running preemptible tasks are scored ``rho ** rho_power * (bid /
+   mean bid) ** credit_power * (median remaining / remaining) ** smith`` (``rho``: Themis'
+   finish-time fairness estimate from the reports; the last factor is Smith's rule on the
+   calibrated remaining work) and the round is cleared, on the capacity that non-preemptible
+   running tasks leave, by the solver layer (``clearing="solver"``:
+   :func:`gensolver.market.clearing.clear_round`; each candidate bids XOR over best-fit
+   placements, worth its score times :func:`gensolver.model.tasks.task_speed`, a running
+   task's own placement ``1 + stay_bonus`` times as much; greedy on value under
+   ``solver="greedy"``), or (``clearing="greedy"``, the default) in decreasing score
+   order, each at its preferred memory, a running task keeping its GPUs when they still fit.
+   Running preemptible tasks left out are preempted (checkpoint cost).
+4. **Backfill (work-conserving).** Waiting tasks still left out then start, in score order, on
+   whatever is free now: at preferred memory where it fits, else (``backfill="elastic"``) with
+   less memory, at least their minimum, on the GPUs with the most free memory; running tasks
+   below their preferred memory grow into freed memory. Starts go through
+   :meth:`Pool.start`, which refuses any placement over capacity.
+5. **Payment.** A tenant's price per GiB-step this round is the bid per GiB-step of the
+   best-scored task *of another tenant* left out for lack of capacity (0 when none was), kept
+   within a factor ``spread`` of the mean bid per GiB-step of the other tenants' tasks (so one
+   outlier cannot set a wild price): a tenant's own bids never set its price. Every task
+   holding GPUs after the round pays ``price x memory x gpus x lease`` credits for what it
+   holds, at most its income share of the round (``limit="share"``: ``income / tasks seen``, so
+   a tenant's round income covers its charges and no payment depends on which account, or which
+   false name, pays it; ``limit="balance"``: at most its tenant's balance, the earlier rule), so
+   shading a bid buys no discount.
+
+Progress is what the scheduler observes: a running task's attained work counts its progress
+since its last event (:func:`attained`), whatever it reported. A report is *proved false*
+only beyond a tolerance band (``tolerance``: a report at least 95% of the truth is never
+caught): estimation errors are not lies. Four rules
+act on reports proved false by that observation (a truthful task is never caught, so they change nothing in a
+truthful run):
+
+- **Calibration.** Reported durations are scaled, per tenant, by the largest ratio observed
+  work / reported duration over its finished tasks and its unfinished tasks already past their
+  reports (``evidence``; ``calibrate="max"``): the smallest factor that would have made every
+  report seen so far honest, so an understating tenant is corrected at its first overrun, and
+  by its worst understatement, not by an average diluted by the lower bounds of tasks still
+  running (``calibrate="mean"``: total work / total reported, the earlier rule).
+- **Overrun.** A task that has run past its reported duration, or (``verify_memory``) ran below
+  full speed at its reported preferred memory, is caught: its score is multiplied by
+  ``overrun`` (default 0.001), so a false report buys a head start that the rest of the run
+  pays back.
+- **Pay-back.** While a non-preemptible task runs caught (it cannot be preempted), its
+  tenant's other tasks are scored as caught (``pay_back``).
+- **Forfeit.** With ``income="active"``, a caught task earns its tenant no income
+  (``forfeit``): income is the fair share of a task whose report holds.
+
+Between boundaries (arrivals, completions, recoveries), waiting tasks start in score order on
+free capacity without preemption (steps 4 only, no payment: leftover capacity is free until
+the next price), so a short job never waits for a lease boundary while capacity is free.
+
+Every choice is a deterministic function of the reports and the state (ties broken by arrival
+and id): reruns give the same event log, byte for byte.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .credit import CreditBank, CreditConfig, deferral_cost
+from .pool import TOL, Pool, TaskView, attained, find_placement, pinned_free_capacity
+
+__all__ = ["CreditEngine"]
+
+
+class CreditEngine:
+    """The credit market's round engine (see the module docstring).
+
+    Call :meth:`learn` when a task finishes and :meth:`round` at every scheduling pass
+    (``boundary=True`` every ``lease`` steps); set :attr:`lease` to the round length.
+
+    Parameters
+    ----------
+    backfill : {"preferred", "elastic", "none"}, keyword-only
+        How left-out tasks use free capacity after a clearing (``"none"`` is not
+        work-conserving; kept for comparison).
+    density : {"work", "size"}, keyword-only
+        Bids are per GiB-step of remaining work (``"work"``: Smith's rule, the deferral cost
+        per unit of work, short urgent tasks first) or per GiB (``"size"``).
+    overrun : float, keyword-only
+        Score factor of a task that proved its report false (ran past its reported duration, or
+        below full speed at its reported preferred memory).
+    evidence : bool, keyword-only
+        Duration calibration also counts the tenant's unfinished tasks already past their
+        reports (their work so far), so an understating tenant is caught at its first overrun
+        rather than at its first finish.
+    calibrate : {"max", "mean"}, keyword-only
+        The per-tenant duration factor: the largest ratio observed work / reported duration
+        over the evidence (``"max"``), or total observed work / total reported duration
+        (``"mean"``, the earlier rule). Under ``"mean"`` an unfinished task past its report adds
+        only its work so far (a lower bound), which dilutes the factor: a tenant reporting a
+        quarter of its durations was scaled by 2, so its long jobs still looked short. A
+        truthful tenant's ratios are all 1 under both rules.
+    pay_back : bool, keyword-only
+        While a non-preemptible task of a tenant runs caught (past its reported duration, or
+        slower than its memory report allows), every other task of that tenant is scored as
+        caught too (``overrun``): the overrun penalty cannot stop the task itself, so the head
+        start its false report bought is paid back by its tenant's other tasks.
+    verify_memory : bool, keyword-only
+        A task seen running below full speed at its reported preferred memory (it needs more
+        than it reported) is caught, like an overrun, for the rest of its run.
+    income : {"arrivals", "active"}, keyword-only
+        Who earns each round's income: every task that has arrived so far, finished or not
+        (``"arrivals"``: a tenant's share is its share of the tasks, which no report, delay of
+        the run or false name changes), or every active task (``"active"``: a task earns for
+        as long as it waits or runs, so a lie that keeps tasks active longer earns more).
+    forfeit : bool, keyword-only
+        With ``income="active"``, a caught task earns its tenant no income (its share is not
+        issued).
+    tail : float, keyword-only
+        Makespan rule, off at 0: a task whose remaining (calibrated) work is at least ``tail``
+        times the drain time (all active tasks' remaining GiB-steps over the up GPUs' memory)
+        goes first, since its waiting delays the last finish. It trades JCT for memory
+        utilisation over the makespan; it trusts reported durations until calibration
+        corrects them, so inflating one's durations can buy this priority.
+    limit : {"share", "balance"}, keyword-only
+        A running task pays ``price x GiB x lease`` per round, at most its income share of the
+        round (``"share"``: ``income / tasks seen so far``; with ``income="arrivals"`` and
+        ``cap >= 1`` a tenant's round income, or its balance at the cap, then covers
+        all its charges, so no payment depends on which account or false name pays it), or at
+        most its tenant's balance (``"balance"``: the earlier rule; a false name whose running
+        tasks drained its balance paid less while its other name kept its credits).
+    smith : float, keyword-only
+        Exponent of Smith's rule in the score: each score is multiplied by ``(median remaining
+        / remaining) ** smith`` over the round's candidates (remaining: calibrated remaining
+        work over current speed), so shorter remaining work goes first, as shortest-remaining-
+        processing-time does for average JCT; ``rho`` keeps long waiters from starving (their
+        ``rho`` grows while they wait). Default 0: the earlier rule (Smith's rule only inside
+        the credit factor, clipped by ``spread``). Measured (``benchmarks/bench_market.py``):
+        0.5 cuts average JCT by 8-10% against finish-time-fair under overload, but lets a
+        tenant that inflates its memory reports gain 10-20% on the Alibaba list at 12 GPUs
+        x16, hence off by default.
+    tolerance : float, keyword-only
+        Estimation errors are not lies: a report at least ``1 - tolerance`` times the truth
+        (default 0.05: off by up to 5%) is never proved false. With ``band = 1 / (1 -
+        tolerance)``, a task is caught when its work exceeds ``band`` times its reported
+        duration, or (``verify_memory``) when it runs at its reported preferred memory slower
+        than ``band ** -elasticity`` (it needs more than ``band`` times the memory it
+        reported); calibration counts a ratio observed work / reported duration within the
+        band as 1; a task seen slower than its report predicts but within the band grows into
+        free memory up to ``band`` times its reported preferred memory (the estimate is
+        corrected). A tenant that understates by less than the band
+        is treated as honest, so what it can gain is bounded by what a report off by the band
+        moves (measured against the noise floor by ``benchmarks/bench_market.py``).
+    clearing : {"solver", "greedy"}, keyword-only
+        How a boundary round is cleared: in score order at preferred memory, best fit
+        (``"greedy"``, the default), or by the solver layer (``"solver"``:
+        :func:`gensolver.market.clearing.clear_round`, XOR bids over placement and memory level
+        valued ``score x task_speed``).
+    solver : str, keyword-only
+        With ``clearing="solver"``: the :func:`gensolver.solve` method (``"greedy"`` on value,
+        ``"lp"``, or ``"auto"`` with a deterministic ``budget`` of work units).
+    budget : float, keyword-only
+        Work units per round for ``solver="auto"`` (never wall-clock seconds: reruns are
+        byte-identical).
+    levels : int, keyword-only
+        Memory levels per task, preferred down to minimum (``clearing="solver"``; default 1:
+        measured, smaller levels in the clearing cost JCT on the Alibaba lists; the elastic
+        backfill and growth still use the range).
+    stay_bonus : float, keyword-only
+        Relative bonus of a running task's bid on its current GPUs (``clearing="solver"``).
+    max_options : int, keyword-only
+        Placements (best fit first) each task bids on per memory level (``clearing="solver"``).
+    switch_penalty : float, keyword-only
+        Relative discount of a running task's bids that move it or change its memory level
+        (``clearing="solver"``).
+    **options
+        :class:`gensolver.market.credit.CreditConfig` fields (``income``, ``spend``,
+        ``rho_power``, ``credit_power``, ``spread``, ``cap``).
+    """
+
+    def __init__(self, *, backfill: str = "preferred", density: str = "work", overrun: float = 1e-3,
+                 evidence: bool = True, verify_memory: bool = True, income: str = "arrivals",
+                 forfeit: bool = True, tail: float = 0.0, limit: str = "share", calibrate: str = "max",
+                 pay_back: bool = True, tolerance: float = 0.05, smith: float = 0.0, clearing: str = "greedy",
+                 solver: str = "greedy", budget: float | None = None, levels: int = 1, stay_bonus: float = 0.05,
+                 switch_penalty: float = 0.2, max_options: int = 8,
+                 **options: Any) -> None:
+        self.rounds: list[dict[str, Any]] = []
+        if clearing not in ("greedy", "solver"):
+            raise ValueError(f"clearing must be 'greedy' or 'solver', got {clearing!r}")
+        self.clearing = clearing
+        if not isinstance(solver, str) or not solver:
+            raise ValueError(f"solver must be a method name, got {solver!r}")
+        if solver == "auto" and budget is None:
+            raise ValueError("solver='auto' needs a deterministic work budget (budget=...)")
+        self.method, self.budget = solver, budget
+        if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
+            raise ValueError(f"levels must be an integer >= 1, got {levels!r}")
+        self.levels = levels
+        if isinstance(max_options, bool) or not isinstance(max_options, int) or max_options < 1:
+            raise ValueError(f"max_options must be an integer >= 1, got {max_options!r}")
+        self.max_options = max_options
+        if isinstance(stay_bonus, bool) or not isinstance(stay_bonus, (int, float)) \
+                or not (math.isfinite(stay_bonus) and stay_bonus >= 0):
+            raise ValueError(f"stay_bonus must be a finite number >= 0, got {stay_bonus!r}")
+        self.stay_bonus = float(stay_bonus)
+        if isinstance(switch_penalty, bool) or not isinstance(switch_penalty, (int, float)) \
+                or not 0 <= switch_penalty < 1:
+            raise ValueError(f"switch_penalty must be a number in [0, 1), got {switch_penalty!r}")
+        self.switch_penalty = float(switch_penalty)
+        if not (isinstance(tolerance, (int, float)) and not isinstance(tolerance, bool)
+                and math.isfinite(tolerance) and 0 <= tolerance < 1):
+            raise ValueError(f"tolerance must be a number in [0, 1), got {tolerance!r}")
+        self.tolerance = float(tolerance)
+        if isinstance(smith, bool) or not isinstance(smith, (int, float)) or not (math.isfinite(smith) and smith >= 0):
+            raise ValueError(f"smith must be a finite number >= 0, got {smith!r}")
+        self.smith = float(smith)
+        if calibrate not in ("max", "mean"):
+            raise ValueError(f"calibrate must be 'max' or 'mean', got {calibrate!r}")
+        self.calibrate = calibrate
+        self.pay_back = pay_back
+        if not 0 <= overrun <= 1:
+            raise ValueError(f"overrun must be in [0, 1], got {overrun!r}")
+        self.overrun = overrun
+        self.mode = options.pop("mode", "density")
+        self.smoothing = options.pop("smoothing", 0.25)
+        self.evidence = evidence
+        self.verify_memory = verify_memory
+        self.forfeit = forfeit
+        if not (math.isfinite(tail) and tail >= 0):
+            raise ValueError(f"tail must be a finite number >= 0, got {tail!r}")
+        self.tail = tail
+        if income not in ("arrivals", "active"):
+            raise ValueError(f"income must be 'arrivals' or 'active', got {income!r}")
+        self.income = income
+        if limit not in ("share", "balance"):
+            raise ValueError(f"limit must be 'share' or 'balance', got {limit!r}")
+        self.limit = limit
+        self._seen: set[str] = set()
+        self._arrived: list[str] = []  # the owner of every task seen so far, in arrival order
+        self._price: dict[str, float] = {}
+        if density not in ("work", "size"):
+            raise ValueError(f"density must be 'work' or 'size', got {density!r}")
+        self.density = density
+        if backfill not in ("elastic", "preferred", "none"):
+            raise ValueError(f"backfill must be 'elastic', 'preferred' or 'none', got {backfill!r}")
+        self.backfill = backfill
+        self.bank = CreditBank(CreditConfig(), **options)
+        self.lease = 5
+        self._worked: dict[str, float] = {}
+        self._reported: dict[str, float] = {}
+        self._ratio: dict[str, float] = {}  # largest observed work / reported duration of a finished task
+        self._slow: set[str] = set()  # tasks seen running slower than their memory report allows
+        self._short: set[str] = set()  # tasks seen a little slow at their report: an estimate, not a lie
+
+    @property
+    def balances(self) -> dict[str, float]:
+        return self.bank.balances
+
+    def learn(self, st: TaskView) -> None:
+        """A task finished: its observed work against its reported duration, per tenant
+        (the evidence calibration uses)."""
+        done = st.executed - st.overhead - st.lost
+        t = st.task
+        self._worked[t.tenant] = self._worked.get(t.tenant, 0.0) + done
+        self._reported[t.tenant] = self._reported.get(t.tenant, 0.0) + t.duration
+        if t.duration > 0:
+            self._ratio[t.tenant] = max(self._ratio.get(t.tenant, 0.0), self._beyond_band(done / t.duration))
+
+    def calibration(self, tenant: str) -> float:
+        """Observed work / reported duration over the tenant's finished tasks, in total (1 before
+        any; the ``calibrate="mean"`` factor without running evidence)."""
+        rep = self._reported.get(tenant, 0.0)
+        return self._worked.get(tenant, 0.0) / rep if rep > 0 else 1.0
+
+    def _kappas(self, cluster: Pool) -> dict[str, float]:
+        """Per tenant, the duration factor from its finished tasks *and* its unfinished tasks
+        already past their reports (work done so far: a lower bound on their true work); absent
+        (1) without evidence. ``calibrate="max"``: the largest ratio work / report among them;
+        ``"mean"``: total work / total reported. A truthful tenant's unfinished tasks never
+        overrun, so its factor comes from its finished tasks (ratio 1); an understating tenant
+        is caught as soon as one of its tasks outlives its report, not only when one finishes."""
+        worked, rep, top = dict(self._worked), dict(self._reported), dict(self._ratio)
+        if self.evidence:
+            for s in cluster.waiting() + cluster.running():
+                done = attained(s, cluster.now)
+                if done > s.task.duration * self._band + 1e-6:
+                    t = s.task.tenant
+                    worked[t] = worked.get(t, 0.0) + done
+                    rep[t] = rep.get(t, 0.0) + s.task.duration
+                    top[t] = max(top.get(t, 0.0), done / s.task.duration)
+        if self.calibrate == "max":
+            return {t: top[t] for t, r in rep.items() if r > 0}
+        return {t: worked[t] / r for t, r in rep.items() if r > 0}
+
+    # ------------------------------------------------------------ scoring (vectorised)
+    def _scores(self, cluster: Pool, states: list[TaskView]) -> tuple[np.ndarray, np.ndarray]:
+        """``(score, beta)`` arrays for ``states`` from their reports (``beta``: bid per GiB-step
+        of this round's lease)."""
+        n = len(states)
+        if n == 0:
+            return np.zeros(0), np.zeros(0)
+        now = cluster.now
+        cfg = self.bank.config
+        rep = [s.task for s in states]
+        arrival = np.fromiter((s.arrival for s in states), float, n)
+        kap = self._kappas(cluster)
+        kappa = np.fromiter((kap.get(t.tenant, 1.0) for t in rep), float, n)
+        dur = np.fromiter((t.duration for t in rep), float, n) * kappa
+        done = np.fromiter((attained(s, now) for s in states), float, n)
+        rem = np.maximum(0.0, dur - done)
+        speed = np.fromiter((s.speed if s.state == "running" and s.speed > 0 else 1.0 for s in states), float, n)
+        rho = ((now - arrival) + rem / speed) / dur
+        value = np.fromiter((t.value for t in rep), float, n)
+        urg = np.fromiter((t.urgency for t in rep), float, n)
+        dl = np.fromiter((math.inf if t.deadline is None else t.deadline for t in rep), float, n)
+        ideal = np.fromiter((t.release for t in rep), float, n) + dur  # calibrated, like rho
+        d = deferral_cost(value, urg, dur, ideal, now + rem / speed, dl, float(self.lease))
+        size = np.fromiter((t.preferred_memory * t.gpus for t in rep), float, n)
+        work = size * np.maximum(rem / speed, 1.0) if self.density == "work" else size
+        tenants = [t.tenant for t in rep]
+        bids = self.bank.bids(tenants, d / work)
+        if self.mode == "split":
+            # a tenant's reports only rank its own tasks (within-tenant factor, geometric mean 1);
+            # across tenants only credits per active task count
+            names, inv = np.unique(np.asarray(tenants, dtype=object).astype(str), return_inverse=True)
+            own = np.log(np.maximum(d / work, 1e-300))
+            cnt = np.bincount(inv, minlength=len(names)).astype(float)
+            own_mean = np.bincount(inv, weights=own, minlength=len(names)) / cnt
+            f = np.exp(np.clip(own - own_mean[inv], -math.log(cfg.spread), math.log(cfg.spread)))
+            per_task = np.array([max(0.0, self.bank.balances.get(str(t), 0.0)) for t in names]) / cnt
+            mean_pt = per_task.mean()
+            c = np.clip(per_task / mean_pt, 1.0 / cfg.spread, cfg.spread) if mean_pt > 0 else np.ones(len(names))
+            rel = c[inv] * f
+        else:
+            density = bids / work
+            mean = density.mean()
+            rel = density / mean if mean > 0 else np.ones(n)
+            rel = np.clip(rel, 1.0 / cfg.spread, cfg.spread)
+        score = np.power(np.maximum(rho, 1e-9), cfg.rho_power) * np.power(rel, cfg.credit_power)
+        if self.smith > 0:  # Smith's rule: shorter remaining (calibrated) work first
+            left = np.maximum(rem / speed, 1e-9)
+            score = score * np.power(float(np.median(left)) / left, self.smith)
+        # a task that ran past its reported duration proved its report false: it keeps only
+        # what nobody else wants (served last; preempted when others wait)
+        if self.tail > 0:  # makespan-critical tasks first (a factor above any other score)
+            score = np.where(rem / speed >= self.tail * self._drain(cluster, kap), score * 1e6, score)
+        over = self._caught(states, done)
+        if self.pay_back:  # a lie that cannot be stopped is paid back by its tenant's other tasks
+            owing = self._owing(cluster)
+            if owing:
+                over |= np.fromiter((t.tenant in owing for t in rep), bool, n)
+        score = np.where(over, score * self.overrun, score)
+        return score, bids / (size * self.lease)
+
+    def _owing(self, cluster: Pool) -> set[str]:
+        """Tenants with a running non-preemptible task that proved its report false (past its
+        reported duration, or slower than its memory report allows): it cannot be preempted, so
+        while it runs its tenant's other tasks are scored as caught."""
+        running = [s for s in cluster.running() if not s.task.preemptible]
+        if not running:
+            return set()
+        done = np.fromiter((attained(s, cluster.now) for s in running), float, len(running))
+        caught = self._caught(running, done)
+        return {s.task.tenant for s, c in zip(running, caught) if c}
+
+    def _caught(self, states: list[TaskView], done: np.ndarray) -> np.ndarray:
+        """Which of ``states`` proved their reports false: ran past their reported duration
+        (``done``: their attained work), or (``verify_memory``) ran below full speed at their
+        reported preferred memory (they need more than they reported; remembered)."""
+        n = len(states)
+        band = self._band
+        over = done > np.fromiter((s.task.duration for s in states), float, n) * band + 1e-6
+        if self.verify_memory:
+            for s in states:
+                if s.state == "running" and s.memory + TOL >= s.task.preferred_memory \
+                        and s.speed < s.factor * s.inter * (1 - 1e-6):
+                    if s.speed < s.factor * s.inter * band ** (-s.task.elasticity) * (1 - 1e-6):
+                        self._slow.add(s.id)
+                    else:
+                        self._short.add(s.id)
+            over |= np.fromiter((s.id in self._slow for s in states), bool, n)
+        return over
+
+    def _beyond_band(self, ratio: float) -> float:
+        """An observed work / reported duration ratio as evidence: 1 (an honest estimate) within
+        the tolerance band (:attr:`_band`), the ratio itself beyond it."""
+        return ratio if ratio > self._band + 1e-9 else 1.0
+
+    @property
+    def _band(self) -> float:
+        """Largest observed / reported ratio of an honest estimate: a report at least ``1 -
+        tolerance`` times the truth."""
+        return 1.0 / (1.0 - self.tolerance)
+
+    def _drain(self, cluster: Pool, kap: dict[str, float]) -> float:
+        """Steps the active tasks' remaining (calibrated) GiB-steps take on the up GPUs' memory."""
+        cap = sum(g.spec.memory for g in cluster.up_gpus())
+        work = 0.0
+        for s in cluster.waiting() + cluster.running():
+            t = s.task
+            rem = max(0.0, t.duration * kap.get(t.tenant, 1.0) - attained(s, cluster.now))
+            work += rem * t.gpus * t.preferred_memory
+        return work / cap if cap > 0 else math.inf
+
+    @staticmethod
+    def _order(states: list[TaskView], score: np.ndarray) -> list[int]:
+        return sorted(range(len(states)), key=lambda k: (-float(score[k]), states[k].arrival, states[k].id))
+
+    # ------------------------------------------------------------ one pass
+    def _arrive(self, states: list[TaskView]) -> None:
+        """Count the tasks of ``states`` not seen before (every task is seen at its arrival pass)."""
+        for s in states:
+            if s.id not in self._seen:
+                self._seen.add(s.id)
+                self._arrived.append(s.task.tenant)
+
+    def round(self, cluster: Pool, boundary: bool) -> None:
+        """One scheduling pass on ``cluster``: a full clearing with income, preemption and
+        charges at a round boundary (``boundary=True``), else starts of waiting tasks on free
+        capacity only. Its decisions are ``cluster.start/stop/resize`` calls; its charges and
+        income are ``cluster.emit("credit", ...)`` calls."""
+        if boundary:
+            self._clear(cluster)
+            return
+        waiting = cluster.waiting()
+        self._arrive(waiting)
+        if not waiting:
+            if self._short:
+                self._grow(cluster)
+            return
+        score, _ = self._scores(cluster, waiting)
+        self._backfill(cluster, [waiting[k] for k in self._order(waiting, score)])
+        if self._short:
+            self._grow(cluster)
+
+    def _clear(self, cluster: Pool) -> None:
+        now = cluster.now
+        running = cluster.running()
+        waiting = cluster.waiting()
+        active = waiting + running
+        if not active:
+            return
+        self._arrive(active)
+        if self.income == "arrivals":
+            self.bank.pay_income(self._arrived)
+        elif self.forfeit:  # a task that proved its report false earns no share of the income
+            caught = self._caught(active, np.fromiter((attained(s, now) for s in active), float, len(active)))
+            self.bank.pay_income([s.task.tenant for s, c in zip(active, caught) if not c], shares=len(active))
+        else:
+            self.bank.pay_income([s.task.tenant for s in active])
+        score, beta = self._scores(cluster, active)
+        tenant_of = [s.task.tenant for s in active]
+        idx = {s.id: k for k, s in enumerate(active)}
+        cands = [s for s in active if s.state == "waiting" or s.task.preemptible]
+        cap = pinned_free_capacity(cluster)
+        order = sorted(cands, key=lambda s: (-float(score[idx[s.id]]), s.arrival, s.id))
+        if self.clearing == "solver":
+            plan, memory, losers = self._solve_round(cluster, order, score, idx, cap, tenant_of)
+        else:
+            plan, losers = self._greedy_round(cluster, order, idx, cap, tenant_of)
+            memory = {}
+        for st in cands:
+            if st.state == "running" and plan.get(st.id) != st.gpus:
+                cluster.stop(st.id, reason="preempt")
+        for st in cands:  # kept tasks shrink first, then grow (the solver may change a memory level)
+            m = memory.get(st.id)
+            if st.state == "running" and m is not None and m < st.memory - TOL:
+                cluster.resize(st.id, m)
+        for st in order:
+            m = memory.get(st.id, st.task.preferred_memory)
+            if st.state == "running" and st.id in memory and m > st.memory + TOL \
+                    and all(cluster.gpus[g].free_memory + TOL >= m - st.memory for g in st.gpus):
+                cluster.resize(st.id, m)
+            if st.state == "waiting" and st.id in plan:
+                place = plan[st.id]
+                if all(cluster.gpus[g].fits(m, st.task.compute) for g in place):
+                    cluster.start(st.id, place, m)
+        self._backfill(cluster, [s for s in order if s.state == "waiting"])
+        self._grow(cluster)
+        self._charge(cluster, now, active, waiting, cands, plan, tenant_of, beta, losers)
+
+    def _solve_round(self, cluster: Pool, order: list[TaskView], score: np.ndarray, idx: dict[str, int],
+                     cap: dict[str, tuple[float, float]], tenant_of: list[str]
+                     ) -> tuple[dict[str, tuple[str, ...]], dict[str, float], list[int]]:
+        """The round cleared by the solver layer (:func:`gensolver.market.clearing.clear_round`):
+        the credit rule's scores valued by the one speed law, XOR over placement and memory."""
+        from .clearing import RoundTask, clear_round
+
+        cands = [RoundTask(st.task, float(score[idx[st.id]]), st.gpus if st.state == "running" else None,
+                           st.memory if st.state == "running" else None) for st in order]
+        nodes = {n: [g for g in members if g in cap] for n, members in cluster.nodes.items()}
+        res = clear_round(cands, cap, nodes, levels=self.levels, stay_bonus=self.stay_bonus,
+                          switch_penalty=self.switch_penalty, max_options=self.max_options,
+                          method=self.method, budget=self.budget, allowed=cluster.model_ok)
+        plan = {tid: grp for tid, (grp, _) in res.winners.items()}
+        memory = {tid: mem for tid, (_, mem) in res.winners.items()}
+        losers: list[int] = []
+        for st in order:
+            if st.id not in plan:
+                k = idx[st.id]
+                if len(losers) < 2 and all(tenant_of[j] != tenant_of[k] for j in losers):
+                    losers.append(k)
+        return plan, memory, losers
+
+    def _greedy_round(self, cluster: Pool, order: list[TaskView], idx: dict[str, int],
+                      cap: dict[str, tuple[float, float]], tenant_of: list[str]
+                      ) -> tuple[dict[str, tuple[str, ...]], list[int]]:
+        """The round cleared in score order, each task at its preferred memory, best fit; a
+        running task keeps its GPUs when they still fit."""
+        plan: dict[str, tuple[str, ...]] = {}
+        place: tuple[str, ...] | None
+        losers: list[int] = []  # best-scored losers of distinct tenants, in score order
+        for st in order:
+            if st.state == "running" and all(cap[g][0] + TOL >= st.memory and cap[g][1] + TOL >= st.compute
+                                              for g in st.gpus):
+                place, mem = st.gpus, st.memory
+            else:
+                mem = st.task.preferred_memory
+                place = find_placement(cluster, st, mem, capacity=cap)
+            if place is None:
+                k = idx[st.id]
+                if len(losers) < 2 and all(tenant_of[j] != tenant_of[k] for j in losers):
+                    losers.append(k)
+                continue
+            plan[st.id] = place
+            for g in place:
+                cap[g] = (cap[g][0] - mem, cap[g][1] - st.task.compute)
+        return plan, losers
+
+    def _charge(self, cluster: Pool, now: float, active: list[TaskView], waiting: list[TaskView],
+                cands: list[TaskView], plan: dict[str, tuple[str, ...]], tenant_of: list[str],
+                beta: np.ndarray, losers: list[int]) -> None:
+        """Prices from the round's losers (set by others only) and the charges of running tasks."""
+        raw = self._prices(tenant_of, beta, losers)
+        a = self.smoothing
+        prices = {t: (1 - a) * self._price.get(t, 0.0) + a * raw.get(t, 0.0) for t in set(tenant_of) | set(self._price)}
+        self._price = prices
+        charged = 0
+        shares = len(self._arrived) if self.income == "arrivals" else len(active)  # who shared this round's income
+        share = self.bank.config.income / shares if self.limit == "share" else math.inf
+        for s in active:
+            price = prices.get(s.task.tenant, 0.0)
+            if s.state == "running" and price > 0:
+                amt = price * s.memory * len(s.gpus) * self.lease
+                charged += self.bank.charge(s.task.tenant, s.id, amt, limit=share) > 0
+        price = max(prices.values(), default=0.0)
+        self.rounds.append({"time": now, "boundary": True, "waiting": len(waiting), "candidates": len(cands),
+                            "bids": len(active), "price": price, "winners": len(plan), "charged": charged})
+        self._flush(cluster)
+
+    def _prices(self, tenant_of: list[str], beta: np.ndarray, losers: list[int]) -> dict[str, float]:
+        """Each tenant's price per GiB-step, set by *others* only: the bid per GiB-step of the
+        best-scored loser of another tenant, clipped within ``spread`` of the mean bid per
+        GiB-step of the other tenants' tasks (0 when no other tenant lost)."""
+        if not losers:
+            return {}
+        spread = self.bank.config.spread
+        names = sorted(set(tenant_of))
+        owner = np.array([names.index(t) for t in tenant_of])
+        tot, cnt = float(beta.sum()), len(beta)
+        own_sum = np.bincount(owner, weights=beta, minlength=len(names))
+        own_cnt = np.bincount(owner, minlength=len(names))
+        out: dict[str, float] = {}
+        for i, name in enumerate(names):
+            k = next((j for j in losers if tenant_of[j] != name), None)
+            if k is None or cnt - own_cnt[i] <= 0:
+                continue
+            mean = (tot - own_sum[i]) / (cnt - own_cnt[i])
+            out[name] = min(mean * spread, max(mean / spread, float(beta[k])))
+        return out
+
+    def _backfill(self, cluster: Pool, order: list[TaskView]) -> None:
+        if self.backfill == "none":
+            return
+        for st in order:
+            if st.state != "waiting":
+                continue
+            t = st.task
+            gpus = find_placement(cluster, st, t.preferred_memory)
+            if gpus is not None:
+                cluster.start(st.id, gpus, t.preferred_memory)
+                continue
+            if self.backfill != "elastic" or t.min_memory >= t.preferred_memory:
+                continue
+            gpus = find_placement(cluster, st, t.min_memory, fit="most")
+            if gpus is None:
+                continue
+            free = min(cluster.gpus[g].free_memory for g in gpus)
+            cluster.start(st.id, gpus, max(t.min_memory, min(t.preferred_memory, free)))
+
+    def _grow(self, cluster: Pool) -> None:
+        """Running tasks below their preferred memory grow into free memory; a task seen slow
+        at its reported preferred memory, within the tolerance band (an honest under-estimate),
+        grows up to ``band`` times its report, so the estimate is corrected, not punished."""
+        for st in cluster.running():
+            target = st.task.preferred_memory * (self._band if st.id in self._short else 1.0)
+            if st.memory + TOL < target:
+                free = min(cluster.gpus[g].free_memory for g in st.gpus)
+                if free > TOL:
+                    cluster.resize(st.id, min(target, st.memory + free))
+
+    def _flush(self, cluster: Pool) -> None:
+        for tenant, amount, reason, task in self.bank.drain():
+            cluster.emit("credit", tenant=tenant, amount=amount, note=reason, task=task)

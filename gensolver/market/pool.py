@@ -1,0 +1,172 @@
+"""What the round-by-round market engine sees of a cluster: a structural interface.
+
+:class:`gensolver.market.engine.CreditEngine` clears rounds against any object with this shape
+(:class:`Pool`): the simulator's :class:`gensolver.sim.engine.Cluster` is one, and a service
+can present its task table as another. Nothing here imports the simulator.
+
+The placement helpers (:func:`find_placement`, :func:`pinned_free_capacity`) and the observed
+progress (:func:`attained`) live here because the engine needs them; the simulator's policies
+import them from :mod:`gensolver.sim.policies.base`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
+
+from ..model.tasks import GpuSpec, Task
+
+__all__ = ["TOL", "Pool", "TaskView", "GpuView", "attained", "find_placement", "pinned_free_capacity"]
+
+#: capacity tolerance of placements (the simulator's, :data:`gensolver.sim.records.TOL`)
+TOL = 1e-9
+
+
+class TaskView(Protocol):
+    """One task as the engine sees it: its report (``task``), its state (``"waiting"`` or
+    ``"running"``), its placement and what the scheduler has observed of its progress."""
+
+    @property
+    def task(self) -> Task: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def arrival(self) -> float: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def gpus(self) -> tuple[str, ...]: ...
+    @property
+    def memory(self) -> float: ...
+    @property
+    def compute(self) -> float: ...
+    @property
+    def speed(self) -> float: ...
+    @property
+    def since(self) -> float: ...
+    @property
+    def executed(self) -> float: ...
+    @property
+    def overhead(self) -> float: ...
+    @property
+    def lost(self) -> float: ...
+    @property
+    def factor(self) -> float: ...
+    @property
+    def inter(self) -> float: ...
+
+
+class GpuView(Protocol):
+    """One GPU: its spec, whether it is up, the tasks on it and its free capacity."""
+
+    @property
+    def spec(self) -> GpuSpec: ...
+    @property
+    def up(self) -> bool: ...
+    @property
+    def tasks(self) -> Collection[str]: ...
+    @property
+    def free_memory(self) -> float: ...
+    @property
+    def free_compute(self) -> float: ...
+    def fits(self, memory: float, compute: float) -> bool: ...
+
+
+class Pool(Protocol):
+    """The cluster a round is cleared on, and the three actions the engine takes on it
+    (``start``, ``stop``, ``resize``; each refuses a placement over capacity) plus ``emit``
+    (credit movements: ``emit("credit", tenant=..., amount=..., note=..., task=...)``)."""
+
+    @property
+    def now(self) -> float: ...
+    @property
+    def lease(self) -> int: ...
+    @property
+    def gpus(self) -> Mapping[str, Any]: ...
+    @property
+    def nodes(self) -> Mapping[str, Sequence[str]]: ...
+    @property
+    def tasks(self) -> Mapping[str, Any]: ...
+    def waiting(self) -> list[Any]: ...
+    def running(self) -> list[Any]: ...
+    def up_gpus(self) -> Sequence[Any]: ...
+    def model_ok(self, task_id: str, gpu: str) -> bool: ...
+    def start(self, task_id: str, gpus: Sequence[str], memory: float) -> None: ...
+    def stop(self, task_id: str, *, reason: str = "preempt") -> None: ...
+    def resize(self, task_id: str, memory: float) -> None: ...
+    def emit(self, kind: str, **kw: Any) -> None: ...
+
+
+Finish = Callable[[TaskView], None]
+
+
+def attained(st: TaskView, now: float) -> float:
+    """Useful work ``st`` has done by ``now`` (steps at speed 1; restore and rolled-back work
+    excluded), counting the progress of a running task since its last event: what the
+    scheduler observes, whatever the task reported."""
+    run = (now - st.since) * st.speed if st.state == "running" else 0.0
+    return st.executed + max(0.0, run) - st.overhead - st.lost
+
+
+def pinned_free_capacity(cluster: Pool) -> dict[str, tuple[float, float]]:
+    """``{gpu: (memory, compute)}`` left on each up GPU by its non-preemptible tasks: what a
+    policy that may preempt can re-plan (preemptible tasks' shares count as free)."""
+    cap: dict[str, tuple[float, float]] = {}
+    for g, gs in cluster.gpus.items():
+        if not gs.up:
+            continue
+        m, c = gs.spec.memory, gs.spec.compute
+        for tid in gs.tasks:
+            s = cluster.tasks[tid]
+            if not s.task.preemptible:
+                m -= s.memory
+                c -= s.compute
+        cap[g] = (m, c)
+    return cap
+
+
+def find_placement(cluster: Pool, st: TaskView, memory: float, *, fit: str = "best", whole: bool = False,
+                   capacity: Mapping[str, tuple[float, float]] | None = None) -> tuple[str, ...] | None:
+    """GPUs (one node, ``st.task.gpus`` of them) that can host ``memory`` GiB each, or ``None``.
+
+    ``fit="best"`` picks the group with the least memory left over (best fit), ``"first"`` the
+    first in GPU order, ``"most"`` the one with the most free memory. ``whole`` needs idle GPUs
+    with at least the task's minimum memory. ``capacity`` (gpu -> free memory, compute)
+    overrides the cluster's free capacity (used for planning).
+    """
+    t = st.task
+    k = t.gpus
+    best: tuple[float, tuple[str, ...]] | None = None
+    for members in cluster.nodes.values():
+        ok: list[tuple[float, str]] = []
+        for g in members:
+            gs = cluster.gpus[g]
+            if not gs.up or not cluster.model_ok(t.id, g):
+                continue
+            fm, fc = capacity[g] if capacity is not None else (gs.free_memory, gs.free_compute)
+            if whole:
+                if gs.tasks or gs.spec.memory + TOL < t.min_memory or fm + TOL < gs.spec.memory:
+                    continue
+                ok.append((gs.spec.memory - t.preferred_memory if gs.spec.memory >= t.preferred_memory
+                           else 1e6 + t.preferred_memory - gs.spec.memory, g))
+            elif fm + TOL >= memory and fc + TOL >= t.compute:
+                ok.append((fm - memory + 1e-6 * gs.spec.memory, g))  # ties: the smaller card
+        if whole and k > 1:  # a whole-GPU gang takes identical devices
+            buckets: dict[float, list[tuple[float, str]]] = {}
+            for sc, g in ok:
+                buckets.setdefault(cluster.gpus[g].spec.memory, []).append((sc, g))
+            ok = min((b for b in buckets.values() if len(b) >= k), key=lambda b: b[0][0], default=[])
+        if len(ok) < k:
+            continue
+        if fit == "first":
+            group = tuple(g for _, g in ok[:k])
+            return group
+        ok.sort(key=lambda p: -p[0] if fit == "most" else p[0])
+        chosen = ok[:k]
+        score = sum(s for s, _ in chosen)
+        if fit == "most":
+            score = -score
+        if best is None or score < best[0] - 1e-12:
+            best = (score, tuple(g for _, g in chosen))
+    if best is None:
+        return None
+    return best[1]
