@@ -80,6 +80,8 @@ class RunGrant:
     fraction : float
         The share of one device the run needs, ``max(compute, memory / device memory)``, in
         ``(0, 1]``; 1.0 for a whole device or where the device's memory is unknown.
+    where : tuple of str
+        The node of each of ``run.devices``, in order (empty: not recorded).
     """
 
     run: Run
@@ -88,6 +90,7 @@ class RunGrant:
     memory: int
     compute: float
     fraction: float
+    where: tuple[str, ...] = ()
 
     @property
     def whole(self) -> bool:
@@ -150,7 +153,7 @@ def run_grants(plan: ExecutionPlan, nodes: Mapping[str, str], default_node: str 
                 shares.append(max(cmp_, mem / cap if cap else 1.0))
             fraction = min(1.0, max(shares)) if shares else 1.0
             out.append(RunGrant(run, tuple(sorted(set(where))), per_node, run.memory, run.compute,
-                                fraction if fraction > 0 else 1.0))
+                                fraction if fraction > 0 else 1.0, tuple(where)))
     out.sort(key=lambda g: (g.run.start, g.run.task, g.run.index))
     return tuple(out)
 

@@ -2,9 +2,16 @@
 
 Every run of a task (see :class:`gensolver.executor.plan.Run`) becomes one ``batch/v1`` Job:
 
-- placement: ``nodeSelector: {kubernetes.io/hostname: NODE}`` (a gang across nodes: a required
-  node affinity over its nodes); the node of a plan device as in
+- placement: ``nodeSelector: {kubernetes.io/hostname: NODE}``; the node of a plan device as in
   :func:`gensolver.adapters.common.node_of`;
+- a gang over several nodes: one pod per node, each asking for that node's devices of the run
+  (``GENSOLVER_GANG``, ``GENSOLVER_GANG_RANK``, ``GENSOLVER_GANG_SIZE`` in its environment, the
+  ``gensolver.io/gang`` label), grouped as the flavor can express it: ``kai``, a
+  ``scheduling.run.ai/v2alpha2`` PodGroup with ``minMember`` = the node count and the queue,
+  that the pods join by the ``pod-group-name`` annotation [KAIPG]_; ``kueue``, plain Pods (not
+  Jobs) of a Kueue pod group, labelled ``kueue.x-k8s.io/pod-group-name`` and annotated
+  ``kueue.x-k8s.io/pod-group-total-count`` [KQPG]_; ``nvidia`` and ``hami`` have no gang
+  scheduler: one Job per node, started together only by the plan's start times;
 - the grant, in the chosen flavor's convention (:mod:`gensolver.adapters.flavors`), and the
   executor's environment (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``,
   ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``, ``GENSOLVER_MEMORY_LIMIT``, ``GENSOLVER_TASK``,
@@ -18,6 +25,15 @@ Every run of a task (see :class:`gensolver.executor.plan.Run`) becomes one ``bat
 ``backoffLimit: 0`` and ``restartPolicy: Never``: a run that fails is not retried behind the
 plan's back. Objects are plain dicts, sorted by start; :func:`dump_yaml` writes them with
 ``yaml.safe_dump_all``.
+
+References
+----------
+.. [KAIPG] NVIDIA KAI Scheduler, "Batch and gang scheduling" (PodGroup ``spec.minMember``,
+   ``spec.queue``; the ``pod-group-name`` pod annotation),
+   https://github.com/NVIDIA/KAI-Scheduler/tree/main/docs/batch
+.. [KQPG] Kueue, "Run a plain Pod group" (``kueue.x-k8s.io/pod-group-name`` label,
+   ``kueue.x-k8s.io/pod-group-total-count`` annotation),
+   https://kueue.sigs.k8s.io/docs/tasks/run/plain_pods/
 """
 
 from __future__ import annotations
@@ -25,7 +41,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -33,7 +49,7 @@ import yaml
 
 from ..executor.plan import ExecutionPlan
 from .common import AdapterError, RunGrant, run_grants
-from .flavors import FlavorOptions, get_flavor
+from .flavors import Flavor, FlavorOptions, get_flavor
 from .names import k8s_node, k8s_quantity
 
 __all__ = ["K8sOptions", "k8s_objects", "dump_yaml", "dns_name", "label_value", "DEFAULT_IMAGE", "WAIT_IMAGE"]
@@ -126,19 +142,43 @@ def _affinity(nodes: tuple[str, ...]) -> dict[str, Any]:
     return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}}
 
 
-def _env(grant: RunGrant, end_epoch: float | None) -> list[dict[str, str]]:
+def _env(grant: RunGrant, devices: tuple[str, ...], end_epoch: float | None) -> list[dict[str, str]]:
     run = grant.run
     env = {"GENSOLVER_TASK": run.task, "GENSOLVER_RUN": str(run.index), "GENSOLVER_RESUME": "1" if run.index else "0",
            "GENSOLVER_MEMORY_LIMIT": str(grant.memory), "GENSOLVER_COMPUTE_SHARE": repr(grant.compute),
            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(max(1, min(100, math.ceil(grant.compute * 100 - 1e-9)))),
-           "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": ",".join(f"{k}={run.grants[d][0] >> 20}M" for k, d in enumerate(run.devices))}
+           "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": ",".join(f"{k}={run.grants[d][0] >> 20}M" for k, d in enumerate(devices))}
     if end_epoch is not None:
         env["GENSOLVER_RUN_END"] = repr(end_epoch)
     return [{"name": k, "value": v} for k, v in env.items()]
 
 
+def _members(grant: RunGrant) -> list[tuple[RunGrant, tuple[str, ...]]]:
+    """The run's pods: one per node, each with that node's plan devices (a single-node run: one)."""
+    run = grant.run
+    if len(grant.nodes) == 1:
+        return [(grant, tuple(run.devices))]
+    out = []
+    for node in grant.nodes:
+        devices = tuple(d for d, n in zip(run.devices, grant.where) if n == node)
+        out.append((replace(grant, nodes=(node,), devices_per_node=len(devices)), devices))
+    return out
+
+
+def _gang_objects(fl: Flavor, gang: str, size: int, options: K8sOptions, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The flavor's gang object for a run over ``size`` nodes (see the module docstring)."""
+    if fl.name != "kai":
+        return []
+    # KAI scheduler PodGroup [KAIPG]_: ``spec.minMember`` (all-or-nothing over that many pods) and
+    # ``spec.queue``; pods join it by the ``pod-group-name`` annotation
+    return [{"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+             "metadata": {"name": gang, "namespace": options.namespace, "labels": dict(labels)},
+             "spec": {"minMember": size, "queue": options.flavor.queue}}]
+
+
 def k8s_objects(plan: ExecutionPlan, flavor: str, options: K8sOptions) -> list[dict[str, Any]]:
-    """The plan's Jobs (sorted by start) after the flavor's cluster objects.
+    """The plan's Jobs (sorted by start) after the flavor's cluster objects; a gang over several
+    nodes is one pod per node, with the flavor's gang object (see the module docstring).
 
     Raises
     ------
@@ -152,49 +192,77 @@ def k8s_objects(plan: ExecutionPlan, flavor: str, options: K8sOptions) -> list[d
     out = fl.objects(grants, options.flavor, {"prefix": prefix, "labels": common})
     names = {g.key: dns_name(prefix, g.run.task, str(g.run.index)) for g in grants}
     for g in grants:
-        run = g.run
-        pod = fl.pod(g, grants, options.flavor)
-        begin = run.start * options.time_scale
-        end = run.end * options.time_scale
-        labels = dict(common, **{"gensolver.io/task": label_value(run.task) or "task", "gensolver.io/run": str(run.index)})
-        annotations = {"gensolver.io/task": run.task, "gensolver.io/devices": ",".join(run.devices),
-                       "gensolver.io/start": f"{begin:g}", "gensolver.io/end": f"{end:g}"}
-        if run.index:
-            annotations["gensolver.io/after"] = names[f"{run.task}.{run.index - 1}"]
-        container: dict[str, Any] = {"name": "task", "image": options.image,
-                                     "env": _env(g, None if options.start_at is None else options.start_at + end)}
-        if run.command:
-            container["command"] = list(run.command)
-        resources: dict[str, Any] = {}
-        requests = {k: v for k, v in (("cpu", options.cpu), ("memory", options.memory)) if v is not None}
-        if requests:
-            resources["requests"] = requests
-        limits = dict(pod.limits, **({"memory": options.memory} if options.memory is not None else {}))
-        if limits:
-            resources["limits"] = limits
-        if resources:
-            container["resources"] = resources
-        spec: dict[str, Any] = {"restartPolicy": "Never", "terminationGracePeriodSeconds": math.ceil(options.grace),
-                                **_affinity(g.nodes), "containers": [container]}
-        if fl.scheduler:
-            spec["schedulerName"] = fl.scheduler
-        if options.start_at is not None:
-            at = math.ceil(options.start_at + begin)
-            spec["initContainers"] = [{"name": "wait-for-start", "image": WAIT_IMAGE,
-                                       "command": ["sh", "-c", f"while [ \"$(date +%s)\" -lt {at} ]; do sleep 1; done"]}]
-        job_spec: dict[str, Any] = {"backoffLimit": 0,
-                                    "template": {"metadata": {"labels": dict(labels, **pod.pod_labels)}, "spec": spec}}
-        if pod.annotations:
-            job_spec["template"]["metadata"]["annotations"] = dict(pod.annotations)
-        if options.start_at is None:
-            job_spec["activeDeadlineSeconds"] = max(1, math.ceil(end - begin + options.grace))
-        if fl.suspend:
-            job_spec["suspend"] = True
-        out.append({"apiVersion": "batch/v1", "kind": "Job",
-                    "metadata": {"name": names[g.key], "namespace": options.namespace,
-                                 "labels": dict(labels, **pod.job_labels), "annotations": annotations},
-                    "spec": job_spec})
+        members = _members(g)
+        labels = dict(common, **{"gensolver.io/task": label_value(g.run.task) or "task", "gensolver.io/run": str(g.run.index)})
+        if len(members) > 1:
+            labels["gensolver.io/gang"] = names[g.key]
+            out.extend(_gang_objects(fl, names[g.key], len(members), options, labels))
+        for rank, (member, devices) in enumerate(members):
+            name = names[g.key] if len(members) == 1 else dns_name(prefix, g.run.task, str(g.run.index), f"n{rank}")
+            gang = (names[g.key], rank, len(members)) if len(members) > 1 else None
+            out.append(_job(fl, member, devices, grants, name, gang, labels, names, options))
     return out
+
+
+def _job(fl: Flavor, g: RunGrant, devices: tuple[str, ...], grants: tuple[RunGrant, ...], name: str,
+         gang: tuple[str, int, int] | None, labels: Mapping[str, str], names: Mapping[str, str],
+         options: K8sOptions) -> dict[str, Any]:
+    """One pod of a run: a Job, or for a kueue gang a plain Pod of a Kueue pod group."""
+    run = g.run
+    pod = fl.pod(g, grants, options.flavor)
+    begin = run.start * options.time_scale
+    end = run.end * options.time_scale
+    annotations = {"gensolver.io/task": run.task, "gensolver.io/devices": ",".join(devices),
+                   "gensolver.io/start": f"{begin:g}", "gensolver.io/end": f"{end:g}"}
+    if run.index:
+        annotations["gensolver.io/after"] = names[f"{run.task}.{run.index - 1}"]
+    env = _env(g, devices, None if options.start_at is None else options.start_at + end)
+    if gang is not None:
+        env += [{"name": "GENSOLVER_GANG", "value": gang[0]}, {"name": "GENSOLVER_GANG_RANK", "value": str(gang[1])},
+                {"name": "GENSOLVER_GANG_SIZE", "value": str(gang[2])}]
+    container: dict[str, Any] = {"name": "task", "image": options.image, "env": env}
+    if run.command:
+        container["command"] = list(run.command)
+    resources: dict[str, Any] = {}
+    requests = {k: v for k, v in (("cpu", options.cpu), ("memory", options.memory)) if v is not None}
+    if requests:
+        resources["requests"] = requests
+    limits = dict(pod.limits, **({"memory": options.memory} if options.memory is not None else {}))
+    if limits:
+        resources["limits"] = limits
+    if resources:
+        container["resources"] = resources
+    spec: dict[str, Any] = {"restartPolicy": "Never", "terminationGracePeriodSeconds": math.ceil(options.grace),
+                            **_affinity(g.nodes), "containers": [container]}
+    if fl.scheduler:
+        spec["schedulerName"] = fl.scheduler
+    if options.start_at is not None:
+        at = math.ceil(options.start_at + begin)
+        spec["initContainers"] = [{"name": "wait-for-start", "image": WAIT_IMAGE,
+                                   "command": ["sh", "-c", f"while [ \"$(date +%s)\" -lt {at} ]; do sleep 1; done"]}]
+    pod_annotations = dict(pod.annotations)
+    if gang is not None and fl.name == "kai":
+        pod_annotations["pod-group-name"] = gang[0]
+    meta: dict[str, Any] = {"name": name, "namespace": options.namespace,
+                            "labels": dict(labels, **pod.job_labels), "annotations": annotations}
+    if gang is not None and fl.name == "kueue":
+        # Kueue plain-pod group [KQPG]_: every pod carries the queue and group labels and the
+        # group's total count; Kueue admits the group as one workload (no Job, no suspend)
+        meta["labels"]["kueue.x-k8s.io/pod-group-name"] = gang[0]
+        meta["annotations"] = dict(annotations, **pod_annotations, **{"kueue.x-k8s.io/pod-group-total-count": str(gang[2])})
+        meta["labels"].update(pod.pod_labels)
+        if options.start_at is None:
+            spec["activeDeadlineSeconds"] = max(1, math.ceil(end - begin + options.grace))
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    job_spec: dict[str, Any] = {"backoffLimit": 0,
+                                "template": {"metadata": {"labels": dict(labels, **pod.pod_labels)}, "spec": spec}}
+    if pod_annotations:
+        job_spec["template"]["metadata"]["annotations"] = pod_annotations
+    if options.start_at is None:
+        job_spec["activeDeadlineSeconds"] = max(1, math.ceil(end - begin + options.grace))
+    if fl.suspend:
+        job_spec["suspend"] = True
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": job_spec}
 
 
 def dump_yaml(objects: list[dict[str, Any]], *, header: str = "") -> str:

@@ -44,7 +44,8 @@ MIB = 1 << 20
 
 
 def _jobs(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [o for o in objects if o.get("kind") == "Job"]
+    """The run pods: Jobs, and the plain Pods of a Kueue pod group."""
+    return [o for o in objects if o.get("kind") in ("Job", "Pod")]
 
 
 def _sharing(objects: Sequence[Mapping[str, Any]]) -> tuple[str | None, Mapping[str, Any]]:
@@ -58,8 +59,8 @@ def _sharing(objects: Sequence[Mapping[str, Any]]) -> tuple[str | None, Mapping[
 
 
 def _pod(job: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, str]]:
-    """(limits of the first container, its env, pod annotations) of a Job."""
-    template = job["spec"]["template"]
+    """(limits of the first container, its env, pod annotations) of a Job or Pod."""
+    template = job if job.get("kind") == "Pod" else job["spec"]["template"]
     container = template["spec"]["containers"][0]
     env = {e["name"]: e.get("value", "") for e in container.get("env", [])}
     return container.get("resources", {}).get("limits", {}), env, template.get("metadata", {}).get("annotations", {})

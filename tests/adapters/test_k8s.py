@@ -17,6 +17,7 @@ import yaml
 from gensolver.adapters.common import AdapterError
 from gensolver.adapters.flavors import FLAVORS, FlavorOptions
 from gensolver.adapters.k8s import K8sOptions, dns_name, k8s_objects
+from gensolver.adapters.upstream import upstream_problems
 from gensolver.executor import read_plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,18 +124,96 @@ def test_names_are_dns_labels_and_stay_distinct() -> None:
     assert LABEL.match(dns_name("___")) and dns_name("x", "y") != dns_name("x-y", "")
 
 
-def test_a_gang_across_nodes_gets_a_node_affinity_over_its_nodes() -> None:
+def _gang_plan():
     from tests.executor.helpers import plan_of
 
-    plan = plan_of({"n1/g0": 1, "n2/g0": 1},
-                   {"gang": {"at": [("n1/g0", 0, 2), ("n2/g0", 0, 2)], "memory": 1.0, "command": ["true"]}})
-    (job,) = k8s_objects(plan, "nvidia", K8sOptions())
-    assert k8s_problems(job) == []
-    spec = job["spec"]["template"]["spec"]
-    term = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
-    assert term["matchExpressions"][0]["values"] == ["n1", "n2"]
-    assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
-    assert spec["containers"][0]["command"] == ["true"]
+    return plan_of({"n1/g0": 1, "n1/g1": 1, "n2/g0": 1, "n2/g1": 1},
+                   {"gang": {"at": [("n1/g0", 0, 2), ("n1/g1", 0, 2), ("n2/g0", 0, 2), ("n2/g1", 0, 2)],
+                             "memory": 1.0, "command": ["true"]}})
+
+
+def kai_gang_problems(objects: list[dict]) -> list[str]:
+    """A KAI PodGroup's documented required fields (``spec.minMember`` >= 1, ``spec.queue``) and
+    that as many pods as ``minMember`` name it by ``pod-group-name`` (KAI docs, batch/gang
+    scheduling, https://github.com/NVIDIA/KAI-Scheduler/tree/main/docs/batch)."""
+    problems = []
+    groups = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PodGroup"}
+    members: dict[str, int] = {}
+    for job in (o for o in objects if o["kind"] == "Job"):
+        ann = job["spec"]["template"]["metadata"].get("annotations", {})
+        if "pod-group-name" in ann:
+            members[ann["pod-group-name"]] = members.get(ann["pod-group-name"], 0) + 1
+    for name, group in groups.items():
+        if group["apiVersion"] != "scheduling.run.ai/v2alpha2":
+            problems.append(f"{name}: apiVersion {group['apiVersion']}")
+        spec = group.get("spec", {})
+        if not isinstance(spec.get("minMember"), int) or spec["minMember"] < 1 or not spec.get("queue"):
+            problems.append(f"{name}: spec needs minMember >= 1 and queue")
+        elif members.get(name, 0) != spec["minMember"]:
+            problems.append(f"{name}: {members.get(name, 0)} pods join it, minMember {spec['minMember']}")
+    problems += [f"pods name missing PodGroup {n}" for n in members if n not in groups]
+    return problems
+
+
+def kueue_gang_problems(objects: list[dict]) -> list[str]:
+    """Kueue plain-pod groups: each Pod has the ``kueue.x-k8s.io/queue-name`` and
+    ``kueue.x-k8s.io/pod-group-name`` labels and a ``kueue.x-k8s.io/pod-group-total-count``
+    annotation equal to the group's pod count (Kueue docs, "Run a plain Pod group",
+    https://kueue.sigs.k8s.io/docs/tasks/run/plain_pods/)."""
+    problems, groups = [], {}
+    for pod in (o for o in objects if o["kind"] == "Pod"):
+        labels, ann = pod["metadata"]["labels"], pod["metadata"]["annotations"]
+        group = labels.get("kueue.x-k8s.io/pod-group-name")
+        if not group or not labels.get("kueue.x-k8s.io/queue-name"):
+            problems.append(f"{pod['metadata']['name']}: no queue or pod-group label")
+            continue
+        groups.setdefault(group, []).append(ann.get("kueue.x-k8s.io/pod-group-total-count"))
+    for group, counts in groups.items():
+        if set(counts) != {str(len(counts))}:
+            problems.append(f"{group}: total counts {counts} for {len(counts)} pods")
+    return problems
+
+
+@pytest.mark.parametrize("flavor", sorted(FLAVORS))
+def test_a_gang_across_nodes_is_one_pod_per_node_with_that_nodes_gpus(flavor: str) -> None:
+    plan = _gang_plan()
+    objects = k8s_objects(plan, flavor, K8sOptions())
+    pods = [o for o in objects if o["kind"] in ("Job", "Pod")]
+    core = [o for o in objects if o["kind"] != "PodGroup"]  # a CRD: kai_gang_problems checks it
+    assert [k8s_problems(o) for o in core] == [[]] * len(core)
+    assert len(pods) == 2  # one pod per node, never one pod for the gang
+    seen = {}
+    for pod in pods:
+        spec = pod["spec"] if pod["kind"] == "Pod" else pod["spec"]["template"]["spec"]
+        node = spec["nodeSelector"]["kubernetes.io/hostname"]
+        devices = pod["metadata"]["annotations"]["gensolver.io/devices"].split(",")
+        assert {d.rpartition("/")[0] for d in devices} == {node}
+        assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == len(devices) == 2
+        env = {e["name"]: e["value"] for e in spec["containers"][0]["env"]}
+        assert env["GENSOLVER_GANG_SIZE"] == "2" and spec["containers"][0]["command"] == ["true"]
+        seen[env["GENSOLVER_GANG_RANK"]] = node
+    assert seen == {"0": "n1", "1": "n2"}
+    kinds = {o["kind"] for o in objects}
+    if flavor == "kai":
+        assert "PodGroup" in kinds and kai_gang_problems(objects) == []
+    if flavor == "kueue":
+        assert kinds == {"Pod"} and kueue_gang_problems(objects) == []
+    assert upstream_problems(objects, flavor) == []
+
+
+def test_the_gang_checkers_refuse_a_broken_gang() -> None:
+    kai = k8s_objects(_gang_plan(), "kai", K8sOptions())
+    group = next(o for o in kai if o["kind"] == "PodGroup")
+    group["spec"]["minMember"] = 3
+    assert any("minMember 3" in p for p in kai_gang_problems(kai))
+    del group["spec"]["queue"]
+    assert any("queue" in p for p in kai_gang_problems(kai))
+    assert any("missing PodGroup" in p for p in kai_gang_problems([o for o in kai if o["kind"] != "PodGroup"]))
+    kueue = k8s_objects(_gang_plan(), "kueue", K8sOptions())
+    kueue[0]["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] = "1"
+    assert kueue_gang_problems(kueue) != []
+    del kueue[1]["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"]
+    assert any("no queue" in p for p in kueue_gang_problems(kueue))
 
 
 def _emit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
