@@ -15,6 +15,7 @@ import io
 import json
 import logging
 import time
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -74,17 +75,47 @@ def demo_command(
         check_output_file(out / name, "--out")
     t_start = time.perf_counter()
     con = _console()
-    from ..executor import check_plan, plot_plan, to_plan
+    jobs_text, tasks, tenants = _show_jobs(con)
+    gpus, instance, options = _show_round(con, tasks)
+    c = _show_clearing(con, instance, tasks, tenants, gpus, options, mechanism, time_limit)
+    plan, plan_ok, gantt = _show_plan(con, instance, c.outcome.allocation, tasks)
+    rows, pictures = _show_simulation(con, tasks, gpus, mechanism, time_limit)
+    alloc, outcome = c.outcome.allocation, c.outcome
+    # the files: everything is drawn before the first one is written ------------------------------
+    from ..model.io import json_safe
+    from ..sim.plots import save_figure
+
+    data: dict[str, bytes] = {"jobs.yaml": jobs_text.encode(),
+                              "instance.json": (json.dumps(instance.to_dict(), indent=1) + "\n").encode(),
+                              "plan.json": (json.dumps(plan.to_dict(), indent=1) + "\n").encode(),
+                              "gantt.png": gantt}
+    for name, figure in pictures.items():
+        buf = io.BytesIO()
+        save_figure(figure, buf)
+        data[name] = buf.getvalue()
+    summary = {"jobs": [t.id for t in tasks], "tenants": tenants,
+               "round": {"slots": instance.n_slots, "bids": instance.n_bids, "mechanism": mechanism,
+                         "solver": alloc.method, "status": alloc.status.value, "welfare": alloc.welfare,
+                         "exact": outcome.exact, "revenue": outcome.revenue},
+               "winners": c.winners, "losers": c.losers, "payments": dict(outcome.payments),
+               "checks": {"feasible": c.feasible, "individually_rational": c.ir, "nonnegative": c.nonneg,
+                          "losers_pay_nothing": c.losers_free, "plan_within_capacity": plan_ok},
+               "simulation": rows}
+    data["summary.json"] = (json.dumps(json_safe(summary), indent=1, allow_nan=False) + "\n").encode()
+    _write_files(out, data)
+    _step(con, 6, "Files and next steps")
+    con.print(f"wrote {', '.join(DEMO_FILES)} to {escape(str(out))} in {time.perf_counter() - t_start:.1f} s; "
+                  f"open {escape(str(out / 'gantt.png'))} for the plan.", highlight=False)
+    con.print("next: [bold]gensolver bench smoke[/] compares the solvers on small instances; "
+                  "[bold]gensolver simulate alibaba[/] replays a real trace; "
+                  "[bold]gensolver --help[/] lists every command.", highlight=False)
+    if not (c.feasible and c.ir and c.nonneg and c.losers_free and plan_ok):
+        fail("a check of the cleared round failed (see above)", code=1)
+
+
+def _show_jobs(con):  # type: ignore[no-untyped-def]
+    """Step 1: the jobs, read from the package data and shown as a table."""
     from ..market.spec import loads_gentasks
-    from ..mechanisms import run_mechanism
-    from ..model import GpuRound
-    from ..model.io import atomic_write
-    from ..model.tasks import GpuSpec
-    from ..sim import Workload, offline_bound, simulate
-    from ..sim.plots import plot_jct_cdf, plot_utilisation, save_figure
-    from ..solvers import get_method
-    from ..verify import check_allocation
-    from .sim_cmd import comparison_rows
 
     # 1. the jobs -------------------------------------------------------------------------------
     jobs_text = (files("gensolver.data") / "demo" / "jobs.yaml").read_text(encoding="utf-8")
@@ -101,6 +132,14 @@ def demo_command(
                       f"{t.urgency:g}", "yes" if t.preemptible else "no")
     con.print(table)
 
+    return jobs_text, tasks, tenants
+
+
+def _show_round(con, tasks):  # type: ignore[no-untyped-def]
+    """Step 2: the market round over the demo GPUs, expanded into bundle bids."""
+    from ..model import GpuRound
+    from ..model.tasks import GpuSpec
+
     # 2. the round ------------------------------------------------------------------------------
     gpus = tuple(GpuSpec(g, mem, node=node) for g, mem, node in GPUS)
     rnd = GpuRound(gpus, tasks, steps=STEPS, step_seconds=STEP_SECONDS, memory_levels=3, name="demo-round")
@@ -111,6 +150,29 @@ def demo_command(
                   f"{_hours(1)} = {instance.n_slots} slots, each with memory and compute capacity. Every job bids "
                   f"for bundles (GPU, memory level, start step); a job wins at most one of its bundles (XOR). "
                   f"{instance.n_bids} bundle bids in all.", highlight=False)
+
+    return gpus, instance, options
+
+
+@dataclass(frozen=True)
+class _Cleared:
+    """What step 3 found: the outcome, the winners' rows and the checks of the round."""
+
+    outcome: Any
+    winners: list[dict[str, Any]]
+    losers: list[str]
+    feasible: bool
+    ir: bool
+    nonneg: bool
+    losers_free: bool
+
+
+def _show_clearing(con, instance, tasks, tenants, gpus, options, mechanism: str,  # type: ignore[no-untyped-def]
+                   time_limit: float) -> _Cleared:
+    """Step 3: clear the round with truthful payments and check it by independent certificates."""
+    from ..mechanisms import run_mechanism
+    from ..solvers import get_method
+    from ..verify import check_allocation
 
     # 3. clearing with truthful payments ---------------------------------------------------------
     solver = "cpsat" if get_method("cpsat").available()[0] else "auto"
@@ -154,6 +216,13 @@ def demo_command(
                   f"the bid (individually rational) {_mark(ir)}, no negative payment {_mark(nonneg)}, losers pay "
                   f"nothing {_mark(losers_free)}", highlight=False)
 
+    return _Cleared(outcome, winners, losers, cert.feasible, ir, nonneg, losers_free)
+
+
+def _show_plan(con, instance, alloc, tasks):  # type: ignore[no-untyped-def]
+    """Step 4: the execution plan of the cleared round, checked and drawn (PNG bytes)."""
+    from ..executor import check_plan, plot_plan, to_plan
+
     # 4. the plan -------------------------------------------------------------------------------
     plan = to_plan(instance, alloc, {t.id: t for t in tasks})
     pcheck = check_plan(plan)
@@ -167,6 +236,15 @@ def demo_command(
                   f"in about {STEPS * STEP_SECONDS * 0.01:.0f} s (at the default scale 1 it takes the plan's "
                   f"{STEPS * STEP_SECONDS / 3600:g} hours, as on real GPUs with --backend nvml).",
                   highlight=False)
+
+    return plan, pcheck.ok, gantt.getvalue()
+
+
+def _show_simulation(con, tasks, gpus, mechanism: str, time_limit: float):  # type: ignore[no-untyped-def]
+    """Step 5: the same jobs simulated under every policy; the rows and the figures to save."""
+    from ..sim import Workload, offline_bound, simulate
+    from ..sim.plots import plot_jct_cdf, plot_utilisation
+    from .sim_cmd import comparison_rows
 
     # 5. a simulation ---------------------------------------------------------------------------
     _step(con, 5, "A simulation: the same jobs arriving over time, policies side by side")
@@ -194,26 +272,13 @@ def demo_command(
                   "fairness and credits (income per job, bids by urgency, a price set by others).", highlight=False)
     pictures = {"utilisation.png": plot_utilisation(results), "jct_cdf.png": plot_jct_cdf(results)}
 
-    # the files: everything is drawn before the first one is written ------------------------------
-    data: dict[str, bytes] = {"jobs.yaml": jobs_text.encode(),
-                              "instance.json": (json.dumps(instance.to_dict(), indent=1) + "\n").encode(),
-                              "plan.json": (json.dumps(plan.to_dict(), indent=1) + "\n").encode(),
-                              "gantt.png": gantt.getvalue()}
-    for name, figure in pictures.items():
-        buf = io.BytesIO()
-        save_figure(figure, buf)
-        data[name] = buf.getvalue()
-    from ..model.io import json_safe
+    return rows, pictures
 
-    summary = {"jobs": [t.id for t in tasks], "tenants": tenants,
-               "round": {"slots": instance.n_slots, "bids": instance.n_bids, "mechanism": mechanism,
-                         "solver": alloc.method, "status": alloc.status.value, "welfare": alloc.welfare,
-                         "exact": outcome.exact, "revenue": outcome.revenue},
-               "winners": winners, "losers": losers, "payments": dict(outcome.payments),
-               "checks": {"feasible": cert.feasible, "individually_rational": ir, "nonnegative": nonneg,
-                          "losers_pay_nothing": losers_free, "plan_within_capacity": pcheck.ok},
-               "simulation": rows}
-    data["summary.json"] = (json.dumps(json_safe(summary), indent=1, allow_nan=False) + "\n").encode()
+
+def _write_files(out: Path, data: dict[str, bytes]) -> None:
+    """Write every demo file atomically (a failed write names the file and exits 2)."""
+    from ..model.io import atomic_write
+
     out.mkdir(parents=True, exist_ok=True)
     for name in DEMO_FILES:
         try:
@@ -221,14 +286,6 @@ def demo_command(
                 fh.write(data[name])
         except OSError as exc:
             fail(f"--out: cannot write {out / name}: {exc.strerror or exc}")
-    _step(con, 6, "Files and next steps")
-    con.print(f"wrote {', '.join(DEMO_FILES)} to {escape(str(out))} in {time.perf_counter() - t_start:.1f} s; "
-                  f"open {escape(str(out / 'gantt.png'))} for the plan.", highlight=False)
-    con.print("next: [bold]gensolver bench smoke[/] compares the solvers on small instances; "
-                  "[bold]gensolver simulate alibaba[/] replays a real trace; "
-                  "[bold]gensolver --help[/] lists every command.", highlight=False)
-    if not (cert.feasible and ir and nonneg and losers_free and pcheck.ok):
-        fail("a check of the cleared round failed (see above)", code=1)
 
 
 def _mark(ok: bool) -> str:

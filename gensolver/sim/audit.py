@@ -66,6 +66,167 @@ def _get(e: Any, name: str, default: Any = None) -> Any:
     return getattr(e, name, default)
 
 
+class _Audit:
+    """The cluster state rebuilt from the log, one method per event kind."""
+
+    def __init__(self, tol: float) -> None:
+        self.tol = tol
+        self.bad: list[str] = []
+        self.cap: dict[str, tuple[float, float]] = {}
+        self.up: dict[str, bool] = {}
+        self.used: dict[str, list[float]] = {}
+        self.arrived: dict[str, float] = {}
+        self.work: dict[str, float] = {}
+        self.preemptible: dict[str, bool] = {}
+        self.extra: dict[str, float] = {}
+        self.executed: dict[str, float] = {}
+        self.run: dict[str, dict[str, Any]] = {}
+        self.finished: list[str] = []
+        self.balances: dict[str, float] = {}
+
+    def advance(self, tid: str, t: float) -> None:
+        r = self.run[tid]
+        self.executed[tid] = self.executed.get(tid, 0.0) + (t - r["since"]) * r["speed"]
+        r["since"] = t
+
+    def release(self, tid: str) -> None:
+        r = self.run.pop(tid)
+        for g in r["gpus"]:
+            self.used[g][0] -= r["memory"]
+            self.used[g][1] -= r["compute"]
+
+    def gpu_up(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
+        g, tol, used = gpus[0], self.tol, self.used
+        self.cap[g] = (float(_get(e, "memory")), float(_get(e, "compute")))
+        if self.up.get(g):
+            self.bad.append(f"{where}: GPU already up")
+        self.up[g] = True
+        used.setdefault(g, [0.0, 0.0])
+        if abs(used[g][0]) > tol or abs(used[g][1]) > tol:
+            self.bad.append(f"{where}: GPU comes up with allocations")
+        return True
+
+    def gpu_down(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
+        g = gpus[0]
+        if not self.up.get(g):
+            self.bad.append(f"{where}: GPU not up")
+        self.up[g] = False
+        if any(g in r["gpus"] for r in self.run.values()):
+            self.bad.append(f"{where}: tasks still run on a GPU that went down")
+        return True
+
+    def arrive(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
+        if tid in self.arrived:
+            self.bad.append(f"{where}: task arrives twice")
+        self.arrived[tid] = t
+        self.work[tid] = float(_get(e, "work"))
+        self.preemptible[tid] = _get(e, "note") != "fixed"
+        self.extra[tid] = 0.0
+        self.executed[tid] = 0.0
+        return True
+
+    def reject(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
+        return True
+
+    def start(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
+        bad, tol = self.bad, self.tol
+        if tid not in self.arrived:
+            bad.append(f"{where}: start of a task that never arrived")
+            return False
+        if t < self.arrived[tid] - tol:
+            bad.append(f"{where}: starts before it arrives (t={self.arrived[tid]:.6g})")
+        if tid in self.run:
+            bad.append(f"{where}: starts while running")
+            return False
+        if tid in self.finished:
+            bad.append(f"{where}: starts after finishing")
+        mem, comp, speed = float(_get(e, "memory")), float(_get(e, "compute")), float(_get(e, "speed"))
+        if not speed > 0:
+            bad.append(f"{where}: non-positive speed {speed}")
+        for g in gpus:
+            if g not in self.cap:
+                bad.append(f"{where}: unknown GPU {g}")
+                continue
+            if not self.up.get(g):
+                bad.append(f"{where}: starts on GPU {g} that is down")
+            self.used[g][0] += mem
+            self.used[g][1] += comp
+        self.run[tid] = {"gpus": gpus, "memory": mem, "compute": comp, "speed": speed, "since": t}
+        setup = float(_get(e, "work", 0.0))
+        if setup < -tol:
+            bad.append(f"{where}: negative setup work {setup}")
+        self.extra[tid] = self.extra.get(tid, 0.0) + max(0.0, setup)
+        return True
+
+    def resize(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
+        if tid not in self.run:
+            self.bad.append(f"{where}: resize of a task that is not running")
+            return False
+        self.advance(tid, t)
+        r = self.run[tid]
+        mem = float(_get(e, "memory"))
+        for g in r["gpus"]:
+            self.used[g][0] += mem - r["memory"]
+        r["memory"] = mem
+        r["speed"] = float(_get(e, "speed"))
+        return True
+
+    def stop(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
+        bad, tol, work = self.bad, self.tol, self.work
+        if tid not in self.run:
+            bad.append(f"{where}: stop of a task that is not running")
+            return False
+        self.advance(tid, t)
+        self.release(tid)
+        reason = _get(e, "note")
+        overhead, lost = float(_get(e, "work", 0.0)), float(_get(e, "lost", 0.0))
+        if overhead < -tol or lost < -tol:
+            bad.append(f"{where}: negative overhead or lost work")
+        useful = self.executed[tid] - self.extra[tid]
+        if reason == "preempt" and not self.preemptible.get(tid, True):
+            bad.append(f"{where}: a non-preemptible task was preempted")
+        if reason == "fault":
+            if lost > useful + tol * max(1.0, work[tid]):
+                bad.append(f"{where}: loses {lost:.6g} but had done only {useful:.6g}")
+            if not self.preemptible.get(tid, True) and abs(lost - useful) > tol * max(1.0, work[tid]):
+                bad.append(f"{where}: non-preemptible task must lose all {useful:.6g} done, lost {lost:.6g}")
+        self.extra[tid] += overhead + lost
+        return True
+
+    def finish(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
+        if tid not in self.run:
+            self.bad.append(f"{where}: finish of a task that is not running")
+            return False
+        self.advance(tid, t)
+        self.release(tid)
+        need = self.work[tid] + self.extra[tid]
+        if abs(self.executed[tid] - need) > self.tol * max(1.0, need):
+            self.bad.append(f"{where}: executed {self.executed[tid]:.9g} != work {self.work[tid]:.9g} + "
+                            f"overhead/lost {self.extra[tid]:.9g}")
+        self.finished.append(tid)
+        return True
+
+    def credit(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
+        tenant = _get(e, "tenant")
+        self.balances[tenant] = self.balances.get(tenant, 0.0) + float(_get(e, "amount"))
+        if self.balances[tenant] < -self.tol:
+            self.bad.append(f"{where}: tenant {tenant} balance {self.balances[tenant]:.6g} < 0")
+        return True
+
+    def check_capacity(self, where: str, gpus: tuple[str, ...]) -> None:
+        cap, used, tol = self.cap, self.used, self.tol
+        for g in gpus:
+            if g in cap and (used[g][0] > cap[g][0] + tol * max(1.0, cap[g][0]) or used[g][1] > cap[g][1] + tol):
+                self.bad.append(f"{where}: GPU {g} over capacity: memory {used[g][0]:.6g}/{cap[g][0]:.6g}, "
+                                f"compute {used[g][1]:.6g}/{cap[g][1]:.6g}")
+
+
+#: event kind -> the :class:`_Audit` method that checks it
+_HANDLERS = {"gpu_up": _Audit.gpu_up, "gpu_down": _Audit.gpu_down, "arrive": _Audit.arrive,
+             "reject": _Audit.reject, "start": _Audit.start, "resize": _Audit.resize, "stop": _Audit.stop,
+             "finish": _Audit.finish, "credit": _Audit.credit}
+
+
 def audit_log(events: Iterable[Any], *, tol: float = 1e-6, require_complete: bool = False) -> AuditReport:
     """Check the invariants listed in the module docstring.
 
@@ -82,31 +243,9 @@ def audit_log(events: Iterable[Any], *, tol: float = 1e-6, require_complete: boo
     -------
     AuditReport
     """
-    bad: list[str] = []
-    cap: dict[str, tuple[float, float]] = {}
-    up: dict[str, bool] = {}
-    used: dict[str, list[float]] = {}
-    arrived: dict[str, float] = {}
-    work: dict[str, float] = {}
-    preemptible: dict[str, bool] = {}
-    extra: dict[str, float] = {}
-    executed: dict[str, float] = {}
-    run: dict[str, dict[str, Any]] = {}
-    finished: list[str] = []
-    balances: dict[str, float] = {}
+    a = _Audit(tol)
+    bad = a.bad
     last = float("-inf")
-
-    def advance(tid: str, t: float) -> None:
-        r = run[tid]
-        executed[tid] = executed.get(tid, 0.0) + (t - r["since"]) * r["speed"]
-        r["since"] = t
-
-    def release(tid: str) -> None:
-        r = run.pop(tid)
-        for g in r["gpus"]:
-            used[g][0] -= r["memory"]
-            used[g][1] -= r["compute"]
-
     for n, e in enumerate(events):
         t = float(_get(e, "time"))
         kind = _get(e, "kind")
@@ -116,112 +255,16 @@ def audit_log(events: Iterable[Any], *, tol: float = 1e-6, require_complete: boo
         if t < last - tol:
             bad.append(f"{where}: time goes backwards (previous {last:.6g})")
         last = max(last, t)
-        if kind == "gpu_up":
-            g = gpus[0]
-            cap[g] = (float(_get(e, "memory")), float(_get(e, "compute")))
-            if up.get(g):
-                bad.append(f"{where}: GPU already up")
-            up[g] = True
-            used.setdefault(g, [0.0, 0.0])
-            if abs(used[g][0]) > tol or abs(used[g][1]) > tol:
-                bad.append(f"{where}: GPU comes up with allocations")
-        elif kind == "gpu_down":
-            g = gpus[0]
-            if not up.get(g):
-                bad.append(f"{where}: GPU not up")
-            up[g] = False
-            if any(g in r["gpus"] for r in run.values()):
-                bad.append(f"{where}: tasks still run on a GPU that went down")
-        elif kind == "arrive":
-            if tid in arrived:
-                bad.append(f"{where}: task arrives twice")
-            arrived[tid] = t
-            work[tid] = float(_get(e, "work"))
-            preemptible[tid] = _get(e, "note") != "fixed"
-            extra[tid] = 0.0
-            executed[tid] = 0.0
-        elif kind == "reject":
-            pass
-        elif kind == "start":
-            if tid not in arrived:
-                bad.append(f"{where}: start of a task that never arrived")
-                continue
-            if t < arrived[tid] - tol:
-                bad.append(f"{where}: starts before it arrives (t={arrived[tid]:.6g})")
-            if tid in run:
-                bad.append(f"{where}: starts while running")
-                continue
-            if tid in finished:
-                bad.append(f"{where}: starts after finishing")
-            mem, comp, speed = float(_get(e, "memory")), float(_get(e, "compute")), float(_get(e, "speed"))
-            if not speed > 0:
-                bad.append(f"{where}: non-positive speed {speed}")
-            for g in gpus:
-                if g not in cap:
-                    bad.append(f"{where}: unknown GPU {g}")
-                    continue
-                if not up.get(g):
-                    bad.append(f"{where}: starts on GPU {g} that is down")
-                used[g][0] += mem
-                used[g][1] += comp
-            run[tid] = {"gpus": gpus, "memory": mem, "compute": comp, "speed": speed, "since": t}
-            setup = float(_get(e, "work", 0.0))
-            if setup < -tol:
-                bad.append(f"{where}: negative setup work {setup}")
-            extra[tid] = extra.get(tid, 0.0) + max(0.0, setup)
-        elif kind == "resize":
-            if tid not in run:
-                bad.append(f"{where}: resize of a task that is not running")
-                continue
-            advance(tid, t)
-            r = run[tid]
-            mem = float(_get(e, "memory"))
-            for g in r["gpus"]:
-                used[g][0] += mem - r["memory"]
-            r["memory"] = mem
-            r["speed"] = float(_get(e, "speed"))
-        elif kind in ("stop", "finish"):
-            if tid not in run:
-                bad.append(f"{where}: {kind} of a task that is not running")
-                continue
-            advance(tid, t)
-            release(tid)
-            if kind == "stop":
-                reason = _get(e, "note")
-                overhead, lost = float(_get(e, "work", 0.0)), float(_get(e, "lost", 0.0))
-                if overhead < -tol or lost < -tol:
-                    bad.append(f"{where}: negative overhead or lost work")
-                useful = executed[tid] - extra[tid]
-                if reason == "preempt" and not preemptible.get(tid, True):
-                    bad.append(f"{where}: a non-preemptible task was preempted")
-                if reason == "fault":
-                    if lost > useful + tol * max(1.0, work[tid]):
-                        bad.append(f"{where}: loses {lost:.6g} but had done only {useful:.6g}")
-                    if not preemptible.get(tid, True) and abs(lost - useful) > tol * max(1.0, work[tid]):
-                        bad.append(f"{where}: non-preemptible task must lose all {useful:.6g} done, lost {lost:.6g}")
-                extra[tid] += overhead + lost
-            else:
-                need = work[tid] + extra[tid]
-                if abs(executed[tid] - need) > tol * max(1.0, need):
-                    bad.append(f"{where}: executed {executed[tid]:.9g} != work {work[tid]:.9g} + overhead/lost "
-                               f"{extra[tid]:.9g}")
-                finished.append(tid)
-        elif kind == "credit":
-            tenant = _get(e, "tenant")
-            balances[tenant] = balances.get(tenant, 0.0) + float(_get(e, "amount"))
-            if balances[tenant] < -tol:
-                bad.append(f"{where}: tenant {tenant} balance {balances[tenant]:.6g} < 0")
-        else:
+        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        if handler is None:
             bad.append(f"{where}: unknown event kind {kind!r}")
-        for g in gpus if kind in ("start", "resize") else ():
-            if g in cap and (used[g][0] > cap[g][0] + tol * max(1.0, cap[g][0]) or used[g][1] > cap[g][1] + tol):
-                bad.append(f"{where}: GPU {g} over capacity: memory {used[g][0]:.6g}/{cap[g][0]:.6g}, "
-                           f"compute {used[g][1]:.6g}/{cap[g][1]:.6g}")
-    if run and require_complete:
-        bad.append(f"end: {len(run)} task(s) still running")
+        elif handler(a, e, where, t, tid, gpus) and kind in ("start", "resize"):
+            a.check_capacity(where, gpus)
+    if a.run and require_complete:
+        bad.append(f"end: {len(a.run)} task(s) still running")
     if require_complete:
-        missing = sorted(set(arrived) - set(finished))
+        missing = sorted(set(a.arrived) - set(a.finished))
         if missing:
             bad.append(f"end: {len(missing)} arrived task(s) never finished, e.g. {missing[:5]}")
-    return AuditReport(not bad, tuple(bad), MappingProxyType(dict(balances)), MappingProxyType(dict(executed)),
-                       tuple(finished))
+    return AuditReport(not bad, tuple(bad), MappingProxyType(dict(a.balances)), MappingProxyType(dict(a.executed)),
+                       tuple(a.finished))
