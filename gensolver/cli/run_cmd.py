@@ -331,7 +331,8 @@ def _gantt_format(path: Path) -> str:
 def plan_command(
     file: Path = typer.Argument(..., help="A gensolver.gpuround/v1 round (tasks with commands), GenTask YAML "
                                 "(.yaml: made a round with --gpus/--steps/--step-seconds, as `gensolver round`) "
-                                "or a gensolver.instance/v1 instance with slot metadata."),
+                                "or a gensolver.instance/v1 instance with slot metadata (also a bundled one: "
+                                "smoke/smoke-gpu-0, or bundled:smoke/smoke-gpu-0)."),
     output: Path = typer.Option(..., "--output", "-o", help="Where to write the gensolver.plan/v1 JSON."),
     method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Solver method."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver."),
@@ -362,8 +363,13 @@ def plan_command(
             fail(f"{option}: {path} is the input file; choose another path")
     _distinct_outputs({"--output": output, "--gantt": gantt}, {})
 
+    from .solve_cmd import bundled_or_none
+
+    named = bundled_or_none(file)
     doc: Any = None
-    if is_gentask_file(file):
+    if named is not None:
+        pass
+    elif is_gentask_file(file):
         try:
             doc = gentask_round(file, gpus=gpus, steps=steps, step_seconds=step_seconds).to_dict()
         except OSError as exc:
@@ -383,7 +389,7 @@ def plan_command(
             instance = rnd.expand()
             tasks = {t.id: t for t in rnd.tasks}
         else:
-            instance = read_instance(file)
+            instance = named if named is not None else read_instance(file)
         with working(f"{method}: solving {instance.n_bids} bids"):
             allocation = solve(instance, method=method, time_limit=time_limit)
         plan = to_plan(instance, allocation, tasks)

@@ -16,21 +16,39 @@ from .choices import MECHANISMS, METHODS, choice
 from .common import check_time_limit_option, console, fail, print_json
 from .progress import working
 
-__all__ = ["register", "EXIT_SOLVE_ERROR"]
+__all__ = ["register", "EXIT_SOLVE_ERROR", "bundled_or_none"]
 
 #: exit status when the solve (or the mechanism's winner determination) ends with status
 #: ``error`` or ``infeasible``: the answer is printed, but it is never an exit 0
 EXIT_SOLVE_ERROR = 1
 
 
+def bundled_or_none(file: Path) -> Optional[Instance]:
+    """The bundled instance FILE names (``[bundled:]<suite>/<instance>``, when no such file
+    exists), or ``None`` for an ordinary path; exit 2 listing the valid names for a bad one."""
+    from ..bench.bundled import PREFIX, bundled_instance, is_bundled_name
+
+    text = str(file)
+    if not text.startswith(PREFIX) and (file.exists() or not is_bundled_name(text)):
+        return None
+    try:
+        return bundled_instance(text)
+    except (InstanceError, ValueError) as exc:  # SuiteError is an InputError (a ValueError)
+        fail(str(exc))
+
+
 def _read_round_or_instance(file: Path) -> Instance:
-    """An instance file, a ``gensolver.gpuround/v1`` round (from ``gensolver round``) or GenTask
-    YAML (a round on the defaults of ``gensolver round``), as the instance to solve."""
+    """An instance file, a bundled instance (``smoke/smoke-L3``), a ``gensolver.gpuround/v1``
+    round (from ``gensolver round``) or GenTask YAML (a round on the defaults of
+    ``gensolver round``), as the instance to solve."""
     from ..errors import InputError
     from ..model import GpuRound
     from ..model.inputs import loads_json, read_limited
     from .round_cmd import gentask_round, is_gentask_file
 
+    named = bundled_or_none(file)
+    if named is not None:
+        return named
     try:
         if is_gentask_file(file):
             return gentask_round(file).expand()
@@ -50,7 +68,7 @@ def _read_round_or_instance(file: Path) -> Instance:
 
 
 def solve_command(
-    file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text; or a round (gensolver.gpuround/v1 JSON from `gensolver round`, or GenTask .yaml)."),
+    file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text; a bundled instance (smoke/smoke-L3, or bundled:smoke/smoke-L3); or a round (gensolver.gpuround/v1 JSON from `gensolver round`, or GenTask .yaml)."),
     method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Solver method (see `gensolver methods`)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver (default: none, run until proven optimal; with --mechanism vcg, the whole budget of the main solve and all pivots, and with vcg on method auto or lavi-swamy a budget of work units, about a second each, unless --wall-clock; with other mechanisms, seconds for each solve)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Solver threads."),

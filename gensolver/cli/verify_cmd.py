@@ -18,7 +18,7 @@ __all__ = ["register"]
 
 
 def verify_command(
-    file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text."),
+    file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text; or a bundled instance (smoke/smoke-L3, or bundled:smoke/smoke-L3)."),
     mechanism: str = typer.Option("vcg", "--mechanism", "-M", **choice(MECHANISMS), help="Mechanism: vcg, greedy-critical, pay-as-bid, core, lavi-swamy (with --alpha)."),
     solver: str = typer.Option("auto", "--solver", "-s", **choice(METHODS), help="Winner determination method (see `gensolver methods`)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for each solve."),
@@ -35,8 +35,11 @@ def verify_command(
     from ..verify.regret import FAMILIES, max_regret
 
     check_time_limit_option(time_limit)  # the one rule of -t, before the file is read
+    from .solve_cmd import bundled_or_none
+
+    named = bundled_or_none(file)
     try:
-        instance = read_instance(file)
+        instance = named if named is not None else read_instance(file)
     except InstanceError as exc:
         fail(f"{file}: {exc}")
     if alpha is not None and mechanism != "lavi-swamy":
