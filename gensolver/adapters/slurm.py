@@ -7,10 +7,15 @@ Every *run* of a task (a stretch without a stop or a device change, see
   :func:`gensolver.adapters.common.node_of`);
 - ``--gres``: ``gpu:N`` for whole devices (``N`` plan devices per node); a run that needs a
   fraction of one device asks for Slurm's sharing gres instead, ``shard:K`` (``K`` of
-  ``shares_per_gpu`` shards per GPU, rounded up) or ``mps:P`` (``P`` percent of one GPU), with
+  ``shares_per_gpu`` shards per GPU, rounded up) or ``mps:P`` (``P`` of ``mps_units`` MPS units
+  per GPU as the site's ``gres.conf`` counts them, default 100, rounded up), with
   ``sharing="gpu"`` it takes the whole GPU. A fraction is ``max(compute, memory / device
   memory)``. A run over several devices always takes whole GPUs: Slurm cannot place one shard
   per GPU of a gang.
+- a gang over several nodes: ``--nodes=N --nodelist=...`` and ``--ntasks-per-node=1``; the
+  batch script (which runs on the first node only) starts the command with ``srun`` over the
+  whole allocation (one task per node, ``--kill-on-bad-exit``), each task with
+  ``GENSOLVER_GANG_SIZE`` and its rank in ``SLURM_NODEID``/``SLURM_PROCID``;
 - ``--begin``: the round's start ``t0`` plus ``start * time_scale`` seconds (rounded up to a
   second; Slurm's resolution), given at submission since only then is ``t0`` known; the
   task's next run depends (``afterany``) on the previous one;
@@ -107,6 +112,9 @@ class SlurmOptions:
         The gres of a fractional grant.
     shares_per_gpu : int
         Shards per GPU as the site's ``gres.conf`` configures them (``sharing="shard"``).
+    mps_units : int
+        MPS units per GPU as the site's ``gres.conf`` counts them (``sharing="mps"``; ``Name=mps
+        Count=`` per GPU, commonly 100).
     time_scale : float
         Wall seconds per plan second (0.01 runs 100 times faster).
     grace : float
@@ -130,6 +138,7 @@ class SlurmOptions:
     partition: str | None = None
     sharing: str = "shard"
     shares_per_gpu: int = 100
+    mps_units: int = 100
     time_scale: float = 1.0
     grace: float = 10.0
     log_dir: str | None = None
@@ -153,6 +162,8 @@ class SlurmOptions:
         if isinstance(self.shares_per_gpu, bool) or not isinstance(self.shares_per_gpu, int) \
                 or self.shares_per_gpu < 1:
             raise AdapterError("--shards-per-gpu", f"must be a positive integer, got {self.shares_per_gpu!r}")
+        if isinstance(self.mps_units, bool) or not isinstance(self.mps_units, int) or self.mps_units < 1:
+            raise AdapterError("--mps-units", f"must be a positive integer, got {self.mps_units!r}")
         for name, value, positive in (("--time-scale", self.time_scale, True), ("--grace", self.grace, False),
                                       ("--min-run", self.min_run, True)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
@@ -233,7 +244,7 @@ def _gres(grant: RunGrant, options: SlurmOptions) -> str:
         return f"gpu:{grant.devices_per_node}"
     if options.sharing == "shard":
         return f"shard:{shares(grant.fraction, options.shares_per_gpu)}"
-    return f"mps:{shares(grant.fraction, 100)}"
+    return f"mps:{shares(grant.fraction, options.mps_units)}"
 
 
 def _script(plan: ExecutionPlan, grant: RunGrant, job: dict[str, Any], options: SlurmOptions) -> str:
@@ -280,8 +291,17 @@ def _script(plan: ExecutionPlan, grant: RunGrant, job: dict[str, Any], options: 
               f"export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={max(1, min(100, math.ceil(grant.compute * 100 - 1e-9)))}",
               "export CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=" + ",".join(f"{k}={run.grants[d][0] >> 20}M"
                                                                      for k, d in enumerate(run.devices))]
+    # a gang over several nodes: the batch script runs on the first node; srun starts one task
+    # per node of the allocation (each with SLURM_NODEID / SLURM_PROCID as its rank)
+    launch = "" if len(grant.nodes) == 1 else \
+        f"srun --nodes={len(grant.nodes)} --ntasks-per-node=1 --kill-on-bad-exit=1 -- "
+    if len(grant.nodes) > 1:
+        lines.append(f"export GENSOLVER_GANG_SIZE={len(grant.nodes)}")
     if run.command:
-        lines.append(f"timeout --signal=TERM --kill-after={options.grace:g} -- \"$left\" {shlex.join(run.command)}")
+        lines.append(f"timeout --signal=TERM --kill-after={options.grace:g} -- \"$left\" {launch}{shlex.join(run.command)}")
+    elif launch:
+        lines += ["# the plan gives no command: the job holds its grant on every node for its window",
+                  f'timeout --signal=TERM --kill-after={options.grace:g} -- "$left" {launch}sleep "$left"']
     else:
         lines += ["# the plan gives no command: the job holds its grant for its window",
                   'sleep "$left"']

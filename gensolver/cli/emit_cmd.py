@@ -102,6 +102,7 @@ def emit_slurm(
     partition: Optional[str] = typer.Option(None, "--partition", help="Slurm partition (default: the cluster's default)."),
     sharing: str = typer.Option("shard", "--sharing", **choice(SHARING), help="Gres of a fractional grant: shard, mps or gpu (whole GPU)."),
     shards_per_gpu: int = typer.Option(100, "--shards-per-gpu", help="Shards per GPU in the site's gres.conf."),
+    mps_units: int = typer.Option(100, "--mps-units", help="MPS units per GPU in the site's gres.conf (--sharing mps)."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Wall seconds per plan second."),
     grace: float = typer.Option(10.0, "--grace", help="Seconds between SIGTERM and SIGKILL at a run's end."),
     log_dir: Optional[str] = typer.Option(None, "--log-dir", help="Folder (on the nodes) for the jobs' output; default /dev/null."),
@@ -116,7 +117,7 @@ def emit_slurm(
         nodes, default, field = _nodes(device_map, node)
         options = SlurmOptions(nodes=nodes, default_node=default, default_field=field, partition=partition,
                                sharing=sharing,
-                               shares_per_gpu=shards_per_gpu, time_scale=time_scale, grace=grace, log_dir=log_dir,
+                               shares_per_gpu=shards_per_gpu, mps_units=mps_units, time_scale=time_scale, grace=grace, log_dir=log_dir,
                                cpus=cpus, mem=mem)
     except AdapterError as exc:
         fail(str(exc))

@@ -220,3 +220,53 @@ def test_device_map_star_is_the_default_node_for_emit_too(tmp_path: Path, capsys
                  ["--device-map", "*=bad node"]):
         assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "x"), *args]) == 2, args
         assert "--device-map" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_a_two_node_gang_runs_its_command_with_srun_over_the_allocation(tmp_path: Path) -> None:
+    """Script structure only: a real two-node Slurm is not available here (the test cluster has
+    one node). A stand-in ``srun`` on PATH records its arguments and runs the command once per
+    node rank, so the test sees that the command goes through srun over every node."""
+    import sys
+
+    marker = tmp_path / "ranks"
+    child = [sys.executable, "-c", f"import os; open({str(marker)!r}, 'a').write(os.environ['FAKE_RANK'] + "
+                                   f"' ' + os.environ['GENSOLVER_GANG_SIZE'] + '\\n')"]
+    plan = plan_of({"n1/g0": 40, "n1/g1": 40, "n2/g0": 40, "n2/g1": 40},
+                   {"gang": {"at": [("n1/g0", 0, 4), ("n1/g1", 0, 4), ("n2/g0", 0, 4), ("n2/g1", 0, 4)],
+                             "memory": 40, "command": child},
+                    "solo": {"at": [("n1/g0", 4, 6)], "memory": 40, "command": ["true"]}})
+    jobs = {j.key: j for j in slurm_jobs(plan, SlurmOptions(time_scale=0.5, grace=1))}
+    gang, solo = jobs["gang.0"], jobs["solo.0"]
+    d = directives(gang.script)
+    assert (d["nodes"], d["nodelist"], d["ntasks-per-node"], d["gres"]) == ("2", "n1,n2", "1", "gpu:2")
+    assert "srun" not in solo.script and directives(solo.script)["nodes"] == "1"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "srun.args"
+    (bindir / "srun").write_text(f"#!/bin/bash\nprintf '%s\\n' \"$*\" >> {str(log)!r}\n"
+                                 "while [ \"$1\" != -- ]; do shift; done; shift\n"
+                                 "for r in 0 1; do FAKE_RANK=$r \"$@\" || exit $?; done\n")
+    (bindir / "srun").chmod(0o755)
+    script = tmp_path / gang.file
+    script.write_text(gang.script)
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=30,
+                          env=dict(os.environ, GENSOLVER_T0=repr(time.time()),
+                                   PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}"))
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().split(" -- ")[0].split() == ["--nodes=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
+    assert sorted(marker.read_text().split("\n")[:-1]) == ["0 2", "1 2"]
+
+
+def test_mps_units_per_gpu_set_the_mps_gres(tmp_path: Path, capsys) -> None:
+    plan = plan_of({"gpu0": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 10, "compute": 0.25}})
+    for units in (100, 8, 3):
+        (job,) = slurm_jobs(plan, SlurmOptions(default_node="n", sharing="mps", mps_units=units))
+        assert directives(job.script)["gres"] == f"mps:{math.ceil(0.25 * units)}"
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "o"), "--node", "n", "--sharing", "mps",
+                 "--mps-units", "8"]) == 0
+    assert directives((tmp_path / "o" / "a.0.sbatch").read_text())["gres"] == "mps:2"
+    assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "x"), "--node", "n", "--mps-units", "0"]) == 2
+    assert "--mps-units" in capsys.readouterr().err and not (tmp_path / "x").exists()
