@@ -26,7 +26,7 @@ PROBLEM_TYPE = "urn:gensolver:problem:"
 
 
 class ServiceError(GensolverError):
-    """A request the service refuses; ``status`` is the HTTP status (4xx)."""
+    """A request the service refuses; ``status`` is the HTTP status (4xx, or 503)."""
 
     status = 400
     title = "Bad request"
@@ -69,6 +69,12 @@ class UnsupportedMediaType(ServiceError):
 
 class TooManyRequests(ServiceError):
     status, title, kind = 429, "Too many requests", "rate-limited"
+
+
+class ServiceUnavailable(ServiceError):
+    """A bound of the server's own was reached (a solve past its wall-clock ``time_limit``)."""
+
+    status, title, kind = 503, "Service unavailable", "unavailable"
 
 
 def problem(status: int, title: str, detail: str, *, kind: str, field: str | None = None,

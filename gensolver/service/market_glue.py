@@ -28,7 +28,7 @@ from ..model.tasks import GpuSpec, Task, task_speed, task_steps
 from ..solvers import BackendUnavailableError, UnknownMethodError, get_method, solve
 from .errors import BadRequest
 
-__all__ = ["MarketGlue", "RoundResult", "solve_document", "task_from_dict"]
+__all__ = ["MarketGlue", "RoundResult", "solve_budget", "solve_document", "task_from_dict"]
 
 
 def task_from_dict(doc: Mapping[str, Any]) -> Task:
@@ -182,8 +182,33 @@ def check_solve_options(method: str, mechanism: str | None) -> None:
             raise BadRequest(str(exc), field="query.mechanism") from None
 
 
-def solve_document(doc: Any, *, method: str, time_limit: float, mechanism: str | None) -> dict[str, Any]:
+#: the mechanisms whose ``time_limit`` is a budget of work units by default (with method ``auto``
+#: for ``vcg``); see their docstrings and CHANGELOG.md
+_WORK_MECHANISMS = {"vcg": "auto", "lavi-swamy": None}
+
+#: share of a wall-clock ``time_limit`` handed to a wall-clock method: the rest is for reading
+#: the instance, pricing and writing the answer, which the solver's own limit does not count
+WALL_SHARE = 0.8
+
+
+def solve_budget(method: str, mechanism: str | None) -> str:
+    """``"work"`` when the solve's answer depends on the input only (a work budget, or a method
+    whose answer never depends on time), else ``"wall clock"``."""
+    if mechanism is None:
+        return "work" if method == "auto" or get_method(method).deterministic else "wall clock"
+    needs = _WORK_MECHANISMS.get(mechanism, "")
+    return "work" if needs is None or needs == method else "wall clock"
+
+
+def solve_document(doc: Any, *, method: str, time_limit: float, mechanism: str | None,
+                   work: float | None = None) -> dict[str, Any]:
     """``POST /v1/solve``: the answer ``gensolver solve --json`` prints for the same instance.
+
+    ``work`` (work units) is the budget of method ``auto`` (``options={"deterministic": True}``)
+    and of the mechanisms that read ``time_limit`` as work units by default (``vcg`` with
+    ``auto``, ``lavi-swamy``): the answer is then the same on an idle and on a loaded machine.
+    Other methods get ``WALL_SHARE * time_limit`` wall-clock seconds. The caller bounds the
+    whole call by ``time_limit`` wall-clock seconds. The answer's ``limits`` says which budget ran.
 
     Raises
     ------
@@ -194,16 +219,23 @@ def solve_document(doc: Any, *, method: str, time_limit: float, mechanism: str |
     """
     check_solve_options(method, mechanism)
     instance = from_dict(doc)
+    budget = solve_budget(method, mechanism)
+    units = time_limit if work is None else work
+    uses_work = budget == "work" and (mechanism is not None or method == "auto")
+    limit = units if uses_work else WALL_SHARE * time_limit
     outcome = None
     try:
         if mechanism is not None:
-            outcome = run_mechanism(instance, mechanism=mechanism, method=method, time_limit=time_limit)
+            outcome = run_mechanism(instance, mechanism=mechanism, method=method, time_limit=limit)
             result = outcome.allocation
+        elif method == "auto":
+            result = solve(instance, method=method, time_limit=limit, options={"deterministic": True})
         else:
-            result = solve(instance, method=method, time_limit=time_limit)
+            result = solve(instance, method=method, time_limit=limit)
     except (UnknownMethodError, BackendUnavailableError) as exc:
         raise BadRequest(str(exc), field="query.method") from None
     except UnknownMechanismError as exc:
         raise BadRequest(str(exc), field="query.mechanism") from None
-    return json_safe(result_to_dict(result, outcome=outcome, mechanism=mechanism))
-
+    out = json_safe(result_to_dict(result, outcome=outcome, mechanism=mechanism))
+    out["limits"] = {"budget": budget, "work": units if uses_work else None, "time_limit": time_limit}
+    return out

@@ -26,6 +26,7 @@ route                      does                                                 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from typing import Any, Literal, Optional
@@ -37,7 +38,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..schemas import load_schema
 from .auth import Principal, verify_token
-from .errors import PROBLEM_JSON, BadRequest, TooManyRequests
+from .errors import PROBLEM_JSON, BadRequest, ServiceUnavailable, TooManyRequests
 from .market_glue import solve_document
 from .metrics import CONTENT_TYPE_LATEST
 from .schemas import (
@@ -67,7 +68,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
            "description": desc}
     for code, desc in ((401, "no or bad token"), (403, "another tenant's data, or an operator's action"),
                        (404, "not found"), (409, "conflict with the stored state"), (413, "body too large"),
-                       (415, "unsupported media type"), (422, "invalid input (field named)"), (429, "rate limited"))
+                       (415, "unsupported media type"), (422, "invalid input (field named)"), (429, "rate limited"),
+                       (503, "a bound of the server reached (a solve past its time_limit)"))
 }
 _PATH_ID = Path(min_length=1, max_length=253, description="task name (metadata.name)")
 _TENANT_Q = Query(None, min_length=1, max_length=64,
@@ -118,29 +120,50 @@ ROUTERS = (solve_router, tasks_router, rounds_router, tenants_router, operations
 async def post_solve(request: Request, who: Principal = Depends(principal),
                      method: str = Query("auto", min_length=1, max_length=64, description="solver method"),
                      time_limit: Optional[float] = Query(
-                         None, gt=0, description="seconds per solve (at most the server's --max-solve-seconds, its default)"),
+                         None, gt=0, description="wall-clock bound in seconds, from the body's arrival to the answer "
+                                                 "(at most the server's --max-solve-seconds, its default); 503 beyond"),
+                     work: Optional[float] = Query(
+                         None, gt=0, description="deterministic budget in work units of method auto and mechanisms vcg "
+                                                 "and lavi-swamy (at most the server's --max-solve-work, its default)"),
                      mechanism: Optional[str] = Query(
                          None, min_length=1, max_length=64, description="also price with this mechanism (vcg, core, ...)"),
                      ) -> Any:
-    limit_max = request.app.state.settings.max_solve_seconds
-    if time_limit is None:
-        time_limit = limit_max
-    if not math.isfinite(time_limit) or time_limit > limit_max:
-        raise BadRequest(f"time_limit must be a finite number of seconds in (0, {limit_max:g}]", field="query.time_limit")
+    settings = request.app.state.settings
+    time_limit = _bounded(time_limit, settings.max_solve_seconds, "query.time_limit", "seconds")
+    work = _bounded(work, settings.max_solve_work, "query.work", "work units")
     doc = await _json_body(request)
     running = request.app.state.solves
-    quota = request.app.state.settings.max_solves_per_tenant
+    quota = settings.max_solves_per_tenant
     if running.get(who.tenant, 0) >= quota:
         raise TooManyRequests(f"tenant {who.tenant!r} already runs {quota} solves (--max-solves-per-tenant); "
                               "retry when one is done", headers={"Retry-After": "1"})
     running[who.tenant] = running.get(who.tenant, 0) + 1
-    try:
-        return await run_in_threadpool(solve_document, doc, method=method, time_limit=time_limit,
-                                       mechanism=mechanism)
-    finally:
+
+    def release(_: Any = None) -> None:
         running[who.tenant] -= 1
         if not running[who.tenant]:
             del running[who.tenant]
+
+    job = asyncio.ensure_future(run_in_threadpool(solve_document, doc, method=method, time_limit=time_limit,
+                                                  mechanism=mechanism, work=work))
+    done, _ = await asyncio.wait({job}, timeout=time_limit)
+    if not done:
+        # the solve keeps its thread until its budget ends and keeps counting against the
+        # tenant's quota until then; the client gets an honest 503, never a load-dependent answer
+        job.add_done_callback(release)
+        raise ServiceUnavailable(f"the solve did not finish within time_limit={time_limit:g} s of wall clock "
+                                 f"(work budget {work:g} units; the server is loaded); retry later or raise time_limit",
+                                 field="query.time_limit", headers={"Retry-After": "5"})
+    release()
+    return job.result()
+
+
+def _bounded(value: Optional[float], largest: float, field: str, unit: str) -> float:
+    if value is None:
+        return largest
+    if not math.isfinite(value) or value > largest:
+        raise BadRequest(f"{field.split('.')[-1]} must be a finite number of {unit} in (0, {largest:g}]", field=field)
+    return value
 
 @tasks_router.post("/v1/tasks", response_model=TaskList, status_code=201, responses={**_ERRORS, 200: {
     "model": TaskList, "description": "every task was already accepted (a retry): the stored tasks"}},

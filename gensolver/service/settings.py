@@ -86,7 +86,13 @@ class Settings:
     address_rate_burst : int
         Burst of ``address_rate_limit``.
     max_solve_seconds : float
-        Default and largest ``time_limit`` of ``POST /v1/solve``.
+        Default and largest ``time_limit`` of ``POST /v1/solve``: the wall-clock safety bound of
+        a solve, counted from the body's arrival to the answer (``503`` beyond it).
+    max_solve_work : float
+        Default and largest ``work`` of ``POST /v1/solve``: the deterministic budget, in the
+        solver layer's work units (about a second each on a 2-core reference machine), of
+        method ``auto`` and of mechanisms ``vcg`` (with ``auto``) and ``lavi-swamy``; their answer
+        then depends on the input only, not on the machine's load.
     synchronous : {"full", "normal"}
         SQLite ``synchronous`` setting: ``full`` fsyncs every commit (survives power loss);
         ``normal`` in WAL mode survives a killed process but may lose the last commits on power
@@ -124,6 +130,7 @@ class Settings:
     address_rate_limit: float = 2000.0
     address_rate_burst: int = 4000
     max_solve_seconds: float = 10.0
+    max_solve_work: float = 5.0
     synchronous: str = "full"
     header_timeout: float = 10.0
     body_timeout: float = 30.0
@@ -147,6 +154,7 @@ class Settings:
         _positive("address_rate_limit", self.address_rate_limit, zero=True)
         _positive("address_rate_burst", self.address_rate_burst, integer=True)
         _positive("max_solve_seconds", self.max_solve_seconds)
+        _positive("max_solve_work", self.max_solve_work)
         for name in ("header_timeout", "body_timeout", "keep_alive_timeout", "request_timeout"):
             _positive(name, getattr(self, name))
         for name in ("max_header_bytes", "max_headers", "max_connections", "max_tasks_per_tenant",
