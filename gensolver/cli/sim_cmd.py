@@ -323,9 +323,12 @@ def simulate_command(
                                           "(Alibaba 2023 pod list, Philly CSV) | GenTask YAML file"),
     policy: List[str] = typer.Option(list(DEFAULT_POLICIES), "--policy", "-p", **choice(POLICIES),
                                      help="Policy (repeat to compare). market: the credit market (finish-time "
-                                          "fairness x Karma-style credits, backfilled); auction: the "
-                                          "per-round combinatorial auction of gensolver.market.Market, what "
-                                          "`gensolver serve` runs (backfilled, late tasks keep a positive bid)."),
+                                          "fairness x Karma-style credits, backfilled), the round engine "
+                                          "gensolver.market.engine.CreditEngine, what `gensolver serve` runs "
+                                          "with market option engine: credit; auction: the welfare auction, "
+                                          "one-shot mechanism clearing each round (gensolver.market.Market), "
+                                          "what `gensolver serve` runs by default (backfilled, late tasks keep "
+                                          "a positive bid)."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU memories in GiB, e.g. '80,80,40,24' (default: the workload's)."),
     until: Optional[float] = typer.Option(None, "--until", help="Stop at this step."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write plots and results.json here."),

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 
-from ..model.tasks import GpuSpec, Task
+from ..model.tasks import GpuSpec, Task, task_speed
 
-__all__ = ["TOL", "Pool", "TaskView", "GpuView", "attained", "find_placement", "pinned_free_capacity"]
+__all__ = ["TOL", "Pool", "TaskView", "GpuView", "TablePool", "attained", "find_placement", "pinned_free_capacity"]
 
 #: capacity tolerance of placements (the simulator's, :data:`gensolver.sim.records.TOL`)
 TOL = 1e-9
@@ -170,3 +170,122 @@ def find_placement(cluster: Pool, st: TaskView, memory: float, *, fit: str = "be
     if best is None:
         return None
     return best[1]
+
+
+class TableTask:
+    """A task of a :class:`TablePool`: its report, state, placement and observed progress."""
+
+    def __init__(self, task: Task, *, remaining: float, now: float, gpus: tuple[str, ...] = (),
+                 memory: float = 0.0) -> None:
+        self.task = task
+        self.id = task.id
+        self.arrival = float(task.release)
+        self.state = "running" if gpus else "waiting"
+        self.gpus = tuple(gpus)
+        self.memory = float(memory)
+        self.compute = task.compute if gpus else 0.0
+        self.speed = task_speed(task, memory) if gpus else 0.0
+        self.since = float(now)
+        self.executed = max(0.0, float(task.duration) - float(remaining))  # attained work (steps at speed 1)
+        self.overhead = self.lost = 0.0
+        self.factor = self.inter = 1.0
+
+
+class TableGpu:
+    """A GPU of a :class:`TablePool` with the memory and compute its tasks hold."""
+
+    def __init__(self, spec: GpuSpec) -> None:
+        self.spec = spec
+        self.up = True
+        self.tasks: set[str] = set()
+        self.memory_used = self.compute_used = 0.0
+
+    @property
+    def free_memory(self) -> float:
+        return self.spec.memory - self.memory_used
+
+    @property
+    def free_compute(self) -> float:
+        return self.spec.compute - self.compute_used
+
+    def fits(self, memory: float, compute: float) -> bool:
+        return self.free_memory + TOL >= memory and self.free_compute + TOL >= compute
+
+
+class TablePool:
+    """A :class:`Pool` built from a table of tasks (a service's database rows): GPUs, the
+    waiting tasks and the running ones with their placement; the engine's actions are applied
+    to it and recorded in :attr:`actions` (``("start", id, gpus, memory)``, ``("stop", id)``,
+    ``("resize", id, memory)``, ``("credit", fields)``) for the caller to commit.
+
+    Raises
+    ------
+    ValueError
+        A start or resize over a GPU's capacity (the engine never asks for one).
+    """
+
+    def __init__(self, gpus: Sequence[GpuSpec], *, now: float, lease: int) -> None:
+        self.now = float(now)
+        self.lease = int(lease)
+        self.gpus: dict[str, TableGpu] = {g.id: TableGpu(g) for g in gpus}
+        self.nodes: dict[str, list[str]] = {}
+        for g in gpus:
+            self.nodes.setdefault(g.node, []).append(g.id)
+        self.tasks: dict[str, TableTask] = {}
+        self.actions: list[tuple[Any, ...]] = []
+
+    def add(self, task: Task, *, remaining: float, gpus: Sequence[str] = (), memory: float = 0.0) -> None:
+        """A waiting task (no ``gpus``) or a running one on ``gpus`` with ``memory`` GiB each."""
+        st = TableTask(task, remaining=remaining, now=self.now, gpus=tuple(gpus), memory=memory)
+        self.tasks[task.id] = st
+        for g in st.gpus:
+            self._hold(g, st, memory, task.compute)
+
+    def _hold(self, g: str, st: TableTask, memory: float, compute: float) -> None:
+        gs = self.gpus[g]
+        if memory > 0 and not gs.fits(memory, compute):
+            raise ValueError(f"task {st.id!r}: {memory:g} GiB over GPU {g!r}'s free {gs.free_memory:g} GiB")
+        gs.memory_used += memory
+        gs.compute_used += compute
+        gs.tasks.add(st.id)
+
+    def waiting(self) -> list[Any]:
+        return [s for s in self.tasks.values() if s.state == "waiting"]
+
+    def running(self) -> list[Any]:
+        return [s for s in self.tasks.values() if s.state == "running"]
+
+    def up_gpus(self) -> list[Any]:
+        return [g for g in self.gpus.values() if g.up]
+
+    def model_ok(self, task_id: str, gpu: str) -> bool:
+        return True
+
+    def start(self, task_id: str, gpus: Sequence[str], memory: float) -> None:
+        st = self.tasks[task_id]
+        for g in gpus:
+            self._hold(g, st, memory, st.task.compute)
+        st.state, st.gpus, st.memory, st.compute = "running", tuple(gpus), float(memory), st.task.compute
+        st.speed = task_speed(st.task, memory)
+        self.actions.append(("start", task_id, tuple(gpus), float(memory)))
+
+    def stop(self, task_id: str, *, reason: str = "preempt") -> None:
+        st = self.tasks[task_id]
+        for g in st.gpus:
+            gs = self.gpus[g]
+            gs.memory_used -= st.memory
+            gs.compute_used -= st.compute
+            gs.tasks.discard(task_id)
+        st.state, st.gpus, st.memory, st.compute, st.speed = "waiting", (), 0.0, 0.0, 0.0
+        self.actions.append(("stop", task_id))
+
+    def resize(self, task_id: str, memory: float) -> None:
+        st = self.tasks[task_id]
+        for g in st.gpus:
+            self._hold(g, st, memory - st.memory, 0.0)
+        st.memory = float(memory)
+        st.speed = task_speed(st.task, memory)
+        self.actions.append(("resize", task_id, float(memory)))
+
+    def emit(self, kind: str, **kw: Any) -> None:
+        self.actions.append((kind, kw))

@@ -27,6 +27,11 @@ class MarketConfig:
     ----------
     lease : int
         Steps per round.
+    engine : {"auction", "credit"}
+        The round engine ``gensolver serve`` clears with: the welfare auction (``"auction"``,
+        :class:`gensolver.market.Market`, the default; every other option here is its) or the
+        credit market (``"credit"``: :class:`gensolver.market.engine.CreditEngine`, the engine of
+        the simulator's ``market`` policy, with its defaults; only ``lease`` applies).
     blocks : int
         Horizon length in leases (``horizon = blocks * lease`` steps).
     mechanism : str
@@ -97,8 +102,11 @@ class MarketConfig:
     deterministic: bool = True
     threads: int = 1
     alpha: float | None = None
+    engine: str = "auction"
 
     def __post_init__(self) -> None:
+        if self.engine not in ("auction", "credit"):
+            raise ValueError(f"MarketConfig.engine must be 'auction' or 'credit', got {self.engine!r}")
         if self.alpha is not None and (isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float))
                                        or not math.isfinite(self.alpha) or self.alpha < 1):
             raise ValueError(f"MarketConfig.alpha must be None or a finite number >= 1, got {self.alpha!r}")

@@ -15,11 +15,16 @@ certified ``[low, high]`` interval of every payment.
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..executor.plan import to_plan
-from ..market import Candidate, Clearing, CreditEntry, Market, MarketConfig, Reservation
+from ..market import Assignment, Candidate, Clearing, CreditEntry, Market, MarketConfig, Reservation
+from ..market.engine import CreditEngine
+from ..market.pool import TablePool
 from ..mechanisms import Outcome, UnknownMechanismError, get_mechanism, result_to_dict, run_mechanism
 from ..model import from_dict
 from ..model.instance import Instance, Slot
@@ -74,6 +79,15 @@ class MarketGlue:
         self.step_seconds = float(step_seconds)
         self.market = Market(config)
         self._seen = 0
+        #: the credit market's round engine (``config.engine == "credit"``), else ``None``
+        self.engine: CreditEngine | None = self._new_engine()
+
+    def _new_engine(self) -> CreditEngine | None:
+        if self.config.engine != "credit":
+            return None
+        eng = CreditEngine()
+        eng.lease = self.config.lease
+        return eng
 
     # -------------------------------------------------------------- state
     def restore(self, *, now: float, balances: Mapping[str, float], weights: Mapping[str, float],
@@ -91,8 +105,13 @@ class MarketGlue:
             market.observe(task_id, memory_gib=memory, progress=progress)
         self.market = market
         self._seen = len(market.ledger)
+        self.engine = self._new_engine()
+        if self.engine is not None:  # balances are stored; the engine's other memory restarts
+            self.engine.bank.balances.update({k: float(v) for k, v in balances.items()})
 
     def balances(self) -> dict[str, float]:
+        if self.engine is not None:
+            return dict(self.engine.bank.balances)
         return dict(self.market.balances)
 
     def weights(self) -> dict[str, float]:
@@ -116,6 +135,8 @@ class MarketGlue:
             Preemptible running tasks bid again to keep (or move) their GPUs; the others hold
             their capacity as reservations until they finish.
         """
+        if self.engine is not None:
+            return self._clear_credit(now, waiting=waiting, running=running)
         candidates = [Candidate(t, rem, waited, None, None) for t, rem, waited in waiting]
         reservations: list[Reservation] = []
         for t, rem, waited, gpus, memory in running:
@@ -149,6 +170,43 @@ class MarketGlue:
             plan = to_plan(self._in_seconds(instance, now), committed, tasks,
                            name=f"round@{now:g}").to_dict()
         return RoundResult(clearing, outcome, instance, ledger, plan, name)
+
+    def _clear_credit(self, now: float, *, waiting: Sequence[tuple[Task, float, float]],
+                      running: Sequence[tuple[Task, float, float, tuple[str, ...], float]]) -> RoundResult:
+        """One round of :class:`CreditEngine` (the simulator's ``market`` policy) on the stored
+        tasks: a boundary round (income, clearing, backfill, prices, charges)."""
+        assert self.engine is not None
+        pool = TablePool(self.gpus, now=now, lease=self.config.lease)
+        for t, rem, _ in waiting:
+            pool.add(t, remaining=rem)
+        before: dict[str, tuple[str, ...]] = {}
+        left: dict[str, float] = {t.id: rem for t, rem, *_ in waiting}
+        for t, rem, _, gpus, memory in running:
+            pool.add(t, remaining=rem, gpus=gpus, memory=memory)
+            before[t.id] = tuple(gpus)
+            left[t.id] = rem
+        t0 = time.perf_counter()
+        self.engine.round(pool, True)
+        seconds = time.perf_counter() - t0
+        assignments = {}
+        for st in pool.running():
+            length = max(1, math.ceil(left[st.id] / max(st.speed, 1e-12) - 1e-9))
+            assignments[st.id] = Assignment(st.id, st.gpus, st.memory, length, float(st.task.value),
+                                            before.get(st.id) == st.gpus)
+        preempted = tuple(tid for tid in before if tid not in assignments)
+        charges: dict[str, float] = {}
+        ledger = []
+        for act in pool.actions:
+            if act[0] == "credit":
+                kw = act[1]
+                ledger.append(CreditEntry(float(now), kw["tenant"], float(kw["amount"]), kw["note"], kw.get("task") or ""))
+                if kw["note"] == "payment" and kw.get("task"):
+                    charges[kw["task"]] = charges.get(kw["task"], 0.0) - float(kw["amount"])
+        n = len(pool.tasks)
+        clearing = Clearing(float(now), MappingProxyType(assignments), preempted, MappingProxyType(charges), n, n,
+                            "credit", self.engine.clearing, "empty" if n == 0 else "feasible",
+                            float(sum(a.value for a in assignments.values())), seconds, 0.0)
+        return RoundResult(clearing, None, None, tuple(ledger), None, "credit")
 
     def _in_seconds(self, instance: Instance, now: float) -> Instance:
         """The round's instance with slot windows in seconds from the round's start."""

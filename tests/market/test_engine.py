@@ -182,3 +182,16 @@ def test_the_engine_does_not_import_the_simulator() -> None:
     code = "import sys, gensolver.market.engine; print('gensolver.sim' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "False"
+
+
+def test_the_table_pool_refuses_a_start_over_capacity() -> None:
+    from gensolver.market.pool import TablePool
+
+    pool = TablePool(_cluster(), now=0.0, lease=5)
+    t = _tasks(2)
+    pool.add(t[0], remaining=5.0, gpus=("g0",), memory=12.0)
+    pool.add(t[1], remaining=6.0)
+    with pytest.raises(ValueError, match="g0"):
+        pool.start("t1", ("g0",), 8.0)
+    pool.start("t1", ("g1",), 8.0)
+    assert [s.id for s in pool.running()] == ["t0", "t1"] and pool.tasks["t0"].executed == 0.0

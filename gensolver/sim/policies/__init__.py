@@ -14,10 +14,13 @@ name                   behaviour
 ``elastic``            like packing, but starts with less than preferred (>= minimum) when only
                        that is free, and grows tasks back as memory frees
 ``finish-time-fair``   Themis-like: each round favours the worst finish-time fairness rho
-``auction``            a combinatorial auction per round (:class:`gensolver.market.Market`, any
-                       mechanism; deterministic work budget)
+``auction``            the welfare auction: one-shot mechanism clearing each round
+                       (:class:`gensolver.market.Market`, any mechanism; deterministic work
+                       budget); what ``gensolver serve`` runs by default
 ``market``             the credit market: Themis' rho x Karma-style credits, priced, with
-                       backfill (:mod:`.market`; ``clearing="solver"``: rounds cleared by
+                       backfill; an adapter over the round engine
+                       :class:`gensolver.market.engine.CreditEngine`, which ``gensolver serve``
+                       runs with ``engine: credit`` (``clearing="solver"``: rounds cleared by
                        :mod:`gensolver.market.clearing`)
 ``time-slicing``       NVIDIA time-slicing: replicas per GPU, turns on the whole device
 ``mps``                CUDA MPS: compute shares, memory-bandwidth interference
