@@ -15,8 +15,8 @@ backend a :class:`RuntimeError`, a missing optional extra an :class:`ImportError
 :class:`JournalError`      a journal file that cannot be used (damaged, locked, another plan)
 =========================  ==================================================================
 
-The checks (:func:`check_time_limit`, :func:`check_executor`, :func:`check_options`) are the
-one definition of each rule; front ends call them instead of repeating the rule.
+The checks (:func:`check_time_limit`, :func:`check_seed`, :func:`check_executor`,
+:func:`check_options`) are the one definition of each rule; front ends call them instead of repeating the rule.
 
 Examples
 --------
@@ -52,6 +52,8 @@ __all__ = [
     "MissingExtraError",
     "JournalError",
     "check_time_limit",
+    "check_seed",
+    "SEED_LIMIT",
     "check_executor",
     "check_options",
     "missing_extra",
@@ -146,6 +148,48 @@ def check_time_limit(time_limit: Any, *, name: str = "time_limit", optional: boo
     if not math.isfinite(time_limit) or time_limit <= 0:
         raise InputError(what)
     return float(time_limit)
+
+
+#: every seed lies in ``[0, SEED_LIMIT)``: the 32-bit signed range that every backend's random
+#: seed accepts (CP-SAT ``random_seed``, HiGHS ``random_seed``) and NumPy's generators too
+SEED_LIMIT = 2**31
+
+
+def check_seed(seed: Any, *, name: str = "seed", error: type[InputError] = InputError) -> int:
+    """``seed`` as an ``int``, checked against the one seed rule: an integer in ``[0, 2**31)``.
+
+    Solvers, mechanisms, generators, trace readers, workloads and the simulator all take their
+    seeds through this check, so a seed valid for one is valid for every other.
+
+    Parameters
+    ----------
+    seed : int
+        The seed (a Python or NumPy integer; ``bool`` is refused).
+    name : str
+        How the message names it (``"seed"``, ``"lavi-swamy option seed"``).
+    error : type of InputError
+        The error to raise (a front end's own :class:`InputError` subclass); the default raises
+        :class:`InputTypeError` for a value that is not an integer.
+
+    Raises
+    ------
+    InputError
+        ``seed`` is not an integer, or lies outside ``[0, 2**31)``.
+
+    Examples
+    --------
+    >>> check_seed(7)
+    7
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    gensolver.errors.InputError: seed must be an integer in [0, 2**31), got -1
+    """
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise (InputTypeError if error is InputError else error)(f"{name} must be an integer, got {seed!r}")
+    if not 0 <= int(seed) < SEED_LIMIT:
+        raise error(f"{name} must be an integer in [0, 2**31), got {seed!r}")
+    return int(seed)
 
 
 def check_executor(executor: Any, *, name: str = "executor") -> None:

@@ -212,3 +212,39 @@ def test_one_json_sanitiser() -> None:
     pattern = re.compile(r"^def (_jsonable|_clean|_json_safe|json_safe)\b", re.M)
     found = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if pattern.search(p.read_text()))
     assert found == ["model/io.py"]
+
+
+# ---------------------------------------------------------------- the one seed rule
+def _seed_front_ends() -> dict[str, Callable[[Any], Any]]:
+    from gensolver.instances._common import rng_of
+    from gensolver.sim.workload import synthetic_workload
+    from gensolver.solvers import solve
+
+    slots = [{"id": "s", "gpu": "g", "start": 0, "end": 1, "capacity": {"memory": 8}}]
+    bids = [{"id": "b", "bidder": "x", "value": 1, "demand": {"s": {"memory": 4}}}]
+    return {"solve": lambda s: solve(bids, slots, method="greedy", seed=s),
+            "generators": rng_of,
+            "synthetic workload": lambda s: synthetic_workload(3, seed=s)}
+
+
+@pytest.mark.parametrize("front", ["solve", "generators", "synthetic workload"])
+def test_every_front_end_takes_the_same_seed_range(front: str) -> None:
+    from gensolver.errors import SEED_LIMIT, check_seed
+
+    call = _seed_front_ends()[front]
+    call(0)
+    call(SEED_LIMIT - 1)
+    for bad in (-1, SEED_LIMIT, True, 1.5, "3"):
+        with pytest.raises(InputError, match="seed must be an integer"):
+            call(bad)
+    assert check_seed(np.int64(SEED_LIMIT - 1)) == SEED_LIMIT - 1
+
+
+def test_check_seed_raises_the_callers_error() -> None:
+    from gensolver.errors import check_seed
+    from gensolver.sim.workload import WorkloadError
+
+    with pytest.raises(WorkloadError, match=r"my seed must be an integer in \[0, 2\*\*31\)"):
+        check_seed(2**31, name="my seed", error=WorkloadError)
+    with pytest.raises(InputTypeError):
+        check_seed("1")

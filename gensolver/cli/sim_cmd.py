@@ -14,6 +14,7 @@ from typing import Any, List, Optional
 import typer
 from rich.table import Table
 
+from ..errors import SEED_LIMIT
 from ..model.io import json_safe
 from .choices import DEFAULT_POLICIES, METHODS, POLICIES, SIM_MECHANISMS, choice
 from .common import (
@@ -34,7 +35,6 @@ SHARED_TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 
 TRACES = ("alibaba", "philly")
 MAX_NODES = 4096  # --nodes above this only makes the replay crawl (a typo, not a cluster)
-SEED_LIMIT = 2**32
 
 
 def _is_synthetic(trace: str) -> bool:
@@ -195,7 +195,7 @@ def _check_options(trace: str, policy: List[str], solver: str, mechanism: str, t
     if until is not None and (not math.isfinite(until) or until <= 0):
         fail(f"--until: must be a finite positive step, got {until:g}")
     if not 0 <= seed < SEED_LIMIT:
-        fail(f"--seed: must be an integer in [0, 2**32), got {seed}")
+        fail(f"--seed: must be an integer in [0, 2**31), got {seed}")
     trace_only = {"--max-jobs": max_jobs, "--nodes": nodes, "--compress": compress}
     path = Path(trace)
     is_trace_file = (not _is_synthetic(trace) and path.suffix.lower() not in (".yaml", ".yml") and os.path.isfile(path))

@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, check_seed
 from ..model import Bid, Instance, Slot, validate
 from ..model.inputs import check_size, max_generated_goods, max_tasks
 
@@ -20,9 +20,7 @@ def rng_of(seed: int | np.random.Generator) -> np.random.Generator:
     """A :class:`numpy.random.Generator` from an integer seed (or the generator itself)."""
     if isinstance(seed, np.random.Generator):
         return seed
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-    return np.random.default_rng(int(seed))
+    return np.random.default_rng(check_seed(seed))
 
 
 #: the size parameters of the generators and the limits they are checked against (the size

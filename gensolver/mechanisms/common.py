@@ -7,14 +7,12 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import check_executor, check_time_limit
-from ..errors import check_options as _check_options
 from ..model import Bid, Instance
 from ..model.tolerances import PAYMENT_TOL
 from ..solvers import Allocation, Status, UnknownMethodError, get_method, solve
 from .outcome import Outcome
 
 __all__ = [
-    "check_options",
     "solve_wdp",
     "winning_bids",
     "apply_budgets",
@@ -26,12 +24,6 @@ __all__ = [
 #: absolute tolerance used when comparing payments, values and welfare
 #: (:data:`gensolver.model.tolerances.PAYMENT_TOL`)
 TOL = PAYMENT_TOL
-
-
-def check_options(options: Mapping[str, Any] | None, allowed: Mapping[str, Any], mechanism: str) -> dict[str, Any]:
-    """Merge ``options`` into the defaults ``allowed``; unknown keys raise ``ValueError``
-    (:func:`gensolver.errors.check_options`)."""
-    return _check_options(options, allowed, f"mechanism {mechanism!r}")
 
 
 def check_call(instance: Any, executor: Any) -> Instance:

@@ -54,10 +54,11 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from scipy.optimize import linprog, minimize
 
+from ..errors import check_options
 from ..model import Bid, Instance
 from ..model.validate import mark_validated
 from ..solvers import Status
-from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
+from .common import check_call, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 from .vcg import vcg
 
@@ -162,7 +163,7 @@ def core(
         ``details`` holds the VCG payments, the number of iterations and the core constraints.
     """
     instance = check_call(instance, executor)
-    opts = check_options(options, _DEFAULTS, "core")
+    opts = check_options(options, _DEFAULTS, "mechanism 'core'")
     t0 = time.perf_counter()
     plain = mark_validated(Instance(instance.slots, instance.bids, (), instance.name, instance.metadata))
     base = vcg(plain, solver=solver, time_limit=time_limit, executor=executor, options={"threads": opts["threads"]})

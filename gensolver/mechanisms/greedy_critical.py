@@ -49,11 +49,12 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..errors import check_options
 from ..model import Instance
 from ..model.tolerances import capacity_limit
 from ..solvers.approximation.greedy import first_fit, greedy_keys, greedy_order
 from ..solvers.result import finish
-from .common import check_call, check_options, check_solver_and_limit, make_outcome
+from .common import check_call, check_solver_and_limit, make_outcome
 from .outcome import Outcome
 
 __all__ = ["greedy_critical", "critical_value"]
@@ -121,7 +122,7 @@ def greedy_critical(
         Always ``exact`` (the critical values are computed exactly, not by bisection).
     """
     instance = check_call(instance, executor)
-    opts = check_options(options, _DEFAULTS, "greedy-critical")
+    opts = check_options(options, _DEFAULTS, "mechanism 'greedy-critical'")
     # ignored, but checked like every mechanism's: a typo is not silently accepted
     check_solver_and_limit(solver, time_limit)
     alpha = opts["alpha"]

@@ -78,11 +78,12 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..errors import check_options, check_seed
 from ..model import Instance
 from ..model.canonical import canonical
 from ..solvers.formulation.problem import from_instance
 from ..solvers.result import finish
-from .common import check_call, check_options, make_outcome
+from .common import check_call, make_outcome
 from .decomposition import ORACLES, decompose, decomposition_summary
 from .fractional import fractional_vcg
 from .outcome import Outcome
@@ -107,9 +108,7 @@ def _check(opts: dict[str, Any], solver: Any, time_limit: Any) -> str:
     a = opts["alpha"]
     if a is not None and (isinstance(a, bool) or not isinstance(a, numbers.Real) or not math.isfinite(a) or a < 1):
         raise ValueError(f"lavi-swamy option alpha must be None or a finite number >= 1, got {a!r}")
-    s = opts["seed"]
-    if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
-        raise ValueError(f"lavi-swamy option seed must be an integer >= 0, got {s!r}")
+    check_seed(opts["seed"], name="lavi-swamy option seed")
     t = opts["threads"]
     if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 1):
         raise ValueError(f"lavi-swamy option threads must be None or a positive integer, got {t!r}")
@@ -188,7 +187,7 @@ def lavi_swamy(
     (1.0, {'A': 3.0, 'B': 0.0})
     """
     instance = canonical(check_call(instance, executor))  # an LP optimum independent of the input order
-    opts = check_options(options, _DEFAULTS, "lavi-swamy")
+    opts = check_options(options, _DEFAULTS, "mechanism 'lavi-swamy'")
     oracle = _check(opts, solver, time_limit)
     det = bool(opts["deterministic"])
     t0 = time.perf_counter()

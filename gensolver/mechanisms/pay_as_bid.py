@@ -31,9 +31,10 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from typing import Any, Callable, Mapping
 
+from ..errors import check_options
 from ..model import Instance
 from ..solvers import Status
-from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
+from .common import check_call, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 
 __all__ = ["pay_as_bid"]
@@ -65,7 +66,7 @@ def pay_as_bid(
         ``threads``: solver threads.
     """
     instance = check_call(instance, executor)
-    opts = check_options(options, _DEFAULTS, "pay-as-bid")
+    opts = check_options(options, _DEFAULTS, "mechanism 'pay-as-bid'")
     alloc = solve_wdp(instance, solver=solver, time_limit=time_limit, threads=opts["threads"])
     payments = {b: bid.value for b, bid in winning_bids(instance, alloc).items()}
     exact = alloc.status is Status.OPTIMAL

@@ -80,6 +80,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..errors import check_options
 from ..model import Bid, Instance, Slot
 from ..model.tolerances import payment_tolerance
 from ..model.validate import mark_validated
@@ -87,7 +88,7 @@ from ..solvers import Status
 from ..solvers.formulation.bounds import trivial_bound
 from ..solvers.formulation.problem import from_instance
 from ..solvers.formulation.scales import DEFAULT_MIP_GAP
-from .common import check_call, check_options, make_outcome, solve_wdp, winning_bids
+from .common import check_call, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 from .pivots import (
     MIN_PIVOT_SOLVE,
@@ -345,7 +346,7 @@ def vcg(
         share of the budget (``work`` in deterministic mode).
     """
     instance = check_call(instance, executor)
-    opts = check_options(options, _DEFAULTS, "vcg")
+    opts = check_options(options, _DEFAULTS, "mechanism 'vcg'")
     if opts["deterministic"] is None:  # the default: the work budget wherever it exists
         opts["deterministic"] = solver == "auto" and opts["warm_start"] is True
     for key in ("warm_start", "deterministic"):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..errors import check_seed
 from ..model.tasks import GpuSpec, Task, task_value
 from ..model.validate import is_real
 from .engine import Cluster, Event, SimError
@@ -130,8 +131,7 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     lease = int(lease)
     if until is not None and not (is_real(until) and math.isfinite(until) and until > 0):
         raise ValueError(f"until must be a positive finite number or None, got {until!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    check_seed(seed)
     if not (is_real(interference) and math.isfinite(interference) and interference >= 0):
         raise ValueError(f"interference must be a finite number >= 0, got {interference!r}")
     if not (is_real(checkpoint_steps) and math.isfinite(checkpoint_steps) and checkpoint_steps >= 0):

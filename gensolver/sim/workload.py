@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, check_seed
 from ..model.inputs import check_size, max_tasks
 from ..model.quantity import parse_number
 from ..model.tasks import GpuSpec, Task, uniform_gpus
@@ -128,8 +128,7 @@ def synthetic_workload(n: int = 50, *, seed: int = 0, rate: float | None = 0.5,
                    ("duration_max", duration_max)):
         if not is_integer(v) or v < 1:
             raise WorkloadError(f"{key} must be a positive integer, got {v!r}")
-    if not is_integer(seed) or not 0 <= seed < 2**32:
-        raise WorkloadError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+    check_seed(seed, error=WorkloadError)
     check_size("synthetic n", n, max_tasks(), "GENSOLVER_MAX_TASKS", "tasks")  # before any array of n draws
     if duration_max < duration_min:
         raise WorkloadError(f"need 1 <= duration_min <= duration_max, got {duration_min}, {duration_max}")

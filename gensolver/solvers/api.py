@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InputError, InputTypeError, check_time_limit
+from ..errors import InputError, InputTypeError, check_seed, check_time_limit
 from ..model import Bid, Bidder, Instance, Slot, coerce_instance
 from ..model.canonical import canonical, in_caller_order
 from .registry import get_method
@@ -28,10 +28,7 @@ def _check_args(time_limit: Any, threads: Any, seed: Any, options: Any) -> dict[
     if threads is not None:
         if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral) or threads < 1:
             raise InputError(f"threads must be a positive integer or None, got {threads!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise InputTypeError(f"seed must be an integer, got {seed!r}")
-    if not 0 <= int(seed) < 2**31:  # the backends' seed parameters are 32-bit signed
-        raise InputError(f"seed must be an integer in [0, 2**31), got {seed!r}")
+    check_seed(seed)
     if options is None:
         return {}
     if not isinstance(options, Mapping):

@@ -31,7 +31,7 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, check_seed
 from ..model.inputs import ReadError, iter_lines_limited
 from .records import (
     ALIBABA_MODEL_GPUS,
@@ -70,12 +70,6 @@ def _check_path(arg: str, path: object) -> Path:
     if isinstance(path, (bytes, bytearray)) or not isinstance(path, (str, os.PathLike)):
         raise InputError(f"{arg} must be a path (str or os.PathLike), got {type(path).__name__} {path!r}")
     return Path(path)
-
-
-def _check_seed(seed: object) -> int:
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
 
 
 def _check_bool(arg: str, value: object) -> bool:
@@ -328,7 +322,7 @@ def read_alibaba_pods(
         deletion before creation), naming the file and line.
     """
     _check_scaling(window, max_jobs)
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     gpu_only = _check_bool("gpu_only", gpu_only)
     if model_gpus is not None and not isinstance(model_gpus, Mapping):
         raise InputError(f"model_gpus must be a mapping of GPU model to weight, got {model_gpus!r}")
@@ -451,7 +445,7 @@ def read_alibaba(
     if d.exists() and not d.is_dir():
         raise TraceError(str(d), None, "not a directory (expected the Alibaba trace folder)")
     _check_scaling(window, max_jobs)
-    _check_seed(seed)
+    check_seed(seed)
     _check_bool("gpu_only", gpu_only)
     node_list = read_alibaba_nodes(d / ALIBABA_NODE_FILE, nodes=nodes, models=models)
     weights: dict[str, float] = {}
@@ -511,7 +505,7 @@ def read_philly(
        Workloads", USENIX ATC 2019.
     """
     _check_scaling(window, max_jobs)
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     clusters = _check_names("clusters", clusters)
     p = _check_path("path", path)
     parsed = []

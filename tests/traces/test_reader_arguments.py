@@ -98,12 +98,12 @@ def test_bare_string_for_a_sequence_argument_is_rejected(tmp_path: Path) -> None
 @pytest.mark.parametrize("seed", [None, "x", 1.5, -1, True])
 def test_seed_must_be_a_non_negative_int(tmp_path: Path, seed: object) -> None:
     p = _write(tmp_path / "p.csv", PHILLY_HEAD + PHILLY_ROW)
-    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+    with pytest.raises(ValueError, match=r"seed must be an integer"):
         read_philly(p, seed=seed)  # type: ignore[arg-type]
     d = _alibaba_dir(tmp_path)
-    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+    with pytest.raises(ValueError, match=r"seed must be an integer"):
         read_alibaba(d, seed=seed)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+    with pytest.raises(ValueError, match=r"seed must be an integer"):
         read_alibaba_pods(d / "openb_pod_list_default.csv", seed=seed)  # type: ignore[arg-type]
 
 
