@@ -37,7 +37,8 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -58,6 +59,7 @@ __all__ = [
     "check_options",
     "missing_extra",
     "require_extra",
+    "extras_named",
     "EXTRA_OF_PACKAGE",
     "extra_of",
 ]
@@ -289,3 +291,30 @@ def require_extra(module: str, extra: str, feature: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise missing_extra(module.split(".")[0], extra, feature) from exc
+
+
+@contextmanager
+def extras_named(feature: str) -> Iterator[None]:
+    """Turn a :class:`ModuleNotFoundError` for a package of an optional extra, raised inside the
+    block, into :func:`missing_extra`'s :class:`MissingExtraError` naming the extra (other
+    import errors pass unchanged). Front-end functions wrap their work in it, so that a
+    core-only install gets the ``pip install`` line, never a bare ``ModuleNotFoundError``.
+
+    Examples
+    --------
+    >>> try:
+    ...     with extras_named("mechanism 'vcg'"):
+    ...         raise ModuleNotFoundError("No module named 'ortools'", name="ortools")
+    ... except MissingExtraError as exc:
+    ...     print(exc)
+    mechanism 'vcg' needs the optional package 'ortools', which is not installed: pip install "gensolver[solvers]"
+    """
+    try:
+        yield
+    except MissingExtraError:
+        raise
+    except ModuleNotFoundError as exc:
+        extra = extra_of(exc.name or "")
+        if extra is None:
+            raise
+        raise missing_extra((exc.name or "").partition(".")[0], extra, feature) from exc

@@ -22,7 +22,7 @@ from concurrent.futures import Executor
 from typing import Any, Callable, Mapping, Protocol
 
 from .._deprecation import method_alias
-from ..errors import InputTypeError, UnknownNameError, check_executor, check_time_limit
+from ..errors import InputTypeError, UnknownNameError, check_executor, check_time_limit, extras_named
 from ..model import Instance, coerce_instance
 from ..model.canonical import canonical
 from ..registry import Registry
@@ -152,6 +152,9 @@ def run_mechanism(
         Unknown name (the message lists the valid ones).
     ValueError
         Bad ``time_limit`` or options.
+    MissingExtraError
+        The mechanism needs a package of an optional extra that is not installed (``vcg`` and
+        ``core`` need OR-Tools, ``lavi-swamy`` highspy: ``pip install "gensolver[solvers]"``).
 
     Examples
     --------
@@ -169,4 +172,5 @@ def run_mechanism(
     check_executor(executor)
     instance = canonical(coerce_instance(instance))
     method = method_alias(method, solver, where="run_mechanism")
-    return func(instance, solver=method, time_limit=time_limit, executor=executor, options=options)
+    with extras_named(f"mechanism {mechanism!r}" if isinstance(mechanism, str) else "this mechanism"):
+        return func(instance, solver=method, time_limit=time_limit, executor=executor, options=options)

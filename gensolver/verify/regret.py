@@ -38,7 +38,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .._deprecation import method_alias
-from ..errors import check_time_limit
+from ..errors import check_time_limit, extras_named
 from ..model import Bid, Instance, coerce_instance
 from ..model.tolerances import CAPACITY_ABS_TOL
 from ..model.validate import mark_validated
@@ -291,8 +291,11 @@ def _runner(mechanism: Any, solver: Any, time_limit: float | None, executor: Any
 
     func = get_mechanism(mechanism)
 
+    feature = f"mechanism {mechanism!r}" if isinstance(mechanism, str) else "this mechanism"
+
     def run(inst: Instance) -> Any:
-        return func(inst, solver=solver, time_limit=time_limit, executor=executor, options=options)
+        with extras_named(feature):  # vcg without OR-Tools: the pip line, not a bare import error
+            return func(inst, solver=solver, time_limit=time_limit, executor=executor, options=options)
 
     return run
 
