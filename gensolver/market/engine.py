@@ -181,6 +181,11 @@ class CreditEngine:
         Relative bonus of a running task's bid on its current GPUs (``clearing="solver"``).
     max_options : int, keyword-only
         Placements (best fit first) each task bids on per memory level (``clearing="solver"``).
+    between : bool, keyword-only
+        Passes between boundaries (arrivals, completions) start waiting tasks on free capacity
+        (``True``, the default: work-conserving between rounds), or change nothing
+        (``False``: decisions only at round boundaries, as ``gensolver serve`` clears them; what
+        makes a simulation comparable round by round with the service).
     switch_penalty : float, keyword-only
         Relative discount of a running task's bids that move it or change its memory level
         (``clearing="solver"``).
@@ -194,9 +199,12 @@ class CreditEngine:
                  forfeit: bool = True, tail: float = 0.0, limit: str = "share", calibrate: str = "max",
                  pay_back: bool = True, tolerance: float = 0.05, smith: float = 0.0, clearing: str = "greedy",
                  solver: str = "greedy", budget: float | None = None, levels: int = 1, stay_bonus: float = 0.05,
-                 switch_penalty: float = 0.2, max_options: int = 8,
+                 switch_penalty: float = 0.2, max_options: int = 8, between: bool = True,
                  **options: Any) -> None:
         self.rounds: list[dict[str, Any]] = []
+        if not isinstance(between, bool):
+            raise ValueError(f"between must be true or false, got {between!r}")
+        self.between = between
         if clearing not in ("greedy", "solver"):
             raise ValueError(f"clearing must be 'greedy' or 'solver', got {clearing!r}")
         self.clearing = clearing
@@ -431,6 +439,8 @@ class CreditEngine:
         charges at a round boundary (``boundary=True``), else starts of waiting tasks on free
         capacity only. Its decisions are ``cluster.start/stop/resize`` calls; its charges and
         income are ``cluster.emit("credit", ...)`` calls."""
+        if not boundary and not self.between:
+            return
         if boundary:
             self._clear(cluster)
             return

@@ -195,3 +195,13 @@ def test_the_table_pool_refuses_a_start_over_capacity() -> None:
         pool.start("t1", ("g0",), 8.0)
     pool.start("t1", ("g1",), 8.0)
     assert [s.id for s in pool.running()] == ["t0", "t1"] and pool.tasks["t0"].executed == 0.0
+
+
+def test_between_false_decides_at_boundaries_only() -> None:
+    with pytest.raises(ValueError, match="between"):
+        CreditEngine(between="no")  # type: ignore[arg-type]
+    pool = _Pool(_cluster(), _tasks(6))
+    CreditEngine(between=False).round(pool, False)
+    assert pool.actions == []
+    CreditEngine().round(pool, False)  # the default starts waiting tasks between boundaries
+    assert pool.running() and _over_capacity(pool) == []
