@@ -64,7 +64,7 @@ def demo_command(
     mechanism: str = typer.Option("vcg", "--mechanism", **choice(("vcg", "greedy-critical")),
                                   help="Payment rule of the round: VCG (Clarke pivot) or LOS greedy with critical "
                                        "values; both make truthful bidding a dominant strategy."),
-    time_limit: float = typer.Option(20.0, "--time-limit", "-t", help="Seconds for each solve of the round."),
+    time_limit: float = typer.Option(20.0, "--time-limit", "-t", help="Seconds for clearing the round (vcg: the main solve and every pivot together; greedy-critical takes no budget)."),
 ) -> None:
     """Run the market story: jobs bid, a round clears with truthful payments, a plan, a simulation."""
     if mechanism not in ("vcg", "greedy-critical"):

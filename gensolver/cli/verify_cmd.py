@@ -20,8 +20,9 @@ __all__ = ["register"]
 def verify_command(
     file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text; or a bundled instance (smoke/smoke-L3, or bundled:smoke/smoke-L3)."),
     mechanism: str = typer.Option("vcg", "--mechanism", "-M", **choice(MECHANISMS), help="Mechanism: vcg, greedy-critical, pay-as-bid, core, lavi-swamy (with --alpha)."),
-    solver: str = typer.Option("auto", "--solver", "-s", **choice(METHODS), help="Winner determination method (see `gensolver methods`)."),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for each solve."),
+    method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Winner determination method (see `gensolver methods`)."),
+    solver: Optional[str] = typer.Option(None, "--solver", "-s", **choice(METHODS), help="Deprecated alias of --method (removed in the next release)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Budget of each run of the mechanism, with its meaning (docs/contributing.md: time_limit)."),
     families: Optional[str] = typer.Option(
         None, "--families", help="Comma-separated misreport families (default: all of scale, bid, drop, subset, superset, false-name)."),
     alpha: Optional[float] = typer.Option(
@@ -35,6 +36,7 @@ def verify_command(
     from ..verify.regret import FAMILIES, max_regret
 
     check_time_limit_option(time_limit)  # the one rule of -t, before the file is read
+    method = _method_or_alias(method, solver)
     from .solve_cmd import bundled_or_none
 
     named = bundled_or_none(file)
@@ -58,14 +60,14 @@ def verify_command(
         fail(f"--families: no family given; choose from {', '.join(FAMILIES)}")
     try:
         if as_json or not err_console.is_terminal:
-            res = max_regret(mechanism, instance, families=fams, method=solver, time_limit=time_limit, **kw)
+            res = max_regret(mechanism, instance, families=fams, method=method, time_limit=time_limit, **kw)
         else:  # a transient progress bar on stderr: one step per bidder
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             with Progress(TextColumn("verify {task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=err_console, transient=True) as bar:
                 task = bar.add_task(f"{mechanism}: bidders", total=instance.n_bidders)
-                res = max_regret(mechanism, instance, families=fams, method=solver, time_limit=time_limit,
+                res = max_regret(mechanism, instance, families=fams, method=method, time_limit=time_limit,
                                  progress=lambda b, k, n: bar.update(task, completed=k, total=n), **kw)
     except MissingExtraError:
         raise  # exit 3 and the pip install line (gensolver.cli.main)
@@ -108,6 +110,17 @@ def verify_command(
         assert worst.best_misreport is not None
         console.print(f"max regret [bold red]{worst.regret:.6g}[/]: bidder {worst.bidder} by "
                       f"'{worst.best_misreport.description}' ({worst.best_misreport.family})")
+
+
+def _method_or_alias(method: str, solver: str | None) -> str:
+    """``--method``, or the deprecated ``--solver`` (a warning on stderr; both differing exit 2)."""
+    if solver is None:
+        return method
+    err_console.print("warning: --solver is deprecated; use --method (the same value)", highlight=False)
+    if method != "auto" and method != solver:
+        fail(f"--solver: give --method only (--solver is its deprecated alias), got --method {method} "
+             f"and --solver {solver}")
+    return solver
 
 
 def register(app: typer.Typer) -> None:

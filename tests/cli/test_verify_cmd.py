@@ -49,3 +49,15 @@ def test_verify_json_on_a_real_instance(small: Path) -> None:
     # VCG on one good: A wins and pays B's value; no scaling of a bid helps anyone
     assert doc["max_regret"] == 0.0 and set(doc["bidders"]) == {"A", "B"}
     assert all(b["misreports_tried"] > 0 for b in doc["bidders"].values())
+
+
+def test_method_and_its_deprecated_alias(small: Path) -> None:
+    new = _run("verify", str(small), "--families", "scale", "--method", "greedy", "--json")
+    old = _run("verify", str(small), "--families", "scale", "--solver", "greedy", "--json")
+    assert new.returncode == 0 and old.returncode == 0, (new.stderr, old.stderr)
+    assert json.loads(new.stdout) == json.loads(old.stdout)
+    assert "--solver is deprecated" in old.stderr and "deprecated" not in new.stderr
+    both = _run("verify", str(small), "--method", "cpsat", "--solver", "greedy")
+    assert both.returncode == 2 and "--method only" in both.stderr and "Traceback" not in both.stderr
+    bad = _run("verify", str(small), "--method", "nope")
+    assert bad.returncode == 2 and "nope" in bad.stderr
