@@ -3,7 +3,7 @@
 Every error derives from :class:`GensolverError`, so ``except GensolverError`` catches
 anything the package raises on purpose. Each kind also keeps the built-in base callers
 have always caught: bad input is a :class:`ValueError`, an argument of the wrong type a
-:class:`TypeError` *and* a :class:`ValueError` (both used to be raised for it), a missing
+:class:`TypeError` *and* a :class:`ValueError` (a caller may catch either), a missing
 backend a :class:`RuntimeError`, a missing optional extra an :class:`ImportError`.
 
 =========================  ==================================================================

@@ -157,9 +157,9 @@ def integer_scale(values: np.ndarray, max_power: int, limit: float = _INT_LIMIT)
         if vals.size and float(scaled.max()) > _EXACT_MAX:
             break  # ulps too coarse to tell a decimal from a rounded value (see below)
         # integral up to floating-point noise (a few ulps: 0.3 * 10 = 3.0000000000000004).
-        # A looser relative test (1e-9) called every value above 0.5 "integral" at 10**9 and
-        # rounded 6.666666666666666 up, so two such demands no longer fitted a capacity of
-        # twice that, and CP-SAT "proved" a wrong optimum. Below 2**40 the noise allowed
+        # A looser relative test (1e-9) would call every value above 0.5 "integral" at 10**9
+        # and round 6.666666666666666 up, so two such demands would not fit a capacity of
+        # twice that, and CP-SAT would "prove" a wrong optimum. Below 2**40 the noise allowed
         # moves a value by at most 1e-3 of a unit, so a row's rounded sum cannot cross its
         # rounded capacity unless the true sum is within the format's tolerance of it.
         if np.all(np.abs(scaled - np.round(scaled)) <= _NOISE * np.maximum(1.0, scaled)):
