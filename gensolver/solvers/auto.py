@@ -4,7 +4,9 @@ Within ``time_limit`` (``None``: until optimality is proven) it runs the stages 
 :mod:`gensolver.solvers.anytime`: greedy incumbents from several LOS orderings, an LP
 bound by column generation (certified by Lagrangian duality), LP-guided rounding, then
 reduced-cost fixing and large-neighbourhood search with warm-started restricted MIPs (CP-SAT,
-or SCIP where the data do not scale to integers exactly).
+or SCIP where the data do not scale to integers exactly). Without OR-Tools (a core-only
+install) the exact restricted MIP is solved by SciPy's ``milp`` (:mod:`.anytime.scipy_mip`)
+and no LNS follows.
 The first incumbent is the greedy's, so the answer is never worse than ``greedy``; every
 reported bound is a valid upper bound on the optimum.
 

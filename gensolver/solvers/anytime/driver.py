@@ -177,6 +177,29 @@ def _better(P: MatrixProblem, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a if float(P.values @ a) >= float(P.values @ b) else b
 
 
+def _scipy_stage(S: SearchState, lp: LpState | None, *, K_exact: int) -> None:
+    """Stage 4 without OR-Tools: the exact restricted MIP with SciPy's HiGHS
+    (:mod:`.scipy_mip`), no LNS after it. Skipped under a work budget (SciPy stops on the wall
+    clock only, which would make the answer depend on the machine's load)."""
+    from .scipy_mip import solve_restricted_scipy
+
+    if S.proven or lp is None or (S.clock.det and S.clock.left() is not None):
+        return
+    eligible = _eligible(S, lp)
+    remaining = S.clock.left()
+    if eligible.size > K_exact or (remaining is not None and remaining <= 0.2):
+        S.note("scipy-restricted-skipped", eligible=int(eligible.size))
+        return
+    W_sel = S.W
+    cols = np.union1d(eligible, np.flatnonzero(S.x > 0.5))
+    sub = solve_restricted_scipy(S.P, cols, time_limit=remaining)
+    S.offer(sub.x, margin=1e-12)
+    if sub.bound is not None:
+        S.tighten(max(W_sel, sub.bound))
+    S.proven = sub.optimal or S.meets_bound()
+    S.note("scipy-restricted", columns=int(cols.size), optimal=sub.optimal, welfare=S.W, bound=S.B)
+
+
 def _restricted_stage(S: SearchState, lp: LpState, *, K_exact: int, exact_share: float, threads: int | None,
                       seed: int) -> None:
     """Stage 4: if few columns can beat the incumbent, one exact restricted MIP over them."""
@@ -276,6 +299,7 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
     except ImportError:
         S.note("lns-skipped", reason="OR-Tools not installed")
         S.proven = S.meets_bound()
+        _scipy_stage(S, lp, K_exact=k0 or max(1000, 3 * (P.cap.size + P.n_owners), 3000))
         return S.result()
     K = k0 or max(1000, 3 * (P.cap.size + P.n_owners))  # LNS sub-MIP size
     # up to a few thousand columns the MIP solver searches the whole problem better than LNS
