@@ -346,6 +346,59 @@ def vcg(
         share of the budget (``work`` in deterministic mode).
     """
     instance = check_call(instance, executor)
+    opts = _vcg_options(options, solver)
+    det, share = opts["deterministic"], opts["main_share"]
+    threads = opts["threads"]
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    scale, ptol, gap, slack = _tolerances(instance, solver)
+    main, run, P = _main_solve(instance, solver, time_limit, share=share, threads=threads, deterministic=det,
+                               gap=gap, t0=t0)
+    t_main = time.perf_counter() - t0
+    main_work = float(getattr(run, "work", 0.0)) if det else 0.0
+    main_ok = main.status is Status.OPTIMAL
+    main_proved = main_ok and not slack and (main.bound is None or main.bound - main.welfare <= ptol / 4)
+    main_bound = main.bound if main.bound is not None else trivial_bound(from_instance(instance))
+    won = winning_bids(instance, main)
+    left = None if time_limit is None else float(time_limit) - (main_work if det else t_main)
+    budget = PivotBudget(left, 0, deterministic=det)
+
+    fast = solver == "auto" and opts["warm_start"] and bool(won)
+    t1 = time.perf_counter()
+    results, jobs, extra_work = _pivots(instance, P if fast else None, main, run, won, main_bound, fast=fast,
+                                        warm_start=opts["warm_start"], solver=solver, budget=budget,
+                                        threads=threads, executor=executor, deterministic=det, gap=gap)
+    t_pivots = time.perf_counter() - t1
+    payments, bounds, pivots, all_exact, notes = _payments(instance, main, won, results, jobs, main_ok=main_ok,
+                                                           main_bound=main_bound, slack=slack, ptol=ptol)
+    if det:
+        pivot_work = extra_work + sum(float(r.get("work", 0.0)) for r in results.values())
+        details_work = {"main": main_work, "pivots": pivot_work, "total": main_work + pivot_work}
+    else:
+        details_work = None
+    budget_kind = "none" if time_limit is None else "work units" if det else "wall clock"
+    message = _message(main, notes, budget_kind, all_exact=all_exact, main_ok=main_ok, main_proved=main_proved,
+                       slack=slack, solver=solver)
+    details = {
+        "budget": budget_kind,
+        "payment_tolerance": ptol,
+        "solver": getattr(solver, "__name__", solver),
+        "warm_start": bool(opts["warm_start"]),
+        "executor": type(executor).__name__ if executor is not None else None,
+        "seconds": {"main": t_main, "pivots": t_pivots, "total": time.perf_counter() - t0,
+                    "cpu": time.process_time() - c0},
+        "time_limit": time_limit,
+        "main_share": share,
+        "deterministic": det,
+        "pivots": pivots,
+        "work": details_work,
+    }
+    return make_outcome("vcg", instance, main, payments, bounds=bounds, exact=all_exact and main_proved,
+                        message=message, details=details)
+
+
+def _vcg_options(options: Mapping[str, Any] | None, solver: Any) -> dict[str, Any]:
+    """The options of :func:`vcg`, checked, with ``deterministic`` resolved from ``solver``."""
     opts = check_options(options, _DEFAULTS, "mechanism 'vcg'")
     if opts["deterministic"] is None:  # the default: the work budget wherever it exists
         opts["deterministic"] = solver == "auto" and opts["warm_start"] is True
@@ -360,9 +413,12 @@ def vcg(
         raise ValueError(f"vcg option deterministic needs solver='auto', got solver={solver!r}")
     if det and not opts["warm_start"]:
         raise ValueError("vcg option deterministic needs warm_start=True (the pivots of the 'auto' fast path)")
-    threads = opts["threads"]
-    t0 = time.perf_counter()
-    c0 = time.process_time()
+    return opts
+
+
+def _tolerances(instance: Instance, solver: Any) -> tuple[float, float, float, float]:
+    """``(scale, ptol, gap, slack)``: the payment tolerance of this round, the MIP gap that
+    proves it and the widening of bounds a floating-point backend does not certify."""
     # exact payments are proved to ptol (absolute): every welfare to a quarter of it, so the
     # backends get a relative gap that means that much at this round's scale
     scale = trivial_bound(from_instance(instance))
@@ -375,50 +431,41 @@ def vcg(
     if isinstance(solver, str) and solver in UNCERTIFIED_BOUNDS and not (
             bool(np.all(instance.values == np.round(instance.values))) and 2 * DEFAULT_MIP_GAP * scale < 0.5):
         slack = 2 * DEFAULT_MIP_GAP * max(1.0, scale) + ptol
-    run = None
-    main_limit = None if time_limit is None else share * float(time_limit)
-    if solver == "auto":
-        P = from_instance(instance)
-        if main_limit is not None and not det:
-            main_limit = max(0.05, main_limit - (time.perf_counter() - t0))
-        main, run = _main_auto(instance, P, time_limit=main_limit, threads=threads, deterministic=det)
-    else:
-        main = solve_wdp(instance, solver=solver, time_limit=main_limit, threads=threads, mip_gap=gap)
-    t_main = time.perf_counter() - t0
-    main_work = float(getattr(run, "work", 0.0)) if det else 0.0
-    main_ok = main.status is Status.OPTIMAL
-    main_proved = main_ok and not slack and (main.bound is None or main.bound - main.welfare <= ptol / 4)
-    main_bound = main.bound if main.bound is not None else trivial_bound(from_instance(instance))
-    won = winning_bids(instance, main)
-    if time_limit is None:
-        left = None
-    else:
-        left = float(time_limit) - (main_work if det else t_main)
-    budget = PivotBudget(left, 0, deterministic=det)
+    return scale, ptol, gap, slack
 
-    fast = solver == "auto" and opts["warm_start"] and bool(won)
+
+def _pivots(instance: Instance, P: Any, main: Any, run: Any, won: dict[str, Any], main_bound: float, *,
+            fast: bool, warm_start: bool, solver: Any, budget: PivotBudget, threads: int | None, executor: Any,
+            deterministic: bool, gap: float) -> tuple[dict[str, dict[str, Any]], dict[str, Any], float]:
+    """Every winner's pivot: ``(results per bidder, re-solved instances and hints, extra work)``."""
     jobs: dict[str, tuple[Any, list[str] | None]] = {}
-    t1 = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
     extra_work = 0.0
     if fast:
         results, extra_work = _fast_pivots(instance, P, main, run, won, budget=budget, threads=threads,
-                                           executor=executor, deterministic=det)
+                                           executor=executor, deterministic=deterministic)
     else:
         # warm start, any solver: x* minus the bidder's bid is feasible without the bidder;
         # when it meets the trivial bound (every other bidder's best bid that fits alone, as
         # when everyone won their best bid) the pivot is settled here, with no re-solve
-        if opts["warm_start"] and won:
+        if warm_start and won:
             results.update(_trivial_pivots(instance, main, won, main_bound))
         for bidder, bid in won.items():
             if bidder in results:
                 continue
-            hint = [w for w in main.winners if w != bid.id] if opts["warm_start"] else None
+            hint = [w for w in main.winners if w != bid.id] if warm_start else None
             jobs[bidder] = (instance.without_bidder(bidder), hint)
         if jobs:
             results.update(_plain_pivots(jobs, solver=solver, budget=budget, threads=threads, executor=executor,
                                          mip_gap=gap))
-    t_pivots = time.perf_counter() - t1
+    return results, jobs, extra_work
+
+
+def _payments(instance: Instance, main: Any, won: dict[str, Any], results: dict[str, dict[str, Any]],
+              jobs: dict[str, Any], *, main_ok: bool, main_bound: float, slack: float, ptol: float,
+              ) -> tuple[dict[str, float], dict[str, tuple[float, float]], dict[str, Any], bool, list[str]]:
+    """Clarke payments and their certified intervals from the pivots:
+    ``(payments, bounds, pivot records, all exact, bidders not proved exact)``."""
     payments: dict[str, float] = {}
     bounds: dict[str, tuple[float, float]] = {}
     pivots: dict[str, Any] = {}
@@ -461,13 +508,29 @@ def vcg(
                           "limit": res.get("limit"), "work": res.get("work")}
         if not exact_i:
             notes.append(bidder)
-    if det:
-        pivot_work = extra_work + sum(float(r.get("work", 0.0)) for r in results.values())
-        details_work = {"main": main_work, "pivots": pivot_work, "total": main_work + pivot_work}
+    return payments, bounds, pivots, all_exact, notes
+
+
+def _main_solve(instance: Instance, solver: Any, time_limit: float | None, *, share: float, threads: int | None,
+                deterministic: bool, gap: float, t0: float) -> tuple[Any, Any, Any]:
+    """The main solve on its share of the budget: ``(result, the auto engine's run, problem)``
+    (the last two ``None`` unless ``solver`` is ``"auto"``)."""
+    run = P = None
+    main_limit = None if time_limit is None else share * float(time_limit)
+    if solver == "auto":
+        P = from_instance(instance)
+        if main_limit is not None and not deterministic:
+            main_limit = max(0.05, main_limit - (time.perf_counter() - t0))
+        main, run = _main_auto(instance, P, time_limit=main_limit, threads=threads, deterministic=deterministic)
     else:
-        details_work = None
+        main = solve_wdp(instance, solver=solver, time_limit=main_limit, threads=threads, mip_gap=gap)
+    return main, run, P
+
+
+def _message(main: Any, notes: list[str], budget_kind: str, *, all_exact: bool, main_ok: bool, main_proved: bool,
+             slack: float, solver: Any) -> str:
+    """The outcome's message: what is not proved, and how the budget was read."""
     message = ""
-    budget_kind = "none" if time_limit is None else "work units" if det else "wall clock"
     if budget_kind == "wall clock":
         notes_clock = ("time_limit read as wall-clock seconds: payments of a run stopped by it depend on the "
                        "machine's load (solver='auto' runs on the deterministic work budget)")
@@ -482,25 +545,10 @@ def vcg(
                    "exact payments")
     if notes_clock and not (all_exact and main_ok):
         message = f"{message}; {notes_clock}" if message else notes_clock
-    details = {
-        "budget": budget_kind,
-        "payment_tolerance": ptol,
-        "solver": getattr(solver, "__name__", solver),
-        "warm_start": bool(opts["warm_start"]),
-        "executor": type(executor).__name__ if executor is not None else None,
-        "seconds": {"main": t_main, "pivots": t_pivots, "total": time.perf_counter() - t0,
-                    "cpu": time.process_time() - c0},
-        "time_limit": time_limit,
-        "main_share": share,
-        "deterministic": det,
-        "pivots": pivots,
-        "work": details_work,
-    }
     if main_ok and not main_proved:
         gap_now = 0.0 if main.bound is None else main.bound - main.welfare
         message = (f"{message}; " if message else "") + (
             f"main solve optimal to the MIP gap only (bound - welfare = {gap_now:.3g}"
             f"{', bounds of ' + str(solver) + ' not certified on fractional values' if slack else ''}): "
             "payments not proved to the stated tolerance")
-    return make_outcome("vcg", instance, main, payments, bounds=bounds, exact=all_exact and main_proved,
-                        message=message, details=details)
+    return message

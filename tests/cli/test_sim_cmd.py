@@ -236,7 +236,7 @@ def test_out_prints_no_warning_when_no_job_finishes(too_big: Path, tmp_path: Pat
 
 
 # ------------------------------------------------------------------ 10. --seed
-@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+@pytest.mark.parametrize("seed", ["-1", str(2**31), str(2**32)])
 def test_seed_range_names_the_option(seed: str, capsys) -> None:
     assert "--seed:" in _bad(["synthetic:n=4", "-p", "elastic", "--seed", seed], capsys)
 
