@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 
 from ..errors import GensolverError, MissingExtraError, extra_of, missing_extra
+from . import signals
 from .common import EXIT_BAD_INPUT, console, err_console
 
 __all__ = ["app", "main", "COMMAND_MODULES", "EXIT_BAD_INPUT", "EXIT_MISSING_EXTRA"]
@@ -102,7 +103,26 @@ def _missing_extra(exc: BaseException) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``gensolver`` script; returns the exit status.
+    """Entry point of the ``gensolver`` script; returns the exit status (see :func:`_main`).
+
+    SIGTERM and SIGINT stop the command and every process it started, and exit 143 and 130
+    (:mod:`gensolver.cli.signals`); journals are closed whole on the way out.
+    """
+    signals.install()
+    try:
+        rc = _main(argv)
+    except KeyboardInterrupt as exc:  # raised outside click's reach (before or after the command)
+        rc = signals.exit_status(exc) or 130
+    finally:
+        stopped = signals.exit_status()
+        if stopped is not None:
+            signals.reap()
+        signals.uninstall()
+    return stopped if stopped is not None else rc
+
+
+def _main(argv: list[str] | None) -> int:
+    """Run the command line; returns the exit status.
 
     Usage errors (unknown command or option, missing argument) print click's message on
     stderr and return its exit status, 2, without a traceback; so does any
@@ -119,7 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     except typer.Exit as exc:
         return int(exc.exit_code)
-    except typer.Abort:
+    except typer.Abort as exc:
+        stopped = signals.exit_status(exc)
+        if stopped is not None:  # SIGINT or SIGTERM (click turns either's KeyboardInterrupt into Abort)
+            err_console.print(f"stopped by {'SIGINT' if stopped == 130 else 'SIGTERM'}", style="red",
+                              highlight=False)
+            return stopped
         console.print("aborted", style="red")
         return 1
     except MissingExtraError as exc:  # e.g. simulate without simpy: what to install, no traceback

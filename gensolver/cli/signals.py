@@ -1,0 +1,182 @@
+"""SIGTERM and SIGINT for the command line: stop every child, keep journals whole, exit 143 / 130.
+
+:func:`install` (called first thing by :func:`gensolver.cli.main`) makes SIGTERM raise
+:class:`Terminated`, a :class:`KeyboardInterrupt`, so that a command unwinds on SIGTERM exactly as on
+Ctrl-C: ``finally`` blocks close journals (each line is written whole, flushed and fsync'd before the
+next), output folders are tidied. Before raising, the handler sends SIGTERM to every descendant
+process (the bench worker pool, the tasks ``run`` launched in their own sessions, their children), so
+that no ``shutdown(wait=True)`` on the way out waits for a cell that would run on. :func:`reap`, called
+by ``main`` on the way out, waits ``grace`` seconds for them and SIGKILLs what is left: the
+multiprocessing resource tracker, which ignores SIGTERM and SIGINT by design, among them.
+
+Descendants are found through ``/proc`` (each process's parent), or :mod:`psutil` where it is installed
+and ``/proc`` is not; a task that daemonised itself (re-parented to init) is out of reach, as it is for
+any supervisor that does not use cgroups.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from types import FrameType
+
+__all__ = ["Terminated", "install", "uninstall", "descendants", "reap", "exit_status"]
+
+#: exit status of a command stopped by a signal: 128 + the signal's number, as a shell reports it
+_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread when SIGTERM arrives (a :class:`KeyboardInterrupt`, so that every
+    cleanup written for Ctrl-C runs for SIGTERM too)."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+_received: list[int] = []
+_previous: dict[int, object] = {}
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    first = not _received
+    _received.append(signum)
+    if not first:  # a second signal while unwinding: the children already had theirs
+        return
+    _signal_all(descendants(), signal.SIGTERM)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
+
+
+def install() -> None:
+    """Handle SIGTERM and SIGINT as described above (main thread only; elsewhere a no-op)."""
+    _received.clear()
+    for sig in _EXIT:
+        try:
+            _previous[sig] = signal.signal(sig, _handler)
+        except ValueError:  # not the main thread (a test calling main() from a worker thread)
+            return
+
+
+def uninstall() -> None:
+    """Restore the handlers :func:`install` replaced."""
+    for sig, old in list(_previous.items()):
+        try:
+            signal.signal(sig, old)  # type: ignore[arg-type]
+        except (ValueError, TypeError):
+            pass
+        del _previous[sig]
+
+
+def exit_status(exc: BaseException | None = None) -> int | None:
+    """130 or 143 when a signal stopped the command (the first one received), else ``None``;
+    ``exc``, a :class:`KeyboardInterrupt` or one wrapping one, counts as SIGINT when no
+    signal was recorded (an interrupt raised by other means)."""
+    if _received:
+        return _EXIT.get(signal.Signals(_received[0]), 128 + _received[0])
+    while exc is not None:
+        if isinstance(exc, Terminated):
+            return _EXIT[signal.SIGTERM]
+        if isinstance(exc, KeyboardInterrupt):
+            return _EXIT[signal.SIGINT]
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _proc_children() -> dict[int, list[int]] | None:
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    kids: dict[int, list[int]] = {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1 and fields[0] != b"Z":
+            kids.setdefault(int(fields[1]), []).append(int(name))
+    return kids
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """Process ids of the living descendants of ``pid`` (default: this process), parents first."""
+    root = os.getpid() if pid is None else pid
+    kids = _proc_children()
+    if kids is None:
+        try:
+            import psutil
+        except ImportError:  # pragma: no cover - neither /proc nor psutil: the pool's own children
+            import multiprocessing
+
+            return [p.pid for p in multiprocessing.active_children() if p.pid is not None]
+        try:
+            return [p.pid for p in psutil.Process(root).children(recursive=True)]
+        except psutil.Error:  # pragma: no cover
+            return []
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for child in kids.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:  # already gone, or not ours
+            pass
+
+
+def reap(grace: float = 3.0) -> None:
+    """SIGTERM every descendant, wait up to ``grace`` seconds for them to exit (collecting
+    those that are this process's children), then SIGKILL the rest and collect them."""
+    pids = descendants()
+    if not pids:
+        return
+    _signal_all(pids, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        _collect()
+        left = [p for p in descendants() if p in pids]
+        if not left or all(_ignores_sigterm(p) for p in left):
+            break
+        time.sleep(0.05)
+    _signal_all(descendants(), signal.SIGKILL)
+    for _ in range(100):
+        _collect()
+        if not descendants():
+            break
+        time.sleep(0.02)
+
+
+def _collect() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _ignores_sigterm(pid: int) -> bool:
+    """Whether ``pid`` ignores SIGTERM (the resource tracker does): waiting for it is pointless."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"SigIgn:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    except (OSError, ValueError, IndexError):
+        pass
+    return False

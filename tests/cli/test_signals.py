@@ -1,0 +1,166 @@
+"""SIGTERM stops ``bench``, ``run``, ``simulate`` and ``serve`` with every process they started:
+exit 143, no process of theirs left, every journal line whole.
+
+Each command runs as a real subprocess in a session of its own (``start_new_session``), through
+``_signal_driver.py`` (the real :func:`gensolver.cli.main`, plus a solver method ``block`` that marks a
+file and blocks until killed). The test waits for an event (a marker file, a journal line, an
+answering server), never for a time, so the signal always lands mid-work: the command's handler is
+installed and its children are running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from gensolver.cli.signals import descendants
+
+psutil = pytest.importorskip("psutil")
+
+DRIVER = Path(__file__).with_name("_signal_driver.py")
+ROOT = Path(__file__).resolve().parents[2]
+WAIT = 120.0  # seconds: a bound on a loaded machine, not an expected duration
+
+
+def wait_for(cond: Callable[[], Any], what: str, proc: subprocess.Popen[str]) -> Any:
+    deadline = time.monotonic() + WAIT
+    while True:
+        val = cond()
+        if val:
+            return val
+        if proc.poll() is not None:
+            raise AssertionError(f"the command exited ({proc.returncode}) before {what}: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "GENSOLVER_TEST_MARKS": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, str(DRIVER), *args], cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def busy(tmp_path: Path) -> list[Path]:
+    return sorted(tmp_path.glob("busy-*"))
+
+
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, str, list[int]]:
+    """Signal ``proc`` and wait for it; returns its status, its stderr and the processes it had."""
+    had = descendants(proc.pid)
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    return proc.returncode, err, had
+
+
+def assert_all_gone(proc: subprocess.Popen[str], had: list[int]) -> None:
+    left = [p for p in had if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    group = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if os.getsid(p.pid) == proc.pid:
+                group.append(p.pid)
+        except OSError:
+            pass
+    if left or group:  # leave nothing behind for the other tests either
+        for pid in set(left) | set(group):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    assert not left, f"processes of the command still alive: {left}"
+    assert not group, f"processes of its session still alive: {group}"
+
+
+def journal_lines(path: Path) -> list[dict[str, Any]]:
+    text = path.read_text()
+    assert text == "" or text.endswith("\n"), "a torn last line"
+    return [json.loads(line) for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_bench_stops_its_worker_pool_and_resource_tracker(tmp_path: Path, sig: int, status: int) -> None:
+    out = tmp_path / "out"
+    proc = start(tmp_path, "bench", "smoke", "-m", "greedy,block", "-t", "600", "-o", str(out), "-q",
+                 "--no-plots")
+    wait_for(lambda: busy(tmp_path) and (out / "cells.jsonl").exists() and (out / "cells.jsonl").read_text(),
+             "a worker blocked in a cell after a journalled one", proc)
+    rc, err, had = stop(proc, sig)
+    assert rc == status, err
+    assert len(had) >= 2, had  # the worker and the resource tracker at least
+    assert "Traceback" not in err
+    assert_all_gone(proc, had)
+    rows = journal_lines(out / "cells.jsonl")
+    assert rows and all(r["method"] == "greedy" for r in rows)  # the blocked cells are not journalled
+
+
+def test_run_stops_its_tasks_and_their_children(tmp_path: Path) -> None:
+    from tests.executor.helpers import child
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    cmd = list(child(marks, 1 << 20, -1))  # waits for a release that never comes
+    doc = {"schema": "gensolver.plan/v1", "name": "sig", "time_unit": "s", "horizon": 6000.0,
+           "devices": [{"id": "g0", "memory": 1 << 34, "compute": 1.0,
+                        "entries": [{"task": "t0", "start": 0.0, "end": 6000.0, "memory": 1 << 30, "compute": 1.0,
+                                     "command": cmd}]}],
+           "tasks": [{"id": "t0", "bid": "b", "value": 1.0, "preemptible": True, "command": cmd}],
+           "preemptions": [], "metadata": {}}
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(doc))
+    journal = tmp_path / "run.jsonl"
+    proc = start(tmp_path, "run", str(plan), "-b", "sim", "--time-scale", "0.02", "--poll", "0.02",
+                 "--journal", str(journal))
+    wait_for(lambda: list(marks.glob("*.json")), "the task's marker", proc)
+    task_pid = json.loads(next(marks.glob("*.json")).read_text())["pid"]
+    rc, err, had = stop(proc)
+    assert rc == 143, err
+    assert task_pid in had and "Traceback" not in err
+    assert_all_gone(proc, had)
+    events = [r["event"] for r in journal_lines(journal)]
+    assert "started" in events
+
+
+def test_simulate_stops_in_a_blocked_round(tmp_path: Path) -> None:
+    out = tmp_path / "sim"
+    proc = start(tmp_path, "simulate", "synthetic:n=20,seed=1", "-p", "auction", "--solver", "block", "--out",
+                 str(out))
+    wait_for(lambda: busy(tmp_path), "an auction round in its solver", proc)
+    rc, err, had = stop(proc)
+    assert rc == 143, err
+    assert "Traceback" not in err
+    assert_all_gone(proc, had)
+    assert not out.exists()  # the output folder it created is removed again, nothing half-written
+
+
+def test_serve_stops_on_sigterm(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = start(tmp_path, "serve", "--host", "127.0.0.1", "--port", str(port), "--db", str(tmp_path / "db.sqlite"))
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5):
+                return True
+        except OSError as exc:
+            return getattr(exc, "code", None) is not None  # any HTTP answer: it is serving
+    wait_for(answers, "the server to answer", proc)
+    rc, err, had = stop(proc)
+    assert rc == 143, err
+    assert "Traceback" not in err
+    assert_all_gone(proc, had)
