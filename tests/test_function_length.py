@@ -35,7 +35,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     # readers and builders: one linear parse of a record layout, field by field
     ("instances/gpu.py", "trace_round"): (127, "one linear pass over a trace window, field by field"),
     ("traces/readers.py", "read_alibaba_pods"): (105, "one linear parse of the pod table's columns"),
-    ("executor/plan_build.py", "to_plan"): (118, "one pass from winners to plan entries, step by step"),
     ("solvers/anytime/restricted_mip.py", "solve_restricted_cpsat"): (103, "one CP-SAT model build and solve"),
 }
 

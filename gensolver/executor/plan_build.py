@@ -89,60 +89,9 @@ def to_plan(instance: Instance, allocation: Any, tasks: Mapping[str, Any] | None
     """
     winners = tuple(getattr(allocation, "winners", allocation))
     tasks = dict(tasks or {})
-    slot_by_id = {s.id: s for s in instance.slots}
-    bid_by_id = {b.id: b for b in instance.bids}
-    # device capacities: the largest any slot of the device offers
-    cap_mem: dict[str, int | None] = {}
-    cap_cmp: dict[str, float | None] = {}
-    for s in instance.slots:
-        if s.gpu is None:
-            continue
-        m = s.capacity.get("memory")
-        c = s.capacity.get("compute")
-        if m is not None:
-            if not m * memory_unit <= MAX_PLAN_BYTES:
-                raise PlanError(f"/slots/{s.id}/capacity/memory",
-                                f"{m!r} units of {memory_unit} bytes is over the largest memory of a plan, 2**80 bytes")
-            cap_mem[s.gpu] = max(cap_mem.get(s.gpu) or 0, int(m * memory_unit))
-        else:
-            cap_mem.setdefault(s.gpu, None)
-        if c is not None:
-            cap_cmp[s.gpu] = max(cap_cmp.get(s.gpu) or 0.0, float(c))
-        else:
-            cap_cmp.setdefault(s.gpu, None)
-
-    raw: list[PlanEntry] = []
-    plan_tasks: dict[str, PlanTask] = {}
-    for k, w in enumerate(winners):
-        bid = bid_by_id.get(w)
-        if bid is None:
-            raise PlanError(f"/winners/{k}", f"unknown bid {w!r}")
-        spec = tasks.get(bid.bidder)
-        command = tuple(getattr(spec, "command", ()) or ())
-        preemptible = bool(getattr(spec, "preemptible", True))
-        plan_tasks[bid.bidder] = PlanTask(bid.bidder, bid.id, bid.value, preemptible, command)
-        for sid, res in bid.demand.items():
-            slot = slot_by_id[sid]
-            for key in ("gpu", "start", "end"):
-                if getattr(slot, key) is None:
-                    raise PlanError(f"/slots/{sid}/{key}", f"bid {bid.id!r} uses slot {sid!r}, which has no {key!r} metadata")
-            if not float(slot.start) < float(slot.end):  # type: ignore[arg-type]
-                raise PlanError(f"/slots/{sid}", f"start {slot.start} must be before end {slot.end}")
-            raw.append(PlanEntry(bid.bidder, str(slot.gpu), float(slot.start), float(slot.end),  # type: ignore[arg-type]
-                                 int(float(res.get("memory", 0.0)) * memory_unit), float(res.get("compute", 0.0)),
-                                 command, bid.id, (sid,)))
-    # merge consecutive slots of one task on one device with the same grant
-    raw.sort(key=lambda e: (e.device, e.task, e.start))
-    merged: list[PlanEntry] = []
-    for e in raw:
-        last = merged[-1] if merged else None
-        if (last is not None and last.device == e.device and last.task == e.task
-                and abs(last.end - e.start) <= _TOL and last.memory == e.memory
-                and abs(last.compute - e.compute) <= _TOL):
-            merged[-1] = PlanEntry(last.task, last.device, last.start, e.end, last.memory, last.compute,
-                                   last.command, last.bid, last.slots + e.slots)
-        else:
-            merged.append(e)
+    cap_mem, cap_cmp = _capacities(instance, memory_unit)
+    raw, plan_tasks = _entries(instance, winners, tasks, memory_unit)
+    merged = _merge(raw)
     devices = []
     for dev in sorted({e.device for e in merged} | set(cap_mem)):
         ents = tuple(sorted((e for e in merged if e.device == dev), key=lambda e: (e.start, e.task)))
@@ -170,3 +119,68 @@ def to_plan(instance: Instance, allocation: Any, tasks: Mapping[str, Any] | None
                          tuple(plan_tasks[t] for t in sorted(plan_tasks)), tuple(points), horizon, meta)
 
 
+def _capacities(instance: Instance, memory_unit: int) -> tuple[dict[str, int | None], dict[str, float | None]]:
+    """Each device's memory (bytes) and compute capacity: the largest any of its slots offers."""
+    cap_mem: dict[str, int | None] = {}
+    cap_cmp: dict[str, float | None] = {}
+    for s in instance.slots:
+        if s.gpu is None:
+            continue
+        m = s.capacity.get("memory")
+        c = s.capacity.get("compute")
+        if m is not None:
+            if not m * memory_unit <= MAX_PLAN_BYTES:
+                raise PlanError(f"/slots/{s.id}/capacity/memory",
+                                f"{m!r} units of {memory_unit} bytes is over the largest memory of a plan, 2**80 bytes")
+            cap_mem[s.gpu] = max(cap_mem.get(s.gpu) or 0, int(m * memory_unit))
+        else:
+            cap_mem.setdefault(s.gpu, None)
+        if c is not None:
+            cap_cmp[s.gpu] = max(cap_cmp.get(s.gpu) or 0.0, float(c))
+        else:
+            cap_cmp.setdefault(s.gpu, None)
+    return cap_mem, cap_cmp
+
+
+def _entries(instance: Instance, winners: tuple[str, ...], tasks: dict[str, Any],
+             memory_unit: int) -> tuple[list[PlanEntry], dict[str, PlanTask]]:
+    """One entry per (winning bid, slot) and one :class:`PlanTask` per winner; checks the slots."""
+    slot_by_id = {s.id: s for s in instance.slots}
+    bid_by_id = {b.id: b for b in instance.bids}
+    raw: list[PlanEntry] = []
+    plan_tasks: dict[str, PlanTask] = {}
+    for k, w in enumerate(winners):
+        bid = bid_by_id.get(w)
+        if bid is None:
+            raise PlanError(f"/winners/{k}", f"unknown bid {w!r}")
+        spec = tasks.get(bid.bidder)
+        command = tuple(getattr(spec, "command", ()) or ())
+        preemptible = bool(getattr(spec, "preemptible", True))
+        plan_tasks[bid.bidder] = PlanTask(bid.bidder, bid.id, bid.value, preemptible, command)
+        for sid, res in bid.demand.items():
+            slot = slot_by_id[sid]
+            for key in ("gpu", "start", "end"):
+                if getattr(slot, key) is None:
+                    raise PlanError(f"/slots/{sid}/{key}", f"bid {bid.id!r} uses slot {sid!r}, which has no {key!r} metadata")
+            if not float(slot.start) < float(slot.end):  # type: ignore[arg-type]
+                raise PlanError(f"/slots/{sid}", f"start {slot.start} must be before end {slot.end}")
+            raw.append(PlanEntry(bid.bidder, str(slot.gpu), float(slot.start), float(slot.end),  # type: ignore[arg-type]
+                                 int(float(res.get("memory", 0.0)) * memory_unit), float(res.get("compute", 0.0)),
+                                 command, bid.id, (sid,)))
+    return raw, plan_tasks
+
+
+def _merge(raw: list[PlanEntry]) -> list[PlanEntry]:
+    """Consecutive slots of one task on one device with the same grant, merged into one entry."""
+    raw.sort(key=lambda e: (e.device, e.task, e.start))
+    merged: list[PlanEntry] = []
+    for e in raw:
+        last = merged[-1] if merged else None
+        if (last is not None and last.device == e.device and last.task == e.task
+                and abs(last.end - e.start) <= _TOL and last.memory == e.memory
+                and abs(last.compute - e.compute) <= _TOL):
+            merged[-1] = PlanEntry(last.task, last.device, last.start, e.end, last.memory, last.compute,
+                                   last.command, last.bid, last.slots + e.slots)
+        else:
+            merged.append(e)
+    return merged
