@@ -20,7 +20,7 @@ import functools
 import math
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -224,8 +224,27 @@ def trace_round(source: str = "alibaba", n_gpus: int = 8, max_tasks: int = 12, s
     root = Path(trace_dir) if trace_dir is not None else default_trace_dir()
     if not root.is_dir():
         raise FileNotFoundError(f"trace folder {root} not found; set ${TRACE_ENV} or pass trace_dir")
+    jobs, gpus = _trace_cluster(source, root, int(trace_seed), n_gpus, gpu_memories, per_node, rng)
+    if time_s is None:
+        time_s = float(jobs[int(rng.integers(len(jobs)))].arrival_s)
+    horizon = steps * step_seconds
+    queue = [j for j in jobs if (j.arrival_s <= time_s < j.end_s) or (time_s <= j.arrival_s < time_s + horizon)]
+    if not queue:
+        raise InputError(f"no {source} job is running or arriving in [{time_s:g}, {time_s + horizon:g}) s")
+    if len(queue) > max_tasks:
+        pick = sorted(int(i) for i in rng.choice(len(queue), size=max_tasks, replace=False))
+        queue = [queue[i] for i in pick]
+    tasks = _trace_tasks(queue, source, gpus, time_s, steps, step_seconds, rng)
+    seed_txt = seed if isinstance(seed, int) else "g"
+    return GpuRound(gpus, tuple(tasks), steps, float(step_seconds), memory_levels,
+                    name or f"trace-{source}-{n_gpus}g{len(tasks)}t-s{seed_txt}")
+
+
+def _trace_cluster(source: str, root: Path, trace_seed: int, n_gpus: int, gpu_memories: Sequence[float],
+                   per_node: int, rng: np.random.Generator) -> tuple[Any, tuple[GpuSpec, ...]]:
+    """The trace's jobs and the round's GPUs (see :func:`trace_round`)."""
     if source == "alibaba":
-        trace = _alibaba(str(root / "alibaba-gpu-2023"), int(trace_seed))
+        trace = _alibaba(str(root / "alibaba-gpu-2023"), trace_seed)
         jobs = trace.jobs
         order = rng.permutation(len(trace.nodes))
         specs: list[GpuSpec] = []
@@ -238,17 +257,14 @@ def trace_round(source: str = "alibaba", n_gpus: int = 8, max_tasks: int = 12, s
                 break
         gpus = tuple(specs)
     else:
-        jobs = _philly(str(root / "philly" / "philly.csv"), int(trace_seed))
+        jobs = _philly(str(root / "philly" / "philly.csv"), trace_seed)
         gpus = _gpus(gpu_memories, n_gpus, per_node, rng)
-    if time_s is None:
-        time_s = float(jobs[int(rng.integers(len(jobs)))].arrival_s)
-    horizon = steps * step_seconds
-    queue = [j for j in jobs if (j.arrival_s <= time_s < j.end_s) or (time_s <= j.arrival_s < time_s + horizon)]
-    if not queue:
-        raise InputError(f"no {source} job is running or arriving in [{time_s:g}, {time_s + horizon:g}) s")
-    if len(queue) > max_tasks:
-        pick = sorted(int(i) for i in rng.choice(len(queue), size=max_tasks, replace=False))
-        queue = [queue[i] for i in pick]
+    return jobs, gpus
+
+
+def _trace_tasks(queue: Sequence[Any], source: str, gpus: tuple[GpuSpec, ...], time_s: float, steps: int,
+                 step_seconds: float, rng: np.random.Generator) -> list[Task]:
+    """The round's tasks from the sampled queue, with the documented value model (:func:`trace_round`)."""
     max_mem = max(g.memory for g in gpus)
     largest_node: dict[str, int] = {}
     for g in gpus:
@@ -279,6 +295,4 @@ def trace_round(source: str = "alibaba", n_gpus: int = 8, max_tasks: int = 12, s
             preemptible=not ls, release=release, gpus=n,
             tenant=job.group if source == "philly" else job.id,
         ))
-    seed_txt = seed if isinstance(seed, int) else "g"
-    return GpuRound(gpus, tuple(tasks), steps, float(step_seconds), memory_levels,
-                    name or f"trace-{source}-{n_gpus}g{len(tasks)}t-s{seed_txt}")
+    return tasks
