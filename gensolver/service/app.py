@@ -236,7 +236,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.token_cache = TokenCache()
-    idempotency = Idempotency(service.store, app.state.token_cache)
+    idempotency = Idempotency(service.store, app.state.token_cache, stale=settings.request_timeout)
     app.state.limiter = limiter
     app.state.solves = {}  # tenant -> solves running now (the event loop's thread only)
     for exc_type in (ServiceError, RequestValidationError, StarletteHTTPException, ValueError, Exception):
