@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .auth import RateLimiter, TokenCache
 from .errors import PROBLEM_JSON, ServiceError, TooLarge, UnsupportedMediaType, problem_response
 from .idempotency import Idempotency
+from .lease import RoundLease
 from .metrics import Metrics
 from .schemas import openapi_components
 from .settings import Settings
@@ -216,7 +217,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = None
         if settings.round_seconds > 0:
-            task = asyncio.create_task(_clearing_loop(service, settings.round_seconds))
+            lease = RoundLease(service.store, ttl=3 * settings.round_seconds)
+            task = asyncio.create_task(_clearing_loop(service, settings.round_seconds, lease))
         try:
             yield
         finally:
@@ -249,17 +251,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-async def _clearing_loop(service: MarketService, every: float) -> None:
-    """Clear a round every ``every`` seconds while some task waits or runs."""
-    while True:
-        await asyncio.sleep(every)
+async def _clearing_loop(service: MarketService, every: float, lease: RoundLease) -> None:
+    """Clear a round every ``every`` seconds while some task waits or runs, on the one replica
+    holding the round timer's ``lease`` (:mod:`.lease`)."""
+    try:
+        while True:
+            await asyncio.sleep(every)
+            try:
+                if await run_in_threadpool(lease.acquire) and await run_in_threadpool(service.has_work):
+                    await run_in_threadpool(service.clear_round, trigger="periodic")
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a failed round is logged; the market state was reloaded from the database
+                log.exception("periodic round failed")
+    finally:
         try:
-            if await run_in_threadpool(service.has_work):
-                await run_in_threadpool(service.clear_round, trigger="periodic")
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # a failed round is logged; the market state was reloaded from the database
-            log.exception("periodic round failed")
+            lease.release()
+        except Exception:  # the database may be gone already; the lease then runs out
+            log.exception("releasing the round timer's lease failed")
 
 
 def _extend_openapi(app: FastAPI) -> None:

@@ -1,0 +1,60 @@
+"""The round timer's lease: with ``--round-seconds`` and several replicas on one database, one
+replica's timer clears rounds.
+
+The lease is the ``meta`` row ``round_timer``, ``"<until, zero-padded> <holder>"``. Each tick a
+replica takes or renews it with one conditional upsert: it succeeds when the row is absent,
+expired (``until`` before now) or already the replica's own, and a replica clears a round only
+when it holds the lease. The upsert is atomic on SQLite (``BEGIN IMMEDIATE``) and on
+PostgreSQL (``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` re-checks the row it waited for), so
+two replicas never both hold it. A replica that dies hands over once its lease runs out
+(``ttl``, three periods by default); one that stops releases it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Callable
+
+__all__ = ["RoundLease"]
+
+_KEY = "round_timer"
+
+
+def _stamp(t: float) -> str:
+    return f"{max(t, 0.0):020.6f}"  # fixed width: text order is time order
+
+
+class RoundLease:
+    """The round timer's lease on ``store`` for one replica (see the module).
+
+    Parameters
+    ----------
+    store : Store
+        The replica's store (SQLite or PostgreSQL).
+    ttl : float
+        Seconds a taken lease lasts without renewal.
+    clock : callable, optional
+        Wall-clock seconds (``time.time``); shared by the replicas through the database rows.
+    """
+
+    def __init__(self, store: Any, *, ttl: float, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.ttl = float(ttl)
+        self.clock = clock
+        self.holder = uuid.uuid4().hex
+
+    def acquire(self) -> bool:
+        """Take or renew the lease; ``True`` when this replica holds it now."""
+        now = self.clock()
+        value = f"{_stamp(now + self.ttl)} {self.holder}"
+        with self.store.write() as db:
+            cur = db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE "
+                             "SET value = excluded.value WHERE meta.value < ? OR substr(meta.value, 22) = ?",
+                             (_KEY, value, _stamp(now), self.holder))
+            return int(cur.rowcount) == 1
+
+    def release(self) -> None:
+        """Give the lease up if held (a stopping replica hands over at once)."""
+        with self.store.write() as db:
+            db.execute("DELETE FROM meta WHERE key = ? AND substr(value, 22) = ?", (_KEY, self.holder))
