@@ -34,7 +34,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("service/app.py", "Guard.__call__"): (106 + MARGIN, "owned by the service work (routers per resource)"),
     # readers and builders: one linear parse of a record layout, field by field
     ("traces/readers.py", "read_alibaba_pods"): (105, "one linear parse of the pod table's columns"),
-    ("solvers/anytime/restricted_mip.py", "solve_restricted_cpsat"): (103, "one CP-SAT model build and solve"),
 }
 
 

@@ -287,24 +287,8 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     if hint is not None:
         for var, h in zip(x, (hint[cols] > 0.5).tolist()):
             m.add_hint(var, int(h))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = int(threads) if threads else (max(1, min(8, os.cpu_count() or 1)) if exact else 1)
-    if time_limit is not None:
-        if deterministic:  # CP-SAT's deterministic time adds up over its workers
-            solver.parameters.max_deterministic_time = (float(time_limit)
-                                                        / cpsat_work_factor(solver.parameters.num_workers))
-            if solver.parameters.num_workers > 1:
-                solver.parameters.interleave_search = True  # deterministic for a worker count
-        else:
-            solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.random_seed = int(seed)
-    if must:
-        # must-win clauses enter CP-SAT's LP only at linearization level 2 (its "max_lp"
-        # worker); without them in the LP, proving that owners cannot all win is a
-        # pigeonhole-like search (CATS matching pivots: over 10 s instead of 15 ms)
-        solver.parameters.linearization_level = 2
-        if solver.parameters.num_workers > 1:
-            solver.parameters.subsolvers.extend(["max_lp", "default_lp"])
+    solver = _cpsat_solver(time_limit, threads=threads, exact=exact, deterministic=deterministic, seed=seed,
+                           must_win=bool(must))
     status = solver.Solve(m) if race is None or race.enter(solver.StopSearch) else cp_model.UNKNOWN
     work = float(solver.deterministic_time) * cpsat_work_factor(solver.parameters.num_workers)
     full = np.zeros(P.n) if fixed is None else (fixed > 0.5).astype(np.float64)
@@ -322,6 +306,33 @@ def solve_restricted_cpsat(P: MatrixProblem, cols: np.ndarray, *, time_limit: fl
     optimal = status == cp_model.OPTIMAL and (slack == 0.0 or (
         bound is not None and within_mip_gap(bound, float(P.values @ full))))
     return SubResult(full, optimal, bound, time.perf_counter() - t0, status == cp_model.OPTIMAL, work)
+
+
+def _cpsat_solver(time_limit: float | None, *, threads: int | None, exact: bool, deterministic: bool, seed: int,
+                  must_win: bool) -> Any:
+    """A CP-SAT solver with the parameters of :func:`solve_restricted_cpsat`: its workers, its
+    (wall-clock or deterministic) time limit, its seed, and the LP level must-win clauses need."""
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = int(threads) if threads else (max(1, min(8, os.cpu_count() or 1)) if exact else 1)
+    if time_limit is not None:
+        if deterministic:  # CP-SAT's deterministic time adds up over its workers
+            solver.parameters.max_deterministic_time = (float(time_limit)
+                                                        / cpsat_work_factor(solver.parameters.num_workers))
+            if solver.parameters.num_workers > 1:
+                solver.parameters.interleave_search = True  # deterministic for a worker count
+        else:
+            solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.random_seed = int(seed)
+    if must_win:
+        # must-win clauses enter CP-SAT's LP only at linearization level 2 (its "max_lp"
+        # worker); without them in the LP, proving that owners cannot all win is a
+        # pigeonhole-like search (CATS matching pivots: over 10 s instead of 15 ms)
+        solver.parameters.linearization_level = 2
+        if solver.parameters.num_workers > 1:
+            solver.parameters.subsolvers.extend(["max_lp", "default_lp"])
+    return solver
 
 
 class Race:
