@@ -33,7 +33,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("sim/api.py", "simulate"): (105 + MARGIN, "owned by the simulation engine and signals work"),
     ("service/app.py", "Guard.__call__"): (106 + MARGIN, "owned by the service work (routers per resource)"),
     # readers and builders: one linear parse of a record layout, field by field
-    ("traces/readers.py", "read_alibaba_pods"): (105, "one linear parse of the pod table's columns"),
 }
 
 

@@ -27,7 +27,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -324,15 +324,7 @@ def read_alibaba_pods(
     _check_scaling(window, max_jobs)
     seed = check_seed(seed)
     gpu_only = _check_bool("gpu_only", gpu_only)
-    if model_gpus is not None and not isinstance(model_gpus, Mapping):
-        raise InputError(f"model_gpus must be a mapping of GPU model to weight, got {model_gpus!r}")
-    weights = dict(ALIBABA_MODEL_GPUS if model_gpus is None else model_gpus)
-    unknown = sorted(set(weights) - set(GPU_MODEL_MEMORY_GIB))
-    if any(isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real) or not math.isfinite(w)
-           for w in weights.values()):
-        raise InputError(f"model_gpus weights must be finite numbers, got {weights!r}")
-    if unknown or not weights or sum(weights.values()) <= 0 or min(weights.values()) < 0:
-        raise InputError(f"model_gpus must map known models ({', '.join(GPU_MODEL_MEMORY_GIB)}) to non-negative weights, got {weights!r}")
+    weights = _model_weights(model_gpus)
     p = _check_path("path", path)
     parsed = []
     for line, row in _rows(p, POD_COLUMNS):
@@ -383,6 +375,20 @@ def read_alibaba_pods(
                              pref, mn, "alibaba", model if num_gpu else "", row["qos"], row["pod_phase"],
                              cpu, mem, line))
     return _select(jobs, window, max_jobs)
+
+
+def _model_weights(model_gpus: Any) -> dict[str, float]:
+    """The GPU model draw's weights: ``model_gpus`` checked, or Alibaba's node mix by default."""
+    if model_gpus is not None and not isinstance(model_gpus, Mapping):
+        raise InputError(f"model_gpus must be a mapping of GPU model to weight, got {model_gpus!r}")
+    weights = dict(ALIBABA_MODEL_GPUS if model_gpus is None else model_gpus)
+    unknown = sorted(set(weights) - set(GPU_MODEL_MEMORY_GIB))
+    if any(isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real) or not math.isfinite(w)
+           for w in weights.values()):
+        raise InputError(f"model_gpus weights must be finite numbers, got {weights!r}")
+    if unknown or not weights or sum(weights.values()) <= 0 or min(weights.values()) < 0:
+        raise InputError(f"model_gpus must map known models ({', '.join(GPU_MODEL_MEMORY_GIB)}) to non-negative weights, got {weights!r}")
+    return weights
 
 
 class _FixedUniform:
