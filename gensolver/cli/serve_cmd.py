@@ -40,6 +40,8 @@ def serve_command(
     gpus: str = typer.Option("node0:4x80", "--gpus", help="The cluster: NODE:COUNTxGIB[:MODEL],... (e.g. node0:4x80,node1:2x40)."),
     step_seconds: float = typer.Option(60.0, "--step-seconds", help="Seconds of one market step."),
     market: Optional[str] = typer.Option(None, "--market", help='MarketConfig options as JSON, e.g. \'{"mechanism": "vcg", "lease": 5}\'.'),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="Lavi–Swamy scaling, fixed before any report "
+                                          "(MarketConfig.alpha; needed with mechanism lavi-swamy, >= 1)."),
     max_body_bytes: int = typer.Option(1 << 20, "--max-body-bytes", help="Largest request body (413 beyond)."),
     rate_limit: float = typer.Option(1000.0, "--rate-limit", help="Requests/s per verified token; 0: unlimited."),
     rate_burst: int = typer.Option(2000, "--rate-burst", help="Burst above the rate (token bucket size)."),
@@ -76,6 +78,10 @@ def serve_command(
             fail(f"--market: not JSON ({exc})")
         if not isinstance(options, dict):
             fail("--market: expected a JSON object of MarketConfig fields")
+    if alpha is not None:
+        if options.get("alpha", alpha) != alpha:
+            fail(f"--alpha {alpha:g} and --market alpha {options['alpha']!r} disagree; give one")
+        options["alpha"] = alpha
     if not 1 <= port <= 65535:
         fail(f"--port: must be in 1..65535, got {port}")
     settings = _settings(db=db, gpus=gpus, round_seconds=round_seconds, step_seconds=step_seconds, market=options,

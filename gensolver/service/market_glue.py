@@ -33,7 +33,7 @@ from ..model.tasks import GpuSpec, Task, task_speed, task_steps
 from ..solvers import BackendUnavailableError, UnknownMethodError, get_method, solve
 from .errors import BadRequest
 
-__all__ = ["MarketGlue", "RoundResult", "solve_budget", "solve_document", "task_from_dict"]
+__all__ = ["MarketGlue", "RoundResult", "lavi_swamy_options", "solve_budget", "solve_document", "task_from_dict"]
 
 
 def task_from_dict(doc: Mapping[str, Any]) -> Task:
@@ -152,6 +152,8 @@ class MarketGlue:
             recorded["instance"] = instance
             if "solver" in kw:  # a mechanism function receives the method as ``solver``
                 kw["method"] = kw.pop("solver")
+            if name == "lavi-swamy":  # as Market does: alpha fixed by the settings, never by the reports
+                kw.update(lavi_swamy_options(self.config))
             recorded["outcome"] = out = run_mechanism(instance, mechanism=name, **kw)
             return out
 
@@ -218,6 +220,14 @@ class MarketGlue:
     @staticmethod
     def steps(task: Task, memory: float) -> int:
         return task_steps(task, memory)
+
+
+def lavi_swamy_options(config: MarketConfig) -> dict[str, Any]:
+    """``run_mechanism`` arguments of a ``lavi-swamy`` round: the decomposition oracle (``greedy``
+    or ``auto``) and ``alpha`` fixed by the configuration before any report is read, which is what
+    makes the lottery truthful in expectation (:mod:`gensolver.mechanisms.lavi_swamy`)."""
+    return {"method": "greedy" if config.solver == "greedy" else "auto",
+            "options": {"alpha": config.alpha, "threads": config.threads, "deterministic": config.deterministic}}
 
 
 def _bidder(instance: Instance, bid_id: str) -> str:

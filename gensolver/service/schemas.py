@@ -185,9 +185,18 @@ PlanDoc = Annotated[Optional[dict[str, Any]],
                     WithJsonSchema({"anyOf": [ref("gensolver.plan/v1"), {"type": "null"}]})]
 
 
+class Lottery(_Model):
+    alpha: float = Field(description="the scaling of this round's lottery")
+    alpha_requested: Optional[float] = Field(description="alpha fixed by the settings before any report")
+    alpha_verified: float = Field(description="the smallest scaling the decomposition verified on this round")
+    truthful_in_expectation: bool = Field(description="alpha fixed before the reports and verified on this round")
+    expected_welfare: float
+
+
 class RoundDetail(RoundSummary):
     bound: Num
     exact: Optional[bool]
+    lottery: Optional[Lottery] = Field(default=None, description="lavi-swamy rounds only: the lottery's scaling")
     preempted: list[TaskRef]
     finished: list[TaskRef]
     payments: list[Payment]

@@ -74,6 +74,7 @@ class Settings:
     market : Mapping
         :class:`gensolver.market.MarketConfig` fields (``lease``, ``mechanism``, ``solver``,
         ``time_limit``, ``budget``, ...); one round advances the clock by ``lease`` steps.
+        ``mechanism="lavi-swamy"`` needs ``alpha`` (fixed before any report; refused without it).
     max_body_bytes : int
         Largest request body accepted (413 beyond).
     rate_limit : float
@@ -179,7 +180,11 @@ class Settings:
         unknown = set(self.market) - set(MarketConfig.__dataclass_fields__)
         if unknown:
             raise ValueError(f"market: unknown option(s) {sorted(unknown)}; valid: {sorted(MarketConfig.__dataclass_fields__)}")
-        return MarketConfig(**self.market)
+        config = MarketConfig(**self.market)
+        if config.mechanism == "lavi-swamy" and config.alpha is None:
+            raise ValueError("market.alpha: mechanism 'lavi-swamy' needs alpha fixed before the reports (e.g. "
+                             "--alpha 2); computed from each round's reports, the lottery is not truthful")
+        return config
 
     @property
     def gpu_specs(self) -> tuple[GpuSpec, ...]:

@@ -506,6 +506,9 @@ class MarketService:
                 "payments": payments, "revenue": float(sum(p["charge"] for p in payments)),
                 "credits": credits, "queue": int(queue), "plan": result.plan,
             }
+            if out is not None and "truthful_in_expectation" in out.details:  # lavi-swamy: the lottery's scaling
+                doc["lottery"] = {k: out.details[k] for k in ("alpha", "alpha_requested", "alpha_verified",
+                                                              "truthful_in_expectation", "expected_welfare")}
             doc = json_safe(doc)
             summary = {k: doc[k] for k in ("round", "time", "at", "trigger", "status", "mechanism", "method", "welfare",
                                            "gap", "candidates", "bids", "revenue", "queue", "seconds", "assignments")}
