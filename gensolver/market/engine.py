@@ -78,7 +78,7 @@ from typing import Any
 import numpy as np
 
 from .credit import CreditBank, CreditConfig, deferral_cost
-from .pool import TOL, Pool, TaskView, attained, find_placement, pinned_free_capacity
+from .pool import TOL, Pool, TaskView, attained, backfill_start, find_placement, pinned_free_capacity
 
 __all__ = ["CreditEngine"]
 
@@ -595,20 +595,8 @@ class CreditEngine:
         if self.backfill == "none":
             return
         for st in order:
-            if st.state != "waiting":
-                continue
-            t = st.task
-            gpus = find_placement(cluster, st, t.preferred_memory)
-            if gpus is not None:
-                cluster.start(st.id, gpus, t.preferred_memory)
-                continue
-            if self.backfill != "elastic" or t.min_memory >= t.preferred_memory:
-                continue
-            gpus = find_placement(cluster, st, t.min_memory, fit="most")
-            if gpus is None:
-                continue
-            free = min(cluster.gpus[g].free_memory for g in gpus)
-            cluster.start(st.id, gpus, max(t.min_memory, min(t.preferred_memory, free)))
+            if st.state == "waiting":
+                backfill_start(cluster, st, elastic=self.backfill == "elastic")
 
     def _grow(self, cluster: Pool) -> None:
         """Running tasks below their preferred memory grow into free memory; a task seen slow

@@ -172,6 +172,28 @@ def find_placement(cluster: Pool, st: TaskView, memory: float, *, fit: str = "be
     return best[1]
 
 
+def backfill_start(cluster: Pool, st: TaskView, *, elastic: bool) -> bool:
+    """Start waiting task ``st`` on what is free now; ``True`` when it started.
+
+    At its preferred memory where a group fits it (best fit); else, with ``elastic``, on the
+    group with the most free memory, with what that group has, at least the task's minimum.
+    The work-conserving step shared by the market engine and the auction policy.
+    """
+    t = st.task
+    gpus = find_placement(cluster, st, t.preferred_memory)
+    if gpus is not None:
+        cluster.start(st.id, gpus, t.preferred_memory)
+        return True
+    if not elastic or t.min_memory >= t.preferred_memory:
+        return False
+    gpus = find_placement(cluster, st, t.min_memory, fit="most")
+    if gpus is None:
+        return False
+    free = min(cluster.gpus[g].free_memory for g in gpus)
+    cluster.start(st.id, gpus, max(t.min_memory, min(t.preferred_memory, free)))
+    return True
+
+
 class TableTask:
     """A task of a :class:`TablePool`: its report, state, placement and observed progress."""
 

@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ..errors import GensolverError
 
-__all__ = ["Store", "StoreError", "SCHEMA_VERSION", "audit", "open_store"]
+__all__ = ["group_commit", "Store", "StoreError", "SCHEMA_VERSION", "audit", "open_store"]
 
 SCHEMA_VERSION = 3
 T = TypeVar("T")
@@ -137,6 +137,36 @@ def audit(db: Any, *, actor: str, action: str, subject: str, detail: Any) -> Non
                (time.time(), actor, action, subject, json.dumps(detail, sort_keys=True, default=str)))
 
 
+def group_commit(store: Any, fn: Callable[[Any], T]) -> T:
+    """Run ``fn`` in the next group commit of ``store`` and return its result.
+
+    The one group-commit loop of both stores (:class:`Store`, and
+    :class:`~gensolver.service.storage_pg.PgStore`): ``store`` has ``_cv`` (a condition),
+    ``_pending`` (queued calls), ``_leading`` (a leader is committing) and ``_run_batch(batch)``,
+    which runs each call under its own savepoint, commits once, and sets each call's result or
+    exception and its event. The first caller to find no leader commits batch after batch until
+    none is queued; the others wait for the commit that holds their changes.
+    """
+    item: list[Any] = [fn, None, None, threading.Event()]
+    with store._cv:
+        store._pending.append(item)
+        lead = not store._leading
+        if lead:
+            store._leading = True
+    if lead:
+        while True:
+            with store._cv:
+                batch, store._pending = store._pending, []
+                if not batch:
+                    store._leading = False
+                    break
+            store._run_batch(batch)
+    item[3].wait()
+    if item[2] is not None:
+        raise item[2]
+    return item[1]  # type: ignore[no-any-return]
+
+
 class Store:
     """One SQLite connection shared by the service's threads behind a lock.
 
@@ -225,24 +255,7 @@ class Store:
         its changes and is raised to its caller), and committed with one sync. Every call
         returns only after the commit that holds its changes.
         """
-        item: list[Any] = [fn, None, None, threading.Event()]
-        with self._cv:
-            self._pending.append(item)
-            lead = not self._leading
-            if lead:
-                self._leading = True
-        if lead:
-            while True:
-                with self._cv:
-                    batch, self._pending = self._pending, []
-                    if not batch:
-                        self._leading = False
-                        break
-                self._run_batch(batch)
-        item[3].wait()
-        if item[2] is not None:
-            raise item[2]
-        return item[1]
+        return group_commit(self, fn)
 
     def _run_batch(self, batch: list[list[Any]]) -> None:
         try:

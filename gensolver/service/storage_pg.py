@@ -27,7 +27,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from .storage import _DDL, SCHEMA_VERSION, StoreError
+from .storage import _DDL, SCHEMA_VERSION, StoreError, group_commit
 
 __all__ = ["PgStore", "Row", "translate_ddl", "translate_sql", "is_postgres_url", "WRITE_LOCK", "ROUND_LOCK"]
 
@@ -230,24 +230,7 @@ class PgStore:
         savepoint (an exception in one rolls back only its changes and is raised to its
         caller); each returns after the commit that holds its changes.
         """
-        item: list[Any] = [fn, None, None, threading.Event()]
-        with self._cv:
-            self._pending.append(item)
-            lead = not self._leading
-            if lead:
-                self._leading = True
-        if lead:
-            while True:
-                with self._cv:
-                    batch, self._pending = self._pending, []
-                    if not batch:
-                        self._leading = False
-                        break
-                self._run_batch(batch)
-        item[3].wait()
-        if item[2] is not None:
-            raise item[2]
-        return item[1]  # type: ignore[no-any-return]
+        return group_commit(self, fn)
 
     def _run_batch(self, batch: list[list[Any]]) -> None:
         try:

@@ -26,7 +26,7 @@ ARGS = ("--gpus", "n0:2x80", "--market", '{"time_limit": 0.2}')
 
 def _post(url: str, path: str, headers: dict, **kw: Any) -> httpx.Response | None:
     try:
-        return httpx.post(url + path, headers=headers, timeout=10.0, **kw)
+        return httpx.post(url + path, headers=headers, timeout=60.0, **kw)
     except httpx.HTTPError:
         return None  # the replica died under us (or was restarting): not acknowledged
 

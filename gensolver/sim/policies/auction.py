@@ -24,8 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...market import Candidate, Market, MarketConfig, Reservation
+from ...market.pool import backfill_start
 from ..engine import TOL, Cluster
-from .base import Policy, find_placement
+from .base import Policy
 
 __all__ = ["AuctionPolicy"]
 
@@ -95,17 +96,7 @@ class AuctionPolicy(Policy):
                                                       None, None, _models(models, s.id))), s.arrival, s.id, s)
                      for s in waiting]
             for *_, st in sorted(keyed, key=lambda k: k[:3]):
-                t = st.task
-                gpus = find_placement(cluster, st, t.preferred_memory)
-                if gpus is not None:
-                    cluster.start(st.id, gpus, t.preferred_memory)
-                    continue
-                if self.backfill != "elastic" or t.min_memory >= t.preferred_memory:
-                    continue
-                gpus = find_placement(cluster, st, t.min_memory, fit="most")
-                if gpus is not None:
-                    free = min(cluster.gpus[g].free_memory for g in gpus)
-                    cluster.start(st.id, gpus, max(t.min_memory, min(t.preferred_memory, free)))
+                backfill_start(cluster, st, elastic=self.backfill == "elastic")
         for st in cluster.running():
             if st.memory + TOL < st.task.preferred_memory:
                 free = min(cluster.gpus[g].free_memory for g in st.gpus)
