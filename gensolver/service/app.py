@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import RateLimiter, TokenCache
 from .errors import PROBLEM_JSON, ServiceError, TooLarge, UnsupportedMediaType, problem_response
+from .etag import with_etag
 from .idempotency import Idempotency
 from .lease import RoundLease
 from .metrics import Metrics
@@ -181,6 +182,8 @@ class Guard:
         try:
             if self.idempotency is not None and scope.get("method") == "POST" and b"idempotency-key" in headers:
                 await self.idempotency.handle(scope, headers, body, run, send_wrapped)
+            elif scope.get("method") == "GET" and path.startswith("/v1/"):
+                await with_etag(headers, run, send_wrapped)
             else:
                 await run(send_wrapped)
         except ServiceError as exc:
