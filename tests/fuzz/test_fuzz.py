@@ -21,6 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNS = 300
 
 
+@pytest.fixture(autouse=True)
+def _fuzz_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fuzzing limits, set here so that they are undone after each test: ``check`` sets
+    them with ``os.environ.setdefault``, which would otherwise leave ``GENSOLVER_MAX_FILE_BYTES``
+    at 1,000,000 for every later test of the worker (reading the Philly trace then fails)."""
+    for key, value in FUZZ_LIMITS.items():
+        monkeypatch.setenv(key, value)
+
+
 def test_every_harness_has_seed_inputs() -> None:
     for name in HARNESSES:
         seeds = list((ROOT / "fuzz" / "corpus" / name).glob("*"))
