@@ -95,6 +95,15 @@ class _Audit:
             self.used[g][0] -= r["memory"]
             self.used[g][1] -= r["compute"]
 
+    def end_run(self, where: str, kind: str, tid: str, t: float) -> bool:
+        """Close the run of ``tid`` at ``t`` (``False``, a violation, when it is not running)."""
+        if tid not in self.run:
+            self.bad.append(f"{where}: {kind} of a task that is not running")
+            return False
+        self.advance(tid, t)
+        self.release(tid)
+        return True
+
     def gpu_up(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
         g, tol, used = gpus[0], self.tol, self.used
         self.cap[g] = (float(_get(e, "memory")), float(_get(e, "compute")))
@@ -173,11 +182,8 @@ class _Audit:
 
     def stop(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
         bad, tol, work = self.bad, self.tol, self.work
-        if tid not in self.run:
-            bad.append(f"{where}: stop of a task that is not running")
+        if not self.end_run(where, "stop", tid, t):
             return False
-        self.advance(tid, t)
-        self.release(tid)
         reason = _get(e, "note")
         overhead, lost = float(_get(e, "work", 0.0)), float(_get(e, "lost", 0.0))
         if overhead < -tol or lost < -tol:
@@ -194,11 +200,8 @@ class _Audit:
         return True
 
     def finish(self, e: Any, where: str, t: float, tid: str, gpus: tuple[str, ...]) -> bool:
-        if tid not in self.run:
-            self.bad.append(f"{where}: finish of a task that is not running")
+        if not self.end_run(where, "finish", tid, t):
             return False
-        self.advance(tid, t)
-        self.release(tid)
         need = self.work[tid] + self.extra[tid]
         if abs(self.executed[tid] - need) > self.tol * max(1.0, need):
             self.bad.append(f"{where}: executed {self.executed[tid]:.9g} != work {self.work[tid]:.9g} + "
