@@ -57,14 +57,14 @@ from scipy.optimize import linprog, minimize
 from ..errors import check_options
 from ..model import Bid, Instance
 from ..model.validate import mark_validated
-from ..solvers import Status
+from ..solvers import Status, solve
 from .common import check_call, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 from .vcg import vcg
 
 __all__ = ["core", "separate"]
 
-_DEFAULTS: dict[str, Any] = {"max_iterations": 200, "threads": None}
+_DEFAULTS: dict[str, Any] = {"max_iterations": 200, "threads": None, "deterministic": None}
 
 
 def separate(
@@ -75,6 +75,7 @@ def separate(
     solver: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     threads: int | None = None,
+    deterministic: bool = False,
 ) -> tuple[float, float, tuple[str, ...], float, bool]:
     """Most violated core constraint at ``payments`` (Day & Raghavan's separation MILP).
 
@@ -91,7 +92,10 @@ def separate(
         for b in instance.bids
     ]
     reduced = mark_validated(instance.replace_bids(bids))
-    res = solve_wdp(reduced, solver=solver, time_limit=time_limit, threads=threads)
+    if deterministic:  # ``time_limit`` in work units of the anytime engine: load-independent
+        res = solve(reduced, method="auto", time_limit=time_limit, threads=threads, options={"deterministic": True})
+    else:
+        res = solve_wdp(reduced, solver=solver, time_limit=time_limit, threads=threads)
     index = reduced.bid_index
     coalition: list[str] = []
     value = 0.0
@@ -151,11 +155,15 @@ def core(
         Winner determination method for the main solve, the VCG pivots and the separation
         MILPs (``"auto"``: see :func:`gensolver.mechanisms.vcg.vcg`).
     time_limit : float, optional
-        Seconds for each solve.
+        Budget of the VCG stage (shared as in :func:`~gensolver.mechanisms.vcg.vcg`) and of each
+        separation solve: work units of the anytime engine when deterministic (the default with
+        ``solver="auto"``, so payments do not depend on the machine's load), else seconds.
     executor : Executor, optional
         Parallelises the VCG pivots.
     options : mapping, optional
-        ``max_iterations`` (default 200) of constraint generation; ``threads``.
+        ``max_iterations`` (default 200) of constraint generation; ``threads``;
+        ``deterministic`` (default ``None``: ``True`` with ``solver="auto"``; ``False`` reads
+        ``time_limit`` as wall-clock seconds).
 
     Returns
     -------
@@ -166,7 +174,12 @@ def core(
     opts = check_options(options, _DEFAULTS, "mechanism 'core'")
     t0 = time.perf_counter()
     plain = mark_validated(Instance(instance.slots, instance.bids, (), instance.name, instance.metadata))
-    base = vcg(plain, solver=solver, time_limit=time_limit, executor=executor, options={"threads": opts["threads"]})
+    det = solver == "auto" if opts["deterministic"] is None else opts["deterministic"]
+    if not isinstance(det, bool) or (det and solver != "auto"):
+        raise ValueError(f"core option deterministic must be True (with solver='auto') or False, "
+                         f"got {opts['deterministic']!r} with solver={solver!r}")
+    base = vcg(plain, solver=solver, time_limit=time_limit, executor=executor,
+               options={"threads": opts["threads"], "deterministic": det})
     alloc = base.allocation
     won = winning_bids(instance, alloc)
     winners = list(won)
@@ -184,7 +197,8 @@ def core(
         iterations += 1
         pay = dict(zip(winners, p.tolist()))
         z, z_bound, coalition, value, optimal = separate(
-            instance, won, pay, solver=solver, time_limit=time_limit, threads=opts["threads"])
+            instance, won, pay, solver=solver, time_limit=time_limit, threads=opts["threads"],
+            deterministic=det and time_limit is not None)
         revenue = float(p.sum())
         if z_bound <= revenue + tol:
             certified = True
@@ -213,6 +227,7 @@ def core(
         "core_constraints": len(rows),
         "blocking_coalitions": coalitions,
         "seconds": time.perf_counter() - t0,
+        "budget": "none" if time_limit is None else "work units" if det else "wall clock",
     }
     bounds = None
     if not exact:  # core payments are between the VCG payments and the bids

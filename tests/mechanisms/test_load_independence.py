@@ -36,6 +36,9 @@ def priced(inst: Instance, mechanism: str) -> str:
     if mechanism == "vcg":
         out = run_mechanism(inst, mechanism="vcg", method="auto", time_limit=0.3, options={"threads": 1})
         assert out.details["budget"] == "work units"
+    elif mechanism == "core":
+        out = run_mechanism(inst, mechanism="core", method="auto", time_limit=0.3, options={"threads": 1})
+        assert out.details["budget"] == "work units"
     else:
         out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy", time_limit=0.2, options={"alpha": 3.0})
         assert out.details["budget"] == "work units"
@@ -45,7 +48,7 @@ def priced(inst: Instance, mechanism: str) -> str:
     return json.dumps(doc, sort_keys=True)
 
 
-@pytest.mark.parametrize("mechanism", ["vcg", "lavi-swamy"])
+@pytest.mark.parametrize("mechanism", ["vcg", "core", "lavi-swamy"])
 def test_same_payments_under_a_busy_loop_on_both_cores(mechanism: str) -> None:
     inst = crowded_round(7)
     quiet = priced(inst, mechanism)
