@@ -22,6 +22,12 @@ Every run of a task (see :class:`gensolver.executor.plan.Run`) becomes one ``bat
   the container gets ``GENSOLVER_RUN_END`` (epoch seconds); without it nothing delays a Job
   and ``activeDeadlineSeconds`` (run length plus grace) bounds it from its start.
 
+Priority: a task whose plan entry carries an ``urgency`` (0..1) gets the ``priorityClassName``
+of its band in :data:`PRIORITY_BANDS` (urgency at least 0.75: ``gensolver-urgent``, value
+1000; at least 0.25: ``gensolver-normal``, 500; below: ``gensolver-low``, 100), and the
+``scheduling.k8s.io/v1`` PriorityClass objects of the bands used are emitted first (cluster
+scoped, ``globalDefault: false``); a task without urgency gets none (the cluster's default).
+
 ``backoffLimit: 0`` and ``restartPolicy: Never``: a run that fails is not retried behind the
 plan's back. Objects are plain dicts, sorted by start; :func:`dump_yaml` writes them with
 ``yaml.safe_dump_all``.
@@ -52,12 +58,14 @@ from .common import AdapterError, RunGrant, run_grants
 from .flavors import Flavor, FlavorOptions, get_flavor
 from .names import k8s_node, k8s_quantity
 
-__all__ = ["K8sOptions", "k8s_objects", "dump_yaml", "dns_name", "label_value", "DEFAULT_IMAGE", "WAIT_IMAGE"]
+__all__ = ["K8sOptions", "k8s_objects", "priority_class", "PRIORITY_BANDS", "dump_yaml", "dns_name", "label_value", "DEFAULT_IMAGE", "WAIT_IMAGE"]
 
 #: container image when the caller gives none (the plan does not name images)
 DEFAULT_IMAGE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
 #: image of the init container that waits for a run's start time
 WAIT_IMAGE = "busybox:1.36"
+#: (lowest urgency, PriorityClass name, value), highest band first
+PRIORITY_BANDS = ((0.75, "gensolver-urgent", 1000), (0.25, "gensolver-normal", 500), (0.0, "gensolver-low", 100))
 _DNS = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -153,6 +161,26 @@ def _env(grant: RunGrant, devices: tuple[str, ...], end_epoch: float | None) -> 
     return [{"name": k, "value": v} for k, v in env.items()]
 
 
+def priority_class(urgency: float | None) -> tuple[str, int] | None:
+    """The PriorityClass (name, value) of a task's ``urgency`` (see :data:`PRIORITY_BANDS`).
+
+    >>> priority_class(0.9), priority_class(0.25), priority_class(0.0), priority_class(None)
+    (('gensolver-urgent', 1000), ('gensolver-normal', 500), ('gensolver-low', 100), None)
+    """
+    if urgency is None:
+        return None
+    return next((name, value) for low, name, value in PRIORITY_BANDS if urgency >= low)
+
+
+def _priority_objects(plan: ExecutionPlan, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    used = {c for c in (priority_class(t.urgency) for t in plan.tasks) if c is not None}
+    return [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+             "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": labels["app.kubernetes.io/managed-by"]}},
+             "value": value, "globalDefault": False,
+             "description": f"gensolver tasks of urgency band {name.removeprefix('gensolver-')}"}
+            for low, name, value in PRIORITY_BANDS if (name, value) in used]
+
+
 def _members(grant: RunGrant) -> list[tuple[RunGrant, tuple[str, ...]]]:
     """The run's pods: one per node, each with that node's plan devices (a single-node run: one)."""
     run = grant.run
@@ -165,7 +193,8 @@ def _members(grant: RunGrant) -> list[tuple[RunGrant, tuple[str, ...]]]:
     return out
 
 
-def _gang_objects(fl: Flavor, gang: str, size: int, options: K8sOptions, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+def _gang_objects(fl: Flavor, gang: str, size: int, options: K8sOptions, labels: Mapping[str, str],
+                  priority: str | None) -> list[dict[str, Any]]:
     """The flavor's gang object for a run over ``size`` nodes (see the module docstring)."""
     if fl.name != "kai":
         return []
@@ -173,7 +202,8 @@ def _gang_objects(fl: Flavor, gang: str, size: int, options: K8sOptions, labels:
     # ``spec.queue``; pods join it by the ``pod-group-name`` annotation
     return [{"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
              "metadata": {"name": gang, "namespace": options.namespace, "labels": dict(labels)},
-             "spec": {"minMember": size, "queue": options.flavor.queue}}]
+             "spec": {"minMember": size, "queue": options.flavor.queue,
+                      **({"priorityClassName": priority} if priority else {})}}]
 
 
 def k8s_objects(plan: ExecutionPlan, flavor: str, options: K8sOptions) -> list[dict[str, Any]]:
@@ -189,24 +219,26 @@ def k8s_objects(plan: ExecutionPlan, flavor: str, options: K8sOptions) -> list[d
     grants = run_grants(plan, options.nodes, options.default_node, node_rule=k8s_node)
     prefix = dns_name(plan.name or "plan", limit=30)
     common = {"app.kubernetes.io/managed-by": "gensolver", "gensolver.io/plan": plan.digest}
-    out = fl.objects(grants, options.flavor, {"prefix": prefix, "labels": common})
+    out = _priority_objects(plan, common) + fl.objects(grants, options.flavor, {"prefix": prefix, "labels": common})
     names = {g.key: dns_name(prefix, g.run.task, str(g.run.index)) for g in grants}
     for g in grants:
         members = _members(g)
+        band = priority_class(plan.task(g.run.task).urgency)
+        priority = None if band is None else band[0]
         labels = dict(common, **{"gensolver.io/task": label_value(g.run.task) or "task", "gensolver.io/run": str(g.run.index)})
         if len(members) > 1:
             labels["gensolver.io/gang"] = names[g.key]
-            out.extend(_gang_objects(fl, names[g.key], len(members), options, labels))
+            out.extend(_gang_objects(fl, names[g.key], len(members), options, labels, priority))
         for rank, (member, devices) in enumerate(members):
             name = names[g.key] if len(members) == 1 else dns_name(prefix, g.run.task, str(g.run.index), f"n{rank}")
             gang = (names[g.key], rank, len(members)) if len(members) > 1 else None
-            out.append(_job(fl, member, devices, grants, name, gang, labels, names, options))
+            out.append(_job(fl, member, devices, grants, name, gang, labels, names, options, priority))
     return out
 
 
 def _job(fl: Flavor, g: RunGrant, devices: tuple[str, ...], grants: tuple[RunGrant, ...], name: str,
          gang: tuple[str, int, int] | None, labels: Mapping[str, str], names: Mapping[str, str],
-         options: K8sOptions) -> dict[str, Any]:
+         options: K8sOptions, priority: str | None) -> dict[str, Any]:
     """One pod of a run: a Job, or for a kueue gang a plain Pod of a Kueue pod group."""
     run = g.run
     pod = fl.pod(g, grants, options.flavor)
@@ -234,6 +266,8 @@ def _job(fl: Flavor, g: RunGrant, devices: tuple[str, ...], grants: tuple[RunGra
         container["resources"] = resources
     spec: dict[str, Any] = {"restartPolicy": "Never", "terminationGracePeriodSeconds": math.ceil(options.grace),
                             **_affinity(g.nodes), "containers": [container]}
+    if priority is not None:
+        spec["priorityClassName"] = priority
     if fl.scheduler:
         spec["schedulerName"] = fl.scheduler
     if options.start_at is not None:

@@ -114,6 +114,39 @@ def slurm_partition(name: str | None) -> None:
                                           f"and '-', a letter or digit first, at most 64 characters)")
 
 
+#: the Slurm settings a tenant map may give a tenant
+TENANT_KEYS = ("account", "qos", "partition")
+
+
+def tenant_map(doc: object, source: str = "--tenant-map") -> dict[str, dict[str, str]]:
+    """Check a tenant map: ``{tenant: {account: A, qos: Q, partition: P}}`` (each key optional),
+    every value a Slurm name (as :func:`slurm_partition`); returns a plain copy.
+
+    >>> tenant_map({"team-a": {"account": "ml", "qos": "high"}})
+    {'team-a': {'account': 'ml', 'qos': 'high'}}
+    >>> tenant_map({"team-a": {"account": "ml; rm -rf /"}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gensolver.adapters.common.AdapterError: --tenant-map: /team-a/account: 'ml; rm -rf /' is not a Slurm name ...
+    """
+    if not isinstance(doc, dict):
+        raise AdapterError(source, "expected a mapping of tenant to {account, qos, partition}")
+    out: dict[str, dict[str, str]] = {}
+    for tenant, entry in doc.items():
+        if not isinstance(tenant, str) or not tenant:
+            raise AdapterError(source, f"tenant {tenant!r} is not a non-empty string")
+        if not isinstance(entry, dict) or not entry:
+            raise AdapterError(source, f"/{tenant}: expected a mapping with some of {', '.join(TENANT_KEYS)}")
+        for key, value in entry.items():
+            if key not in TENANT_KEYS:
+                raise AdapterError(source, f"/{tenant}: unknown key {key!r} (one of {', '.join(TENANT_KEYS)})")
+            if not isinstance(value, str) or not _SLURM_NAME.match(value) or len(value) > 64:
+                raise AdapterError(source, f"/{tenant}/{key}: {value!r} is not a Slurm name (letters, digits, '.', "
+                                           f"'_' and '-', a letter or digit first, at most 64 characters)")
+        out[tenant] = dict(entry)
+    return out
+
+
 def log_folder(path: str | None) -> None:
     """Refuse a ``--log-dir`` that a ``#SBATCH --output=`` directive cannot carry unquoted."""
     if path is not None and (not _PATH.match(path) or path.startswith("-")):

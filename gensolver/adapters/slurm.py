@@ -26,6 +26,10 @@ Every *run* of a task (a stretch without a stop or a device change, see
   remainder, or with less than ``min_run`` seconds left exits :data:`SKIPPED_EXIT` without
   running its command; a command stopped at its planned end is a planned stop, and the script
   exits 0 (``COMPLETED``), not 124;
+- the task's tenant (the plan's ``tenant`` of the task) through a tenant map
+  (``{tenant: {account, qos, partition}}``, :func:`gensolver.adapters.names.tenant_map`):
+  ``--account``, ``--qos`` and ``--partition`` (over ``--partition``); a tenant the map does
+  not name gets none of them;
 - ids and option values follow :mod:`gensolver.adapters.names` (refused by name, encoded, or
   ``shlex``-quoted);
 - the executor's environment: ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``,
@@ -70,7 +74,16 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import GensolverError, UnavailableError
 from ..executor.plan import ExecutionPlan
 from .common import AdapterError, RunGrant, run_grants, shares, write_tree
-from .names import comment_text, log_folder, positive_int, safe_token, slurm_memory, slurm_node, slurm_partition
+from .names import (
+    comment_text,
+    log_folder,
+    positive_int,
+    safe_token,
+    slurm_memory,
+    slurm_node,
+    slurm_partition,
+    tenant_map,
+)
 
 __all__ = ["SHARING", "SlurmOptions", "SlurmJob", "SlurmState", "SlurmError", "SlurmUnavailableError",
            "SlurmJournal", "slurm_jobs", "write_slurm", "known_nodes", "submit_plan", "follow", "cancel", "sacct",
@@ -129,6 +142,9 @@ class SlurmOptions:
     min_run : float
         Wall seconds a run must have left before its planned end when it starts; with less,
         the script does not start the command and exits with :data:`SKIPPED_EXIT`.
+    tenants : mapping
+        Tenant -> ``{account, qos, partition}`` (each optional; see
+        :func:`gensolver.adapters.names.tenant_map`).
     default_field : str
         The option that gave ``default_node`` (``--node``; ``--device-map`` for ``*=NODE``).
     """
@@ -146,9 +162,12 @@ class SlurmOptions:
     mem: str | None = None
     min_run: float = 1.0
     default_field: str = "--node"
+    tenants: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nodes", MappingProxyType(dict(self.nodes)))
+        object.__setattr__(self, "tenants", MappingProxyType(
+            {k: MappingProxyType(v) for k, v in tenant_map(dict(self.tenants)).items()}))
         for node in self.nodes.values():
             slurm_node(node, "--device-map")
         if self.default_node is not None:
@@ -239,6 +258,25 @@ class SlurmState:
         return self.state in TERMINAL_STATES
 
 
+def read_tenant_map(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
+    """A tenant map from a YAML or JSON file (see :func:`gensolver.adapters.names.tenant_map`).
+
+    Raises
+    ------
+    AdapterError
+        The file cannot be read or parsed, or breaks the map's rules (field ``--tenant-map``).
+    """
+    import yaml
+
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AdapterError("--tenant-map", f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    except yaml.YAMLError as exc:
+        raise AdapterError("--tenant-map", f"{path} is not YAML or JSON: {str(exc).splitlines()[0]}") from None
+    return tenant_map(doc)
+
+
 def _gres(grant: RunGrant, options: SlurmOptions) -> str:
     if grant.whole or len(grant.run.devices) > 1 or options.sharing == "gpu":
         return f"gpu:{grant.devices_per_node}"
@@ -257,8 +295,13 @@ def _script(plan: ExecutionPlan, grant: RunGrant, job: dict[str, Any], options: 
              f"#SBATCH --gres={job['gres']}",
              f"#SBATCH --time={job['time_limit']}",
              f"#SBATCH --comment=gensolver-plan-{plan.digest}-run-{job['token']}"]
-    if options.partition:
-        lines.append(f"#SBATCH --partition={options.partition}")
+    tenant = options.tenants.get(plan.task(run.task).tenant, {})
+    for key in ("account", "qos"):
+        if key in tenant:
+            lines.append(f"#SBATCH --{key}={tenant[key]}")
+    partition = tenant.get("partition", options.partition)
+    if partition:
+        lines.append(f"#SBATCH --partition={partition}")
     if options.cpus is not None:
         lines.append(f"#SBATCH --cpus-per-task={options.cpus}")
     if options.mem is not None:

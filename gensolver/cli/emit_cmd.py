@@ -108,17 +108,19 @@ def emit_slurm(
     log_dir: Optional[str] = typer.Option(None, "--log-dir", help="Folder (on the nodes) for the jobs' output; default /dev/null."),
     cpus: Optional[int] = typer.Option(None, "--cpus", help="--cpus-per-task of every job."),
     mem: Optional[str] = typer.Option(None, "--mem", help="--mem of every job (host memory per node, e.g. 16G)."),
+    tenant_map: Optional[Path] = typer.Option(None, "--tenant-map", help="YAML/JSON: tenant -> {account, qos, partition}."),
 ) -> None:
     """Write one Slurm batch script per run of PLAN_FILE, and submit.sh to submit them in order."""
     from ..adapters.common import AdapterError
-    from ..adapters.slurm import SlurmOptions, write_slurm
+    from ..adapters.slurm import SlurmOptions, read_tenant_map, write_slurm
 
     try:
         nodes, default, field = _nodes(device_map, node)
+        tenants = read_tenant_map(tenant_map) if tenant_map is not None else {}
         options = SlurmOptions(nodes=nodes, default_node=default, default_field=field, partition=partition,
                                sharing=sharing,
                                shares_per_gpu=shards_per_gpu, mps_units=mps_units, time_scale=time_scale, grace=grace, log_dir=log_dir,
-                               cpus=cpus, mem=mem)
+                               cpus=cpus, mem=mem, tenants=tenants)
     except AdapterError as exc:
         fail(str(exc))
     plan = _read(plan_file)

@@ -144,6 +144,7 @@ def run_command(
     poll: float = typer.Option(0.05, "--poll", help="Wall seconds between polls."),
     device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=UUID_OR_INDEX (repeatable); with --backend slurm PLAN_DEVICE=NODE, or *=NODE for every device."),
     log_dir: Optional[Path] = typer.Option(None, "--log-dir", help="Write each process's output to LOG_DIR/<task>.<run>.<attempt>.log."),
+    tenant_map: Optional[Path] = typer.Option(None, "--tenant-map", help="--backend slurm: YAML/JSON tenant -> {account, qos, partition}."),
     log_max_bytes: str = typer.Option("64Mi", "--log-max-bytes", help="Cap of each log file in --log-dir (a quantity such as 64Mi); a longer log is cut."),
     feedback: Optional[Path] = typer.Option(None, "--feedback", help="Write the gensolver.feedback/v1 usage records here."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Give up after this many wall seconds (processes keep running)."),
@@ -204,11 +205,13 @@ def run_command(
         from .slurm_run import run_slurm
 
         run_slurm(plan_file, device_map=device_map, journal=journal, time_scale=time_scale, grace=grace,
-                  poll=max(poll, 0.5), timeout=timeout, log_dir=log_dir, as_json=as_json,
+                  poll=max(poll, 0.5), timeout=timeout, log_dir=log_dir, as_json=as_json, tenant_map=tenant_map,
                   options={"--feedback": feedback, "--over-grant": over_grant != "warn",
                            "--over-grant-tolerance": tolerance != 0, "--preempt": preempt != "plan",
                            "--lost": lost != "restart"})
         return
+    if tenant_map is not None:
+        fail("--tenant-map: only with --backend slurm (it maps tenants to Slurm accounts)")
     state = sim_state
     state_option = "--sim-state"
     if "sim_state" in target.takes and state is None and journal is not None:

@@ -61,7 +61,8 @@ def _outcome(state: str, exit_code: str) -> str:
 
 
 def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, time_scale: float, grace: float,
-              poll: float, timeout: float | None, log_dir: Path | None, as_json: bool, options: dict[str, Any]) -> None:
+              poll: float, timeout: float | None, log_dir: Path | None, as_json: bool, options: dict[str, Any],
+              tenant_map: Path | None = None) -> None:
     """Submit, follow and report (see the module docstring); ``options`` are the run options
     that only the executor understands, refused here when set."""
     from ..adapters.common import AdapterError
@@ -72,6 +73,7 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
         SlurmUnavailableError,
         cancel,
         follow,
+        read_tenant_map,
         submit_plan,
     )
     from ..executor import PlanError, read_plan
@@ -97,7 +99,7 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
                               f"time scale {kept:g}", highlight=False, soft_wrap=True)
             time_scale = float(kept)
         opts = SlurmOptions(nodes=nodes, default_node=default, default_field="--device-map", time_scale=time_scale,
-                            grace=grace,
+                            grace=grace, tenants=read_tenant_map(tenant_map) if tenant_map is not None else {},
                             log_dir=None if log_dir is None else str(log_dir.resolve()))
         if log_dir is not None:
             log_dir.mkdir(parents=True, exist_ok=True)

@@ -44,7 +44,9 @@ The ``gensolver.plan/v1`` document
   of one device. An entry is one task on one device over a maximal run of consecutive slots
   with the same grant.
 - ``tasks`` lists every winning task (the winning bid's ``bidder``); ``preemptible`` defaults
-  to ``true`` when the caller gave no :class:`~gensolver.model.Task` for it.
+  to ``true`` when the caller gave no :class:`~gensolver.model.Task` for it; ``tenant`` (a
+  string) and ``urgency`` (a number in [0, 1]) are the task's, written when known (the Slurm
+  adapter maps tenants to accounts, the Kubernetes adapter urgency to a PriorityClass).
 - ``preemptions``: one point wherever a task's timeline stops at ``time`` and continues at
   ``resume`` (``kind: "gap"``, same devices) or continues on other devices (``kind: "move"``).
   ``mode`` is ``"suspend"`` (SIGSTOP at ``time``, SIGCONT at ``resume``; the process keeps its

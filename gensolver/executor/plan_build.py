@@ -156,7 +156,10 @@ def _entries(instance: Instance, winners: tuple[str, ...], tasks: dict[str, Any]
         spec = tasks.get(bid.bidder)
         command = tuple(getattr(spec, "command", ()) or ())
         preemptible = bool(getattr(spec, "preemptible", True))
-        plan_tasks[bid.bidder] = PlanTask(bid.bidder, bid.id, bid.value, preemptible, command)
+        urgency = getattr(spec, "urgency", None)
+        plan_tasks[bid.bidder] = PlanTask(bid.bidder, bid.id, bid.value, preemptible, command,
+                                          str(getattr(spec, "tenant", "") or ""),
+                                          None if urgency is None else float(urgency))
         for sid, res in bid.demand.items():
             slot = slot_by_id[sid]
             for key in ("gpu", "start", "end"):

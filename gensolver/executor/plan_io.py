@@ -79,8 +79,17 @@ def plan_from_dict(doc: Any) -> ExecutionPlan:
         pre = t.get("preemptible", True)
         if not isinstance(pre, bool):
             raise PlanError(f"{where}/preemptible", "expected true or false")
+        tenant = t.get("tenant", "")
+        if not isinstance(tenant, str):
+            raise PlanError(f"{where}/tenant", "expected a string")
+        urgency = t.get("urgency")
+        if urgency is not None:
+            urgency = _num(urgency, f"{where}/urgency")
+            if urgency is None or not 0.0 <= float(urgency) <= 1.0:
+                raise PlanError(f"{where}/urgency", f"expected a number in [0, 1], got {t.get('urgency')!r}")
+            urgency = float(urgency)
         tasks.append(PlanTask(t["id"], str(t.get("bid", "")), float(_num(t.get("value", 0.0), f"{where}/value") or 0.0),
-                              pre, _argv(t.get("command"), f"{where}/command")))
+                              pre, _argv(t.get("command"), f"{where}/command"), tenant, urgency))
     task_ids = {t.id for t in tasks}
     if len(task_ids) != len(tasks):
         raise PlanError("/tasks", "duplicate task ids")

@@ -132,13 +132,16 @@ class DevicePlan:
 
 @dataclass(frozen=True)
 class PlanTask:
-    """A winning task: its bid, value, preemptibility and command."""
+    """A winning task: its bid, value, preemptibility, command, and (when known) its tenant and
+    urgency (0..1, the task model's value decay; cluster adapters map it to a priority)."""
 
     id: str
     bid: str = ""
     value: float = 0.0
     preemptible: bool = True
     command: tuple[str, ...] = ()
+    tenant: str = ""
+    urgency: float | None = None
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,8 @@ class ExecutionPlan:
             "devices": [{"id": d.id, "memory": d.memory, "compute": d.compute,
                          "entries": [e.to_dict() for e in d.entries]} for d in self.devices],
             "tasks": [{"id": t.id, "bid": t.bid, "value": t.value, "preemptible": t.preemptible,
-                       "command": list(t.command)} for t in self.tasks],
+                       "command": list(t.command), **({"tenant": t.tenant} if t.tenant else {}),
+                       **({"urgency": t.urgency} if t.urgency is not None else {})} for t in self.tasks],
             "preemptions": [p.to_dict() for p in self.preemptions],
             "metadata": dict(self.metadata),
         }

@@ -274,3 +274,50 @@ def test_cpu_and_memory_requests_make_pods_burstable_and_bad_quantities_are_refu
     for args, field in ((["--cpu", "2 cores"], "--cpu"), (["--memory", "4GB"], "--memory")):
         assert main(["emit", "k8s", str(path), "--flavor", "hami", "--node", "n", *args]) == 2, args
         assert field in capsys.readouterr().err
+
+
+def _with(plan, **per_task):
+    """``plan`` with task fields set (``per_task``: task id -> dict of fields), read back."""
+    from gensolver.executor import plan_from_dict
+
+    doc = plan.to_dict()
+    for task in doc["tasks"]:
+        for key, value in per_task.get(task["id"], {}).items():
+            if value is None:
+                task.pop(key, None)
+            else:
+                task[key] = value
+    return plan_from_dict(doc)
+
+
+def test_urgency_becomes_a_priority_class_and_the_classes_are_emitted() -> None:
+    from tests.executor.helpers import plan_of
+
+    base = plan_of({"gpu0": 40, "gpu1": 40, "gpu2": 40},
+                   {"hot": {"at": [("gpu0", 0, 2)], "memory": 40}, "mid": {"at": [("gpu1", 0, 2)], "memory": 40},
+                    "any": {"at": [("gpu2", 0, 2)], "memory": 40}})
+    base = _with(base, **{t: {"urgency": None} for t in ("hot", "mid", "any")})
+    assert all(t.urgency is None for t in base.tasks)
+    plan = _with(base, hot={"urgency": 0.8}, mid={"urgency": 0.3})
+    for flavor in sorted(FLAVORS):
+        objects = k8s_objects(plan, flavor, K8sOptions(default_node="n"))
+        classes = {o["metadata"]["name"]: o for o in objects if o["kind"] == "PriorityClass"}
+        assert all(k8s_problems(o) == [] for o in objects if o["kind"] != "PodGroup")
+        assert set(classes) == {"gensolver-urgent", "gensolver-normal"}  # only the bands in use
+        assert classes["gensolver-urgent"]["value"] > classes["gensolver-normal"]["value"]
+        got = {o["metadata"]["annotations"]["gensolver.io/task"]: o["spec"]["template"]["spec"].get("priorityClassName")
+               for o in objects if o["kind"] == "Job"}
+        assert got == {"hot": "gensolver-urgent", "mid": "gensolver-normal", "any": None}
+    assert not any(o["kind"] == "PriorityClass" for o in k8s_objects(base, "hami", K8sOptions(default_node="n")))
+
+
+def test_the_plan_reader_refuses_a_bad_urgency_or_tenant() -> None:
+    from gensolver.executor import PlanError
+    from tests.executor.helpers import plan_of
+
+    base = _with(plan_of({"gpu0": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 40}}), a={"urgency": None, "tenant": None})
+    for fields, where in (({"urgency": 1.5}, "/urgency"), ({"urgency": "high"}, "/urgency"), ({"tenant": 3}, "/tenant")):
+        with pytest.raises(PlanError, match=where):
+            _with(base, a=fields)
+    kept = _with(base, a={"urgency": 0.5, "tenant": "team-a"})
+    assert (kept.task("a").urgency, kept.task("a").tenant) == (0.5, "team-a") and kept.digest != base.digest

@@ -270,3 +270,48 @@ def test_mps_units_per_gpu_set_the_mps_gres(tmp_path: Path, capsys) -> None:
     assert directives((tmp_path / "o" / "a.0.sbatch").read_text())["gres"] == "mps:2"
     assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "x"), "--node", "n", "--mps-units", "0"]) == 2
     assert "--mps-units" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_a_tenant_map_gives_account_qos_and_partition(tmp_path: Path, capsys) -> None:
+    from gensolver.executor import plan_from_dict
+
+    doc = plan_of({"gpu0": 40, "gpu1": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 40},
+                                             "b": {"at": [("gpu1", 0, 2)], "memory": 40}}).to_dict()
+    for task, tenant in zip(doc["tasks"], ("team-a", "team-b")):
+        task["tenant"] = tenant
+    path = tmp_path / "plan.json"
+    write_plan(plan_from_dict(doc), path)
+    (tmp_path / "tenants.yaml").write_text("team-a: {account: ml, qos: high, partition: gpu-a}\n")
+    assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "o"), "--node", "n", "--partition", "main",
+                 "--tenant-map", str(tmp_path / "tenants.yaml")]) == 0
+    a, b = (directives((tmp_path / "o" / f"{k}.0.sbatch").read_text()) for k in "ab")
+    assert (a["account"], a["qos"], a["partition"]) == ("ml", "high", "gpu-a")
+    assert "account" not in b and "qos" not in b and b["partition"] == "main"  # team-b is not in the map
+    assert subprocess.run(["bash", "-n", str(tmp_path / "o" / "a.0.sbatch")]).returncode == 0
+    (tmp_path / "t.json").write_text(json.dumps({"team-a": {"account": "ml"}}))
+    assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "j"), "--node", "n",
+                 "--tenant-map", str(tmp_path / "t.json")]) == 0
+    for k, text in enumerate(("team-a: {account: 'ml\nx'}\n", "team-a: {acct: ml}\n", "[1, 2]\n", "a: [\n",
+                              "team-a: {qos: '-x'}\n")):
+        bad = tmp_path / f"bad{k}.yaml"
+        bad.write_text(text)
+        assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "x"), "--node", "n",
+                     "--tenant-map", str(bad)]) == 2, text
+        assert "--tenant-map" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "x"), "--node", "n",
+                 "--tenant-map", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_run_takes_a_tenant_map_only_with_the_slurm_backend(tmp_path: Path, capsys) -> None:
+    plan = plan_of({"gpu0": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 10}})
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("team-a: {account: 'a b'}\n")
+    assert main(["run", str(path), "--backend", "slurm", "--device-map", "*=n1", "--tenant-map", str(bad),
+                 "--journal", str(tmp_path / "j")]) == 2
+    assert "--tenant-map" in capsys.readouterr().err and not (tmp_path / "j").exists()
+    good = tmp_path / "good.yaml"
+    good.write_text("team-a: {account: ml}\n")
+    assert main(["run", str(path), "--tenant-map", str(good)]) == 2
+    assert "--tenant-map" in capsys.readouterr().err
