@@ -94,7 +94,7 @@ def test_each_check_fails_on_the_old_output() -> None:
 def test_the_new_rules_on_the_audits_cases() -> None:
     # a share in (0.99, 1) is a whole GPU under KAI
     plan = plan_of({"gpu0": 100}, {"t": {"at": [("gpu0", 0, 2)], "memory": 99.5, "compute": 0.2}})
-    (job,) = k8s_objects(plan, "kai", K8sOptions(default_node="n"))
+    (job,) = [o for o in k8s_objects(plan, "kai", K8sOptions(default_node="n")) if o["kind"] == "Job"]
     spec = job["spec"]["template"]
     assert spec["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
     assert "gpu-fraction" not in spec["metadata"].get("annotations", {})
@@ -119,7 +119,7 @@ def test_the_new_rules_on_the_audits_cases() -> None:
                                   "b": {"at": [("gpu0", 0, 2)], "memory": 5, "compute": 0.5}})
     objects = k8s_objects(half, "nvidia", K8sOptions(default_node="n", flavor=FlavorOptions(nvidia_sharing="mps")))
     assert upstream_problems(objects, "nvidia") == []
-    assert [o["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] for o in objects[1:]] == \
+    assert [o["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] for o in objects if o["kind"] == "Job"] == \
         [{"nvidia.com/gpu": 1}] * 2
     # time-slicing: a whole run beside shared ones is refused (not exclusive); too few replicas too
     mixed = plan_of({"gpu0": 10, "gpu1": 10}, {"w": {"at": [("gpu1", 0, 2)], "memory": 10},
