@@ -251,8 +251,8 @@ def check_solve_options(method: str, mechanism: str | None) -> None:
 
 
 #: the mechanisms whose ``time_limit`` is a budget of work units by default (with method ``auto``
-#: for ``vcg``); see their docstrings and CHANGELOG.md
-_WORK_MECHANISMS = {"vcg": "auto", "lavi-swamy": None}
+#: for ``vcg`` and ``core``); see their docstrings and CHANGELOG.md
+_WORK_MECHANISMS = {"vcg": "auto", "core": "auto", "lavi-swamy": None}
 
 #: share of a wall-clock ``time_limit`` handed to a wall-clock method: the rest is for reading
 #: the instance, pricing and writing the answer, which the solver's own limit does not count

@@ -123,7 +123,7 @@ async def post_solve(request: Request, who: Principal = Depends(principal),
                          None, gt=0, description="wall-clock bound in seconds, from the body's arrival to the answer "
                                                  "(at most the server's --max-solve-seconds, its default); 503 beyond"),
                      work: Optional[float] = Query(
-                         None, gt=0, description="deterministic budget in work units of method auto and mechanisms vcg "
+                         None, gt=0, description="deterministic budget in work units of method auto and mechanisms vcg, core "
                                                  "and lavi-swamy (at most the server's --max-solve-work, its default)"),
                      mechanism: Optional[str] = Query(
                          None, min_length=1, max_length=64, description="also price with this mechanism (vcg, core, ...)"),

@@ -92,7 +92,7 @@ class Settings:
     max_solve_work : float
         Default and largest ``work`` of ``POST /v1/solve``: the deterministic budget, in the
         solver layer's work units (about a second each on a 2-core reference machine), of
-        method ``auto`` and of mechanisms ``vcg`` (with ``auto``) and ``lavi-swamy``; their answer
+        method ``auto`` and of mechanisms ``vcg``, ``core`` (with ``auto``) and ``lavi-swamy``; their answer
         then depends on the input only, not on the machine's load.
     synchronous : {"full", "normal"}
         SQLite ``synchronous`` setting: ``full`` fsyncs every commit (survives power loss);

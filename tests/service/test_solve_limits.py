@@ -62,7 +62,9 @@ def test_the_budget_named_in_the_answer(api):
     assert solve_budget("auto", None) == solve_budget("greedy", None) == "work"
     assert solve_budget("cpsat", None) == "wall clock"
     assert solve_budget("auto", "vcg") == solve_budget("greedy", "lavi-swamy") == "work"
-    assert solve_budget("greedy", "vcg") == solve_budget("auto", "core") == "wall clock"
+    assert solve_budget("auto", "core") == "work"
+    assert solve_budget("greedy", "vcg") == solve_budget("greedy", "core") == "wall clock"
+    assert solve_budget("auto", "pay-as-bid") == "wall clock"
     r = api.client.post("/v1/solve?method=greedy&mechanism=vcg&time_limit=2", json=INSTANCE, headers=api.h("alice"))
     assert r.status_code == 200 and r.json()["limits"] == {"budget": "wall clock", "work": None, "time_limit": 2.0}
     # default work is the server's --max-solve-work; beyond it, or not finite, is refused by name
