@@ -145,6 +145,15 @@ class Cluster:
                 return True
         return False
 
+    def _fits_up(self, task: Task) -> bool:
+        """Whether ``task`` fits on GPUs that are up now, were they all free."""
+        for members in self.nodes.values():
+            ok = [g for g in members if self.gpus[g].up and self.model_ok(task.id, g)
+                  and self.gpus[g].spec.memory + TOL >= task.min_memory and self.gpus[g].spec.compute + TOL >= task.compute]
+            if len(ok) >= task.gpus:
+                return True
+        return False
+
     # ------------------------------------------------------------ acting
     def _advance(self, st: TaskState) -> None:
         dt = self.now - st.since
@@ -423,8 +432,12 @@ class Cluster:
                 return
 
     def _idle_periods(self) -> int:
-        """How many lease periods the next boundary may be ahead (1 unless the cluster is idle)."""
-        if self._pass_pending or self.running() or (self.up_gpus() and self.waiting()):
+        """How many lease periods the next boundary may be ahead (1 unless the cluster is idle).
+
+        Idle: no pass pending, no task running, and no waiting task fits on the GPUs that are up
+        (all free, as nothing runs) -- a task that needs a device under an outage waits for the
+        outage's end, not for each boundary inside it."""
+        if self._pass_pending or self.running() or any(self._fits_up(st.task) for st in self.waiting()):
             return 1
         nxt = min(self.next_arrival, self.next_fault_event)
         if not math.isfinite(nxt):
