@@ -51,7 +51,7 @@ import numpy as np
 
 from ..errors import check_options
 from ..model import Instance
-from ..model.tolerances import capacity_limit
+from ..model.tolerances import boundary_guard, capacity_limit
 from ..solvers.approximation.greedy import first_fit, greedy_keys, greedy_order
 from ..solvers.result import finish
 from .common import check_call, check_solver_and_limit, make_outcome
@@ -60,6 +60,18 @@ from .outcome import Outcome
 __all__ = ["greedy_critical", "critical_value"]
 
 _DEFAULTS: dict[str, Any] = {"alpha": 0.5}
+
+
+def _fits(rows: np.ndarray, need: np.ndarray, residual: np.ndarray, taken: Mapping[int, list[float]],
+          limit: np.ndarray, guard: np.ndarray) -> bool:
+    """Whether demands ``need`` on ``rows`` fit: the capacity rule of first fit
+    (:func:`gensolver.solvers.heuristics.first_fit_matrix`), the floating-point residual away
+    from the boundary and the exact sum (:func:`math.fsum`) of the accepted demands near it."""
+    for r, d in zip(rows.tolist(), need.tolist()):
+        gap = float(residual[r]) - d
+        if gap < -guard[r] or (gap <= guard[r] and math.fsum([*taken.get(r, []), d]) > limit[r]):
+            return False
+    return True
 
 
 def critical_value(instance: Instance, bid_id: str, *, alpha: float = 0.5) -> float:
@@ -72,8 +84,11 @@ def critical_value(instance: Instance, bid_id: str, *, alpha: float = 0.5) -> fl
     size = float(instance.normalised_size[j])
     col = instance.capacity_matrix.getcol(j).tocoo()
     need_rows, need = col.row, col.data
-    residual = capacity_limit(np.asarray(instance.capacity, dtype=np.float64))
-    if np.any(need > residual[need_rows]):
+    limit = capacity_limit(np.asarray(instance.capacity, dtype=np.float64))
+    residual = limit.copy()
+    guard = boundary_guard(limit)
+    taken: dict[int, list[float]] = {}  # row -> accepted demands, for the exact check at the boundary
+    if not _fits(need_rows, need, residual, taken, limit, guard):
         return float("inf")
     if size == 0.0:
         return 0.0
@@ -91,7 +106,9 @@ def critical_value(instance: Instance, bid_id: str, *, alpha: float = 0.5) -> fl
         other = rest.bids[k]
         lo, hi = csc.indptr[k], csc.indptr[k + 1]
         residual[csc.indices[lo:hi]] -= csc.data[lo:hi]
-        if other.bidder == bid.bidder or np.any(need > residual[need_rows]):
+        for r, d in zip(csc.indices[lo:hi].tolist(), csc.data[lo:hi].tolist()):
+            taken.setdefault(r, []).append(d)
+        if other.bidder == bid.bidder or not _fits(need_rows, need, residual, taken, limit, guard):
             return float(keys[k]) * size**alpha
     return 0.0
 
