@@ -33,7 +33,8 @@ def _busy(n: int) -> list[subprocess.Popen]:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("query", ["method=auto&work=0.3", "method=auto&mechanism=vcg&work=0.3"])
+@pytest.mark.parametrize("query", ["method=auto&work=0.3", "method=auto&mechanism=vcg&work=0.3",
+                                   "method=auto&mechanism=core&work=0.3"])
 def test_the_same_request_answers_the_same_idle_and_loaded(roomy, seed, query):
     doc = arbitrary(n_goods=48, n_bids=240, seed=seed).to_dict()
     h = roomy.h("alice")
