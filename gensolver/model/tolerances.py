@@ -120,8 +120,8 @@ def payment_tolerance(scale: float) -> float:
     """The absolute tolerance to which exact payments of a round with welfare bound ``scale``
     are proved: ``max(1e-6, 1e-12 * |scale|)``.
 
-    >>> payment_tolerance(10.0), payment_tolerance(1e7)
-    (1e-06, 1e-06)
+    >>> payment_tolerance(10.0), payment_tolerance(1e5), round(payment_tolerance(1e9), 15)
+    (1e-06, 1e-06, 0.001)
     """
     s = abs(float(scale)) if math.isfinite(scale) else 0.0
     return max(EXACT_PAYMENT_ABS_TOL, EXACT_PAYMENT_REL_TOL * s)

@@ -54,9 +54,12 @@ def test_highs_is_optimal_only_at_the_brute_force_optimum() -> None:
 
 
 def test_vcg_on_highs_is_exact_only_with_the_clarke_payments() -> None:
-    """The seed-13 round through VCG with ``solver="highs"``: an ``exact`` outcome has brute
-    force's optimal welfare and Clarke payments (before, B2's 2.5 bid was dropped and the
-    payments were wrong with ``exact=True``)."""
+    """The seed-13 round through VCG with ``solver="highs"``: brute force's optimal welfare, and
+    Clarke payments that an ``exact`` outcome states and an inexact one brackets (before, B2's
+    2.5 bid was dropped and the payments were wrong with ``exact=True``). HiGHS's proofs on
+    fractional values count as exact only to the relative MIP gap, so the outcome may be
+    inexact (:mod:`gensolver.model.tolerances`); it must then hold the true payments in its
+    intervals."""
     ok, why = get_method("highs").available()
     if not ok:
         pytest.skip(why)
@@ -64,12 +67,16 @@ def test_vcg_on_highs_is_exact_only_with_the_clarke_payments() -> None:
     inst = bench.tiny_round(13)
     opt, _ = brute_force(inst)
     out = vcg(inst, solver="highs")
-    assert out.exact
     assert out.allocation.welfare == pytest.approx(opt, rel=1e-12)
     without = {b: brute_force(inst.without_bidder(b))[0] for b in inst.bidder_ids}
     expected = bench.clarke_payments(inst, out.allocation.winners, opt, without)
     for b in inst.bidder_ids:
-        assert out.payments[b] == pytest.approx(expected[b], rel=1e-9, abs=1e-9 * opt), b
+        if out.exact:
+            assert out.payments[b] == pytest.approx(expected[b], rel=1e-9, abs=1e-9 * opt), b
+        else:
+            lo, hi = out.payment_bounds[b]
+            slack = 1e-9 * opt
+            assert lo - slack <= expected[b] <= hi + slack, (b, lo, expected[b], hi)
 
 
 def test_the_check_catches_a_wrong_claim() -> None:
