@@ -19,6 +19,7 @@ from typing import Any
 
 import typer
 
+from ..errors import InputError
 from .common import check_output_file, console, fail
 
 __all__ = ["register", "gentask_round", "is_gentask_file", "DEFAULT_GPUS", "DEFAULT_STEPS", "DEFAULT_STEP_SECONDS"]
@@ -49,22 +50,22 @@ def gentask_round(path: Path, *, gpus: str = DEFAULT_GPUS, steps: int = DEFAULT_
     from ..model.inputs import read_limited
 
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"--steps: must be a positive integer, got {steps!r}")
+        raise InputError(f"--steps: must be a positive integer, got {steps!r}")
     if not (step_seconds > 0 and step_seconds < float("inf")):
-        raise ValueError(f"--step-seconds: must be a positive number of seconds, got {step_seconds!r}")
+        raise InputError(f"--step-seconds: must be a positive number of seconds, got {step_seconds!r}")
     mems: list[float] = []
     for part in gpus.split(","):
         try:
             mem = float(part)
         except ValueError:
-            raise ValueError(f"--gpus: expected GiB per GPU like '80,40', got {gpus!r}") from None
+            raise InputError(f"--gpus: expected GiB per GPU like '80,40', got {gpus!r}") from None
         if not (mem > 0 and mem < float("inf")):
-            raise ValueError(f"--gpus: expected positive GiB per GPU like '80,40', got {gpus!r}")
+            raise InputError(f"--gpus: expected positive GiB per GPU like '80,40', got {gpus!r}")
         mems.append(mem)
     text = read_limited(path).decode("utf-8")
     tasks = loads_gentasks(text, source=str(path), step_seconds=step_seconds)
     if not tasks:
-        raise ValueError(f"{path}: no GenTask document")
+        raise InputError(f"{path}: no GenTask document")
     specs = tuple(GpuSpec(f"gpu{k}", mem) for k, mem in enumerate(mems))
     return GpuRound(specs, tasks, steps=steps, step_seconds=step_seconds, memory_levels=memory_levels,
                     name=path.stem)

@@ -14,7 +14,7 @@ from typing import Any, List, Optional
 import typer
 from rich.table import Table
 
-from ..errors import SEED_LIMIT
+from ..errors import SEED_LIMIT, InputError
 from ..model.io import json_safe
 from .choices import DEFAULT_POLICIES, METHODS, POLICIES, SIM_MECHANISMS, choice
 from .common import (
@@ -73,18 +73,18 @@ def load_workload(trace: str, *, traces_dir: Path | None = None, max_jobs: int |
     if _is_synthetic(trace):
         return parse_synthetic(trace, seed=seed)
     if not os.path.exists(p):
-        raise ValueError(f"TRACE: no such file {trace!r}; use alibaba, philly, synthetic:key=value,... or a trace "
+        raise InputError(f"TRACE: no such file {trace!r}; use alibaba, philly, synthetic:key=value,... or a trace "
                          "file (an Alibaba 2023 pod list, a Philly CSV or GenTask YAML)")
     detected = detect_trace_format(p)
     kind = fmt or detected
     if kind == "gentask" and detected != "gentask":
-        raise ValueError(f"--format gentask: {p} is a {detected} CSV, not GenTask YAML")
+        raise InputError(f"--format gentask: {p} is a {detected} CSV, not GenTask YAML")
     if node_list is not None and kind != "alibaba":
-        raise ValueError(f"--node-list: applies only to Alibaba pod lists, not to a {kind} file")
+        raise InputError(f"--node-list: applies only to Alibaba pod lists, not to a {kind} file")
     if kind == "alibaba":
         nl = node_list if node_list is not None else p.parent / ALIBABA_NODE_FILE
         if not os.path.isfile(nl):
-            raise ValueError(f"--node-list: the Alibaba nodes file {nl} does not exist; pass --node-list PATH "
+            raise InputError(f"--node-list: the Alibaba nodes file {nl} does not exist; pass --node-list PATH "
                              "(openb_node_list_gpu_node.csv)")
         return alibaba_workload(pods=p, node_list=nl, window=None, nodes=nodes, seed=seed,
                                 **{"compress": 8.0, "max_jobs": 300, **kw})
@@ -102,7 +102,7 @@ def _check_trace_present(trace: str, base: Path, *, given: bool) -> None:
     if not folder.is_dir():
         where = "--traces-dir" if given else "the default trace folder ($GENSOLVER_TRACES, else the per-user folder)"
         hint = "" if given else " (it lands in the default folder when --dir is left out)"
-        raise ValueError(f"the {trace} trace is not in {where} ({base}): download it with "
+        raise InputError(f"the {trace} trace is not in {where} ({base}): download it with "
                          f"`gensolver traces fetch {trace}`{hint}, or pass --traces-dir DIR")
 
 
@@ -113,9 +113,9 @@ def _parse_gpus(text: str):
     try:  # every item a number with ASCII digits; an empty item ('80,,80') is refused, not skipped
         mems = [parse_number(x, field="--gpus") for x in text.replace("+", ",").split(",")]
     except QuantityError:
-        raise ValueError(f"--gpus: expected GiB per GPU like '80,40,24', got {text!r}") from None
+        raise InputError(f"--gpus: expected GiB per GPU like '80,40,24', got {text!r}") from None
     if not mems or not all(math.isfinite(m) and m > 0 for m in mems):
-        raise ValueError(f"--gpus: expected finite positive GiB per GPU like '80,40,24', got {text!r}")
+        raise InputError(f"--gpus: expected finite positive GiB per GPU like '80,40,24', got {text!r}")
     return uniform_gpus(mems, per_node=8)
 
 
