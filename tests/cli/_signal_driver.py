@@ -24,8 +24,12 @@ def block(instance, **_kw):  # type: ignore[no-untyped-def]
         time.sleep(0.1)
 
 
-register(Method(name="block", target=block, exact=False, requires=(), description="blocks until killed"),
-         replace=True)
+# registered only where this file runs as the program (``__main__``) or re-runs in the bench pool's
+# spawned workers (``__mp_main__``): never when pytest imports it (``--doctest-modules`` collects
+# every module under tests/), where a blocking method would join every "each method" test
+if __name__ in ("__main__", "__mp_main__"):
+    register(Method(name="block", target=block, exact=False, requires=(), description="blocks until killed"),
+             replace=True)
 
 if __name__ == "__main__":
     from gensolver.cli import main

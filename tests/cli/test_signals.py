@@ -164,3 +164,16 @@ def test_serve_stops_on_sigterm(tmp_path: Path) -> None:
     assert rc == 143, err
     assert "Traceback" not in err
     assert_all_gone(proc, had)
+
+
+def test_importing_the_driver_adds_no_method() -> None:
+    """Only the driver run as a program knows ``block``: pytest imports every module under tests/
+    (``--doctest-modules``), and a blocking method there would hang each "every method" test."""
+    import importlib.util
+
+    from gensolver.solvers.registry import list_methods
+
+    spec = importlib.util.spec_from_file_location("signal_driver_probe", DRIVER)
+    assert spec is not None and spec.loader is not None
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    assert "block" not in {m.name for m in list_methods()}
