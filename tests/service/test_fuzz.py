@@ -24,8 +24,24 @@ from gensolver.service.auth import add_token  # noqa: E402
 
 from .conftest import gentask  # noqa: E402
 
-CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance,
-          negative_data_rejection]
+
+@schemathesis.check
+def not_a_server_error_but_a_documented_wall_bound(ctx, response, case):  # type: ignore[no-untyped-def]
+    """``not_a_server_error``, except the one documented 5xx: ``POST /v1/solve`` answers 503 naming
+    ``query.time_limit`` when the solve outlives the client's own wall-clock bound (a tiny
+    ``time_limit`` such as 5e-324 s, or a loaded machine); every other 5xx still fails."""
+    if response.status_code == 503 and case.path == "/v1/solve":
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        if isinstance(body, dict) and body.get("field") == "query.time_limit":
+            return None
+    return not_a_server_error(ctx, response, case)
+
+
+CHECKS = [not_a_server_error_but_a_documented_wall_bound, response_schema_conformance, status_code_conformance,
+          content_type_conformance, negative_data_rejection]
 
 
 # schemathesis builds one test per operation at collection time, so the app is made then, on a
