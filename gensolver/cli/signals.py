@@ -6,8 +6,9 @@ Ctrl-C: ``finally`` blocks close journals (each line is written whole, flushed a
 next), output folders are tidied. Before raising, the handler sends SIGTERM to every descendant
 process (the bench worker pool, the tasks ``run`` launched in their own sessions, their children), so
 that no ``shutdown(wait=True)`` on the way out waits for a cell that would run on. :func:`reap`, called
-by ``main`` on the way out, waits ``grace`` seconds for them and SIGKILLs what is left: the
-multiprocessing resource tracker, which ignores SIGTERM and SIGINT by design, among them.
+by ``main`` on the way out, waits ``grace`` seconds for them and SIGKILLs what is left, except this
+process's multiprocessing resource tracker, which ignores SIGTERM and SIGINT by design and exits by
+itself once this process has gone (end of file on its pipe), after unlinking what the pool leaked.
 
 Descendants are found through ``/proc`` (each process's parent), or :mod:`psutil` where it is installed
 and ``/proc`` is not; a task that daemonised itself (re-parented to init) is out of reach, as it is for
@@ -140,8 +141,15 @@ def _signal_all(pids: list[int], sig: int) -> None:
 
 def reap(grace: float = 3.0) -> None:
     """SIGTERM every descendant, wait up to ``grace`` seconds for them to exit (collecting
-    those that are this process's children), then SIGKILL the rest and collect them."""
-    pids = descendants()
+    those that are this process's children), then SIGKILL the rest and collect them.
+
+    This process's own multiprocessing resource tracker is spared: it ignores SIGTERM by design,
+    unlinks what the pool leaked, and exits by itself when this process exits (end of file on its
+    pipe). Killing it would only make the next semaphore finaliser on the way out start a fresh
+    one (with a "process died unexpectedly" warning) that outlives the command for a moment.
+    """
+    spare = _own_tracker()
+    pids = [p for p in descendants() if p != spare]
     if not pids:
         return
     _signal_all(pids, signal.SIGTERM)
@@ -152,12 +160,21 @@ def reap(grace: float = 3.0) -> None:
         if not left or all(_ignores_sigterm(p) for p in left):
             break
         time.sleep(0.05)
-    _signal_all(descendants(), signal.SIGKILL)
+    _signal_all([p for p in descendants() if p != spare], signal.SIGKILL)
     for _ in range(100):
         _collect()
-        if not descendants():
+        if not [p for p in descendants() if p != spare]:
             break
         time.sleep(0.02)
+
+
+def _own_tracker() -> int | None:
+    """The pid of this process's multiprocessing resource tracker, if it started one."""
+    import sys
+
+    tracker = sys.modules.get("multiprocessing.resource_tracker")
+    pid = getattr(getattr(tracker, "_resource_tracker", None), "_pid", None)
+    return pid if isinstance(pid, int) else None
 
 
 def _collect() -> None:

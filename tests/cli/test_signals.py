@@ -67,15 +67,35 @@ def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, s
     return proc.returncode, err, had
 
 
-def assert_all_gone(proc: subprocess.Popen[str], had: list[int]) -> None:
-    left = [p for p in had if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _session(proc: subprocess.Popen[str]) -> list[int]:
     group = []
     for p in psutil.process_iter(["pid"]):
         try:
-            if os.getsid(p.pid) == proc.pid:
+            if os.getsid(p.pid) == proc.pid and _alive(p.pid):
                 group.append(p.pid)
         except OSError:
             pass
+    return group
+
+
+def assert_all_gone(proc: subprocess.Popen[str], had: list[int]) -> None:
+    """Every process the command had, and every process of its session, has exited: the
+    multiprocessing resource tracker exits by itself once the command has gone (end of file on its
+    pipe), so the session is waited on (an event, bounded by ``WAIT``), never a fixed time."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        left = [p for p in had if _alive(p)]
+        group = _session(proc)
+        if not (left or group) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     if left or group:  # leave nothing behind for the other tests either
         for pid in set(left) | set(group):
             try:
@@ -103,6 +123,7 @@ def test_bench_stops_its_worker_pool_and_resource_tracker(tmp_path: Path, sig: i
     assert rc == status, err
     assert len(had) >= 2, had  # the worker and the resource tracker at least
     assert "Traceback" not in err
+    assert "relaunching" not in err  # the resource tracker was left to exit, not killed and restarted
     assert_all_gone(proc, had)
     rows = journal_lines(out / "cells.jsonl")
     assert rows and all(r["method"] == "greedy" for r in rows)  # the blocked cells are not journalled
@@ -177,3 +198,26 @@ def test_importing_the_driver_adds_no_method() -> None:
     assert spec is not None and spec.loader is not None
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
     assert "block" not in {m.name for m in list_methods()}
+
+
+def test_reap_spares_the_resource_tracker_which_exits_with_the_command() -> None:
+    """:func:`reap` leaves this process's resource tracker alone (killing it makes the next semaphore
+    finaliser start a fresh one that outlives the command); the tracker exits once the command has."""
+    code = (
+        "import multiprocessing as mp, os, sys\n"
+        "from multiprocessing import resource_tracker\n"
+        "from gensolver.cli import signals\n"
+        "lock = mp.get_context('spawn').Lock()  # a named semaphore: starts the tracker\n"
+        "pid = resource_tracker._resource_tracker._pid\n"
+        "signals.reap(grace=0.5)\n"
+        "os.kill(pid, 0)  # raises when reap killed (and collected) it\n"
+        "print(pid)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=WAIT)
+    assert done.returncode == 0, done.stderr
+    tracker = int(done.stdout)
+    deadline = time.monotonic() + WAIT
+    while _alive(tracker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(tracker), "the resource tracker outlived its command"

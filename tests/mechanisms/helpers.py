@@ -7,7 +7,7 @@ from gensolver.model import Instance
 from gensolver.verify import brute_force
 
 #: exact solver of the mechanism tests ("auto": CP-SAT or a float MILP; one thread is fastest on tiny models)
-EXACT = {"solver": "auto", "options": {"threads": 1}}
+EXACT = {"method": "auto", "options": {"threads": 1}}
 
 
 def goods_instance(bids: list[tuple[str, str, float, list[str]]], goods: list[str], **extra) -> Instance:
