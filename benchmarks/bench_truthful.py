@@ -62,7 +62,7 @@ def run(name: str, oracles: list[str], ref_limit: float, regret: bool, bidders: 
     outs = {}
     for oracle in oracles:
         t1, c1 = time.perf_counter(), time.process_time()
-        out = run_mechanism(inst, mechanism="lavi-swamy", solver=oracle)
+        out = run_mechanism(inst, mechanism="lavi-swamy", method=oracle)
         total, cpu = time.perf_counter() - t1, time.process_time() - c1
         d = out.details
         ok = all(check_allocation(inst, a["winners"]).feasible for a in d["decomposition"])
@@ -79,7 +79,7 @@ def run(name: str, oracles: list[str], ref_limit: float, regret: bool, bidders: 
     base = outs[oracle]
     alpha = base.details["alpha_verified"]
     opts = {"alpha": alpha}
-    truthful = run_mechanism(inst, mechanism="lavi-swamy", solver=oracle, options=opts)
+    truthful = run_mechanism(inst, mechanism="lavi-swamy", method=oracle, options=opts)
     eu = truthful.details["expected_utilities"]
     chosen = sorted(eu, key=lambda b: -eu[b])[:bidders]
     print(f"\nexpected regret (oracle {oracle}, alpha fixed at {alpha:.6g}; bidders with the largest expected "
@@ -94,7 +94,7 @@ def run(name: str, oracles: list[str], ref_limit: float, regret: bool, bidders: 
             ms = list(misreports(inst, b, families=(fam,)))[:per_family]
             if not ms:
                 continue
-            r = expected_regret("lavi-swamy", inst, b, misreports=ms, solver=oracle, options=opts, truthful=truthful)
+            r = expected_regret("lavi-swamy", inst, b, misreports=ms, method=oracle, options=opts, truthful=truthful)
             n += r.evaluated
             if r.regret >= worst:
                 worst, worst_u = r.regret, r.truthful_utility

@@ -69,7 +69,7 @@ def main() -> None:
                                    ("fast path, default (thread per CPU)", {"warm_start": True}, None),
                                    (f"fast path, {args.workers} processes", {"warm_start": True}, pool)):
                 t0 = time.perf_counter()
-                out = run_mechanism(inst, mechanism="vcg", solver=args.solver, executor=ex,
+                out = run_mechanism(inst, mechanism="vcg", method=args.solver, executor=ex,
                                     options={**opts, "threads": args.threads})
                 wall = time.perf_counter() - t0
                 runs[mode] = (out, wall)
@@ -93,7 +93,7 @@ def _families(args: argparse.Namespace) -> None:
     ratios = []
     for seed in args.seeds:
         for label, inst in cases(seed):
-            out = run_mechanism(inst, mechanism="vcg", solver=args.solver, options={"threads": args.threads})
+            out = run_mechanism(inst, mechanism="vcg", method=args.solver, options={"threads": args.threads})
             sec = out.details["seconds"]
             ratio = sec["pivots"] / max(sec["main"], 1e-9)
             ratios.append(ratio)

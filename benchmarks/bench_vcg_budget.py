@@ -76,7 +76,7 @@ def round_table(args: argparse.Namespace) -> None:
     for seed in args.seeds:
         inst = gpu(8, 16, 60, 4, seed=seed).expand()
         t0, c0 = time.perf_counter(), time.process_time()
-        out = run_mechanism(inst, mechanism="vcg", solver="auto", time_limit=args.time_limit,
+        out = run_mechanism(inst, mechanism="vcg", method="auto", time_limit=args.time_limit,
                             options={"main_share": args.main_share, "deterministic": args.deterministic})
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         n, exact, by_value, by_pay = interval_figures(inst, out)
@@ -96,7 +96,7 @@ def ratio_table(args: argparse.Namespace) -> None:
     print("|" + "---|" * len(head), flush=True)
     for label, inst in _instances(args.set == "quick", args.set == "large"):
         c0 = time.process_time()
-        out = run_mechanism(inst, mechanism="vcg", solver="auto")
+        out = run_mechanism(inst, mechanism="vcg", method="auto")
         cpu = time.process_time() - c0
         sec = out.details["seconds"]
         ratio = sec["pivots"] / max(sec["main"], 1e-9)

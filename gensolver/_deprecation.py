@@ -4,6 +4,11 @@ The solver of a front end is ``method`` everywhere (:func:`gensolver.solve`,
 :func:`gensolver.mechanisms.run_mechanism`, :mod:`gensolver.verify`); ``solver=`` is the old
 name, accepted until the next release.
 
+Every deprecation of the package is a :class:`GensolverDeprecationWarning` (a
+:class:`DeprecationWarning`), so a filter can single out the package's own: the test suite turns
+it into an error (``filterwarnings`` in ``pyproject.toml``), which keeps the package and its
+tests off the old names, while the tests of the aliases catch it with ``pytest.warns``.
+
 Examples
 --------
 >>> import warnings
@@ -12,7 +17,7 @@ Examples
 ...     method_alias("auto", "greedy", where="run_mechanism")
 'greedy'
 >>> caught[0].category.__name__, str(caught[0].message)
-('DeprecationWarning', 'run_mechanism: solver= is deprecated; use method= (the same value)')
+('GensolverDeprecationWarning', 'run_mechanism: solver= is deprecated; use method= (the same value)')
 >>> method_alias("cpsat", None, where="run_mechanism")
 'cpsat'
 """
@@ -24,19 +29,25 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["method_alias"]
+__all__ = ["GensolverDeprecationWarning", "method_alias"]
+
+
+class GensolverDeprecationWarning(DeprecationWarning):
+    """A name or argument of gensolver that goes in the next release (the message names its
+    replacement)."""
 
 
 def method_alias(method: Any, solver: Any, *, where: str, default: Any = "auto") -> Any:
     """The solver method of a front end that takes ``method=`` and the deprecated ``solver=``.
 
-    ``solver`` (when not ``None``) warns with :class:`DeprecationWarning` and is used; giving
+    ``solver`` (when not ``None``) warns with :class:`GensolverDeprecationWarning` and is used; giving
     both with different values (``method`` not left at ``default``) raises
     :class:`~gensolver.errors.InputError`.
     """
     if solver is None:
         return method
-    warnings.warn(f"{where}: solver= is deprecated; use method= (the same value)", DeprecationWarning, stacklevel=3)
+    warnings.warn(f"{where}: solver= is deprecated; use method= (the same value)", GensolverDeprecationWarning,
+                  stacklevel=3)
     if method is not default and method != default and method != solver:
         raise InputError(f"{where}: give method= only (solver= is its deprecated alias), got both "
                          f"method={method!r} and solver={solver!r}")

@@ -9,6 +9,7 @@ import warnings
 import pytest
 
 from gensolver import from_dict
+from gensolver._deprecation import GensolverDeprecationWarning
 from gensolver.errors import InputError
 from gensolver.mechanisms import run_mechanism
 from gensolver.verify import max_regret, regret
@@ -56,3 +57,15 @@ def test_regret_front_ends_take_method_and_warn_on_solver() -> None:
         assert regret("vcg", INST, "A", method="cpsat").regret <= 1e-9
     with pytest.warns(DeprecationWarning, match="max_regret: solver= is deprecated"):
         assert max_regret("vcg", INST, solver="cpsat").regret <= 1e-9
+
+
+def test_the_suite_turns_the_packages_deprecations_into_errors() -> None:
+    """``pyproject.toml``'s ``filterwarnings`` makes a :class:`GensolverDeprecationWarning` an
+    error outside ``pytest.warns``, so no test (or package code) leans on an old name, while a
+    third party's plain :class:`DeprecationWarning` stays a warning."""
+    with warnings.catch_warnings(record=True) as caught:  # keeps the suite's filters, records the rest
+        warnings.warn("a third party's deprecation", DeprecationWarning, stacklevel=1)
+        with pytest.raises(GensolverDeprecationWarning, match="solver= is deprecated"):
+            _used_method(solver="cpsat")
+    assert [type(w.message) for w in caught] == [DeprecationWarning]
+    assert issubclass(GensolverDeprecationWarning, DeprecationWarning)

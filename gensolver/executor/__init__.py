@@ -78,6 +78,8 @@ def __getattr__(name: str) -> object:
     if name == "Executor":  # the deprecated name of PlanRunner
         import warnings
 
-        warnings.warn(_DEPRECATED_EXECUTOR, DeprecationWarning, stacklevel=2)
+        from .._deprecation import GensolverDeprecationWarning
+
+        warnings.warn(_DEPRECATED_EXECUTOR, GensolverDeprecationWarning, stacklevel=2)
         return PlanRunner
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ INST = Instance((Slot("s", {"units": 1.0}),), (Bid("a", "A", 5.0, {"s": {"units"
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    ({"mechanism": "greedy-critical", "solver": "nope"}, UnknownMethodError, "unknown method 'nope'"),
+    ({"mechanism": "greedy-critical", "method": "nope"}, UnknownMethodError, "unknown method 'nope'"),
     ({"mechanism": "greedy-critical", "time_limit": -1}, ValueError, "time_limit must be a positive"),
     ({"mechanism": "greedy-critical", "time_limit": "1"}, ValueError, "time_limit must be a positive"),
     ({"mechanism": "greedy-critical", "options": {"alpha": "x"}}, ValueError, "alpha must be a finite number"),
@@ -28,7 +28,7 @@ def test_bad_mechanism_arguments_are_refused(kwargs, error, message) -> None:
 
 
 def test_greedy_critical_still_runs_with_good_arguments() -> None:
-    out = run_mechanism(INST, mechanism="greedy-critical", solver="cpsat", time_limit=1.0)
+    out = run_mechanism(INST, mechanism="greedy-critical", method="cpsat", time_limit=1.0)
     assert out.payments == {"A": 3.0, "B": 0.0}
 
 

@@ -37,7 +37,7 @@ def test_bad_arguments():
 
 def test_callable_mechanism():
     def free(instance, *, solver, time_limit, executor, options):
-        out = run_mechanism(instance, mechanism="pay-as-bid", solver=solver)
+        out = run_mechanism(instance, mechanism="pay-as-bid", method=solver)
         return dataclasses.replace(out, mechanism="free", payments={b: 0.0 for b in out.payments}, revenue=0.0)
 
     inst = goods_instance([("x", "X", 3, ["A"])], ["A"])
@@ -204,7 +204,7 @@ def test_worker_path_matches_cold_cpsat_on_cats(seed):
     from gensolver.instances.cats import arbitrary
 
     inst = arbitrary(40, 150, seed=seed)  # 5 and 10 winners
-    cold = run_mechanism(inst, mechanism="vcg", solver="cpsat", options={"warm_start": False})
+    cold = run_mechanism(inst, mechanism="vcg", method="cpsat", options={"warm_start": False})
     out = run_mechanism(inst, mechanism="vcg", executor=_RecordingExecutor(), **EXACT)
     assert cold.exact and out.exact
     assert out.allocation.welfare == pytest.approx(cold.allocation.welfare, rel=1e-9)

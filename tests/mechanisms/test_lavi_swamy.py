@@ -117,7 +117,7 @@ def check_outcome(inst, out) -> None:
 
 def test_single_item_is_vickrey_with_alpha_one():
     inst = goods_instance([("a", "A", 5, ["g"]), ("b", "B", 3, ["g"])], ["g"])
-    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
+    out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy")
     assert out.details["alpha"] == pytest.approx(1.0)
     assert out.allocation.winners == ("a",)
     assert dict(out.payments) == pytest.approx({"A": 3.0, "B": 0.0})
@@ -130,7 +130,7 @@ def test_fractional_optimum_needs_a_lottery():
     bundle 1/2 (welfare 1.5 x 2), any allocation has one winner, so alpha = 1.5 exactly."""
     inst = goods_instance([("ab", "1", 2, ["A", "B"]), ("bc", "2", 2, ["B", "C"]), ("ca", "3", 2, ["C", "A"])],
                           ["A", "B", "C"])
-    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
+    out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy")
     assert out.details["lp_welfare"] == pytest.approx(3.0)
     assert out.details["alpha"] == pytest.approx(1.5)
     assert out.details["expected_welfare"] == pytest.approx(2.0)
@@ -141,14 +141,14 @@ def test_fractional_optimum_needs_a_lottery():
 @SETTINGS
 @given(instances(max_slots=3, max_bidders=4, max_bids_per_bidder=2))
 def test_lottery_certificates_on_random_instances(inst):
-    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
+    out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy")
     check_outcome(inst, out)
 
 
 @SETTINGS
 @given(gpu_round_instances(max_gpus=2, max_steps=3, max_bidders=4))
 def test_lottery_certificates_on_gpu_rounds_with_the_auto_oracle(inst):
-    out = run_mechanism(inst, mechanism="lavi-swamy", solver="auto", options={"threads": 1})
+    out = run_mechanism(inst, mechanism="lavi-swamy", method="auto", options={"threads": 1})
     check_outcome(inst, out)
     floor = out.details["alpha_floor"]
     assert floor is None or floor <= out.details["alpha_verified"] + 1e-6
@@ -157,12 +157,12 @@ def test_lottery_certificates_on_gpu_rounds_with_the_auto_oracle(inst):
 def test_a_fixed_alpha_above_the_verified_ratio_gives_the_empty_allocation_the_rest():
     inst = goods_instance([("ab", "1", 2, ["A", "B"]), ("bc", "2", 2, ["B", "C"]), ("ca", "3", 2, ["C", "A"])],
                           ["A", "B", "C"])
-    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", options={"alpha": 2.0})
+    out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy", options={"alpha": 2.0})
     assert out.details["alpha"] == 2.0 and out.details["truthful_in_expectation"]
     assert out.details["decomposition"][-1]["winners"] == []
     assert out.details["decomposition"][-1]["probability"] == pytest.approx(1 - 1.5 / 2.0)
     check_outcome(inst, out)
-    low = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", options={"alpha": 1.2})
+    low = run_mechanism(inst, mechanism="lavi-swamy", method="greedy", options={"alpha": 1.2})
     assert low.details["alpha"] == pytest.approx(1.5) and not low.details["truthful_in_expectation"]
     assert "verified only" in low.message
 
@@ -170,16 +170,16 @@ def test_a_fixed_alpha_above_the_verified_ratio_gives_the_empty_allocation_the_r
 def test_seeds_draw_from_the_same_lottery():
     inst = goods_instance([("ab", "1", 2, ["A", "B"]), ("bc", "2", 2, ["B", "C"]), ("ca", "3", 2, ["C", "A"])],
                           ["A", "B", "C"])
-    draws = {run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", options={"seed": s}).allocation.winners
+    draws = {run_mechanism(inst, mechanism="lavi-swamy", method="greedy", options={"seed": s}).allocation.winners
              for s in range(12)}
     assert len(draws) >= 2
-    again = [run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", options={"seed": 3}).allocation.winners
+    again = [run_mechanism(inst, mechanism="lavi-swamy", method="greedy", options={"seed": 3}).allocation.winners
              for _ in range(2)]
     assert again[0] == again[1]
 
 
-def _fixed_alpha(inst, solver="greedy"):
-    return run_mechanism(inst, mechanism="lavi-swamy", solver=solver).details["alpha_verified"]
+def _fixed_alpha(inst, method="greedy"):
+    return run_mechanism(inst, mechanism="lavi-swamy", method=method).details["alpha_verified"]
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -189,14 +189,14 @@ def test_no_misreport_raises_expected_utility(inst):
     bids, smaller and larger bundles) of every bidder: expected utilities are exact sums."""
     opts = {"alpha": _fixed_alpha(inst)}
     for bidder in inst.bidder_ids:
-        r = expected_regret("lavi-swamy", inst, bidder, families=TRUTHFUL_FAMILIES, solver="greedy", options=opts)
+        r = expected_regret("lavi-swamy", inst, bidder, families=TRUTHFUL_FAMILIES, method="greedy", options=opts)
         assert r.regret <= 1e-7 * max(1.0, abs(r.truthful_utility)), r
 
 
 def test_expected_regret_on_a_gpu_round_with_xor_bids():
     inst = goods_instance([("1a", "1", 4, ["A"]), ("1b", "1", 3, ["B"]), ("1ab", "1", 7, ["A", "B"]),
                            ("2a", "2", 5, ["A"]), ("3b", "3", 2, ["B"]), ("4ab", "4", 6.5, ["A", "B"])], ["A", "B"])
-    res = max_expected_regret("lavi-swamy", inst, families=TRUTHFUL_FAMILIES, solver="greedy",
+    res = max_expected_regret("lavi-swamy", inst, families=TRUTHFUL_FAMILIES, method="greedy",
                               options={"alpha": _fixed_alpha(inst)})
     assert res.regret <= 1e-7
     assert all(r.evaluated > 0 for r in res.per_bidder.values())
@@ -217,7 +217,7 @@ def _pay_as_bid_lottery(instance, *, solver="greedy", time_limit=None, executor=
 
 def test_the_expected_regret_checker_catches_a_pay_as_bid_lottery():
     inst = goods_instance([("a", "A", 5, ["g"]), ("b", "B", 3, ["g"])], ["g"])
-    r = expected_regret(_pay_as_bid_lottery, inst, "A", families=("scale",), solver="greedy")
+    r = expected_regret(_pay_as_bid_lottery, inst, "A", families=("scale",), method="greedy")
     # truthful: A wins and pays 5 (utility 0); bidding 0.8 x 5 = 4 still wins and pays 4
     assert r.truthful_utility == pytest.approx(0.0)
     assert r.regret == pytest.approx(1.0)
@@ -227,14 +227,14 @@ def test_expected_regret_equals_regret_for_a_deterministic_mechanism():
     inst = goods_instance([("1a", "1", 4, ["A"]), ("1ab", "1", 7, ["A", "B"]), ("2a", "2", 5, ["A"]),
                            ("3b", "3", 2, ["B"])], ["A", "B"])
     for bidder in inst.bidder_ids:
-        a = expected_regret("pay-as-bid", inst, bidder, solver="cpsat")
-        b = regret("pay-as-bid", inst, bidder, solver="cpsat")
+        a = expected_regret("pay-as-bid", inst, bidder, method="cpsat")
+        b = regret("pay-as-bid", inst, bidder, method="cpsat")
         assert a.regret == pytest.approx(b.regret) and a.truthful_utility == pytest.approx(b.truthful_utility)
 
 
 def test_expected_utility_refuses_a_lottery_that_is_not_a_distribution():
     inst = goods_instance([("a", "A", 5, ["g"]), ("b", "B", 3, ["g"])], ["g"])
-    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
+    out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy")
     bad = make_outcome("x", inst, out.allocation, dict(out.payments), exact=True,
                        details={"decomposition": [{"probability": 0.7, "winners": ["a"], "payments": {}}]})
     with pytest.raises(ValueError, match="not a probability distribution"):
@@ -245,7 +245,7 @@ def test_expected_utility_refuses_a_lottery_that_is_not_a_distribution():
     ({"options": {"alpha": 0.5}}, "alpha must be None or a finite number >= 1"),
     ({"options": {"seed": -1}}, "seed must be an integer in"),
     ({"options": {"threads": 0}}, "threads must be None or a positive integer"),
-    ({"solver": "cpsat"}, "must be one of greedy, auto"),
+    ({"method": "cpsat"}, "must be one of greedy, auto"),
     ({"options": {"nope": 1}}, "does not take option"),
 ])
 def test_bad_arguments_are_refused(kwargs, message):
@@ -256,7 +256,7 @@ def test_bad_arguments_are_refused(kwargs, message):
 
 def test_budgets_cap_every_payment_of_the_lottery():
     inst = goods_instance([("a", "A", 5, ["g"]), ("b", "B", 3, ["g"])], ["g"], bidders=[{"id": "A", "budget": 1.0}])
-    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
+    out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy")
     assert out.payments["A"] == pytest.approx(1.0) and out.budget_capped == ("A",)
     assert all(a["payments"].get("A", 0.0) <= 1.0 for a in out.details["decomposition"])
 
@@ -265,7 +265,7 @@ def test_the_lottery_certificates_catch_a_wrong_lottery():
     """check_outcome fails on a lottery whose mean is not alpha^-1 times an LP optimum."""
     inst = goods_instance([("ab", "1", 2, ["A", "B"]), ("bc", "2", 2, ["B", "C"]), ("ca", "3", 2, ["C", "A"])],
                           ["A", "B", "C"])
-    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
+    out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy")
     lot = [dict(a) for a in out.details["decomposition"]]
     # move all probability onto the first allocation: still a distribution, still feasible
     lot = [{**lot[0], "probability": 1.0}] + [{**a, "probability": 0.0} for a in lot[1:]]
@@ -289,11 +289,11 @@ def test_a_time_limit_that_stops_the_lp_is_reported_inexact():
     for o in range(P.n_owners):
         lo, hi = stopped.bounds[o]
         assert lo - 1e-9 <= exact.payments[o] <= hi + 1e-9
-    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", time_limit=1e-9,
+    out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy", time_limit=1e-9,
                         options={"deterministic": False})
     assert not out.exact and "did not converge" in out.message and "wall-clock" in out.message
     # the default work budget never stops the LPs: the same call is exact whatever the load
-    out = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", time_limit=1e-9)
+    out = run_mechanism(inst, mechanism="lavi-swamy", method="greedy", time_limit=1e-9)
     assert out.exact and out.details["budget"] == "work units"
 
 
@@ -315,8 +315,8 @@ def test_rounds_where_nothing_can_be_allocated_are_exact_and_empty(values, amoun
 def test_both_payment_rules_charge_the_same_in_expectation():
     inst = goods_instance([("1a", "1", 4, ["A"]), ("1ab", "1", 7, ["A", "B"]), ("2a", "2", 5, ["A"]),
                            ("3b", "3", 2, ["B"]), ("4ab", "4", 6.5, ["A", "B"]), ("5b", "5", 3, ["B"])], ["A", "B"])
-    a = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy")
-    b = run_mechanism(inst, mechanism="lavi-swamy", solver="greedy", options={"payment_rule": "win-indicator"})
+    a = run_mechanism(inst, mechanism="lavi-swamy", method="greedy")
+    b = run_mechanism(inst, mechanism="lavi-swamy", method="greedy", options={"payment_rule": "win-indicator"})
     check_outcome(inst, a)
     check_outcome(inst, b)
     assert b.details["expected_payments"] == pytest.approx(a.details["expected_payments"])

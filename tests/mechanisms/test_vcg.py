@@ -88,7 +88,7 @@ def test_gpu_round_payments_match_brute_force(inst):
 @settings(max_examples=25, deadline=None)
 @given(inst=instances(max_slots=3, max_bidders=4, max_bids_per_bidder=2))
 def test_intervals_contain_exact_payments_with_inexact_solver(solver, inst):
-    out = run_mechanism(inst, mechanism="vcg", solver=solver)
+    out = run_mechanism(inst, mechanism="vcg", method=solver)
     w_star, x_star = brute_force(inst)
     if out.allocation.optimal:
         assert out.allocation.welfare == pytest.approx(w_star, abs=1e-7)
@@ -105,7 +105,7 @@ def test_intervals_contain_exact_payments_with_inexact_solver(solver, inst):
 def test_intervals_on_instance_where_greedy_is_suboptimal():
     """Greedy takes the big bid (10/sqrt(2) > 6 and > 5) though A + B are worth 11."""
     inst = goods_instance([("x", "X", 6, ["A"]), ("y", "Y", 5, ["B"]), ("z", "Z", 10, ["A", "B"])], ["A", "B"])
-    out = run_mechanism(inst, mechanism="vcg", solver="greedy")
+    out = run_mechanism(inst, mechanism="vcg", method="greedy")
     assert out.allocation.winners == ("z",)
     assert not out.exact and "not proven optimal" in out.message
     exact = clarke_by_brute_force(inst, ("x", "y"))  # X pays 10 - 5 = 5, Y pays 10 - 6 = 4
@@ -131,7 +131,7 @@ def test_time_limited_pivots_give_valid_intervals():
         method = "cpsat" if instance.n_bids == 3 else "greedy"
         return solve(instance, method=method)
 
-    out = run_mechanism(inst, mechanism="vcg", solver=half_exact)
+    out = run_mechanism(inst, mechanism="vcg", method=half_exact)
     assert out.allocation.optimal
     exact = clarke_by_brute_force(inst, out.allocation.winners)
     for i, p in exact.items():
@@ -142,8 +142,8 @@ def test_time_limited_pivots_give_valid_intervals():
 
 def test_warm_start_option_and_unknown_option():
     inst = goods_instance([("x", "X", 6, ["A"]), ("y", "Y", 5, ["A"])], ["A"])
-    cold = run_mechanism(inst, mechanism="vcg", solver="cpsat", options={"warm_start": False})
-    warm = run_mechanism(inst, mechanism="vcg", solver="cpsat")
+    cold = run_mechanism(inst, mechanism="vcg", method="cpsat", options={"warm_start": False})
+    warm = run_mechanism(inst, mechanism="vcg", method="cpsat")
     assert cold.payments == warm.payments == {"X": 5.0, "Y": 0.0}
     assert warm.details["warm_start"] and not cold.details["warm_start"]
     with pytest.raises(ValueError, match="valid options"):
@@ -171,18 +171,18 @@ def test_pivots_meeting_the_trivial_bound_are_not_resolved():
         calls.append(instance.n_bids)
         return solve(instance, method="cpsat")
 
-    out = run_mechanism(inst, mechanism="vcg", solver=counting)
+    out = run_mechanism(inst, mechanism="vcg", method=counting)
     expected = clarke_by_brute_force(inst, out.allocation.winners)
     assert dict(out.payments) == pytest.approx(expected) == {"A": 0.0, "B": 0.0, "C": 0.0}
     assert calls == [4] and out.exact
     assert {p["how"] for p in out.details["pivots"].values()} == {"trivial-bound"}
     calls.clear()
-    cold = run_mechanism(inst, mechanism="vcg", solver=counting, options={"warm_start": False})
+    cold = run_mechanism(inst, mechanism="vcg", method=counting, options={"warm_start": False})
     assert cold.payments == out.payments and sorted(calls) == [2, 3, 3, 4]
     # one losing bid with value (D) lifts every pivot's trivial bound: all are re-solved
     calls.clear()
     contested = goods_instance([("a1", "A", 4, ["P"]), ("b1", "B", 6, ["R"]), ("c1", "C", 5, ["S"]),
                                 ("d1", "D", 2, ["S"])], ["P", "R", "S"])
-    out = run_mechanism(contested, mechanism="vcg", solver=counting)
+    out = run_mechanism(contested, mechanism="vcg", method=counting)
     assert dict(out.payments) == pytest.approx(clarke_by_brute_force(contested, out.allocation.winners))
     assert out.payments["C"] == pytest.approx(2.0) and sorted(calls) == [3, 3, 3, 4]

@@ -55,7 +55,7 @@ BUDGETS = st.sampled_from([None, 1e-6, 1e-3, 0.02, 0.2, 2.0])
 def test_intervals_contain_brute_force_for_every_budget(inst, budget, deterministic, threads):
     """Every budget, tiny ones included, wall or work units, serial or on threads."""
     with ThreadPoolExecutor(2) as ex:
-        out = run_mechanism(inst, mechanism="vcg", solver="auto", time_limit=budget, executor=ex if threads else None,
+        out = run_mechanism(inst, mechanism="vcg", method="auto", time_limit=budget, executor=ex if threads else None,
                             options={"threads": 1, "deterministic": deterministic})
     check_intervals(inst, out)
     if budget is None:
@@ -69,7 +69,7 @@ def test_interval_checker_fails_on_wrong_answers():
     from .helpers import goods_instance
 
     inst = goods_instance([("a", "A", 5.0, ["g"]), ("b", "B", 3.0, ["g"])], ["g"])
-    out = run_mechanism(inst, mechanism="vcg", solver="auto", options={"threads": 1})
+    out = run_mechanism(inst, mechanism="vcg", method="auto", options={"threads": 1})
     check_intervals(inst, out)  # A pays 3
     shifted = dataclasses.replace(out, payment_bounds={**out.payment_bounds, "A": (3.5, 4.0)})
     with pytest.raises(AssertionError):
@@ -89,7 +89,7 @@ def test_deterministic_work_within_budget_and_repeatable(budget):
     inst = arbitrary(60, 250, seed=1)
     runs = []
     for ex in (None, ThreadPoolExecutor(2), ThreadPoolExecutor(2)):
-        out = run_mechanism(inst, mechanism="vcg", solver="auto", time_limit=budget, executor=ex,
+        out = run_mechanism(inst, mechanism="vcg", method="auto", time_limit=budget, executor=ex,
                             options={"threads": 1, "deterministic": True})
         if ex is not None:
             ex.shutdown()
@@ -107,7 +107,7 @@ def test_wall_budget_is_shared_not_repeated():
     """Pivots get shares of what the main solve leaves: their limits add up to at most the
     budget left (per wave), instead of the whole time limit each."""
     inst = arbitrary(30, 120, seed=3)
-    out = run_mechanism(inst, mechanism="vcg", solver="auto", time_limit=0.6, options={"threads": 1})
+    out = run_mechanism(inst, mechanism="vcg", method="auto", time_limit=0.6, options={"threads": 1})
     limits = [p["limit"] for p in out.details["pivots"].values() if p.get("limit") is not None]
     assert all(lim <= 0.6 for lim in limits)
     assert out.details["seconds"]["main"] <= 0.6
@@ -130,6 +130,6 @@ def test_options_checked():
     with pytest.raises(ValueError, match="main_share"):
         run_mechanism(inst, mechanism="vcg", options={"main_share": 0})
     with pytest.raises(ValueError, match="deterministic"):
-        run_mechanism(inst, mechanism="vcg", solver="greedy", options={"deterministic": True})
+        run_mechanism(inst, mechanism="vcg", method="greedy", options={"deterministic": True})
     with pytest.raises(ValueError, match="warm_start"):
         run_mechanism(inst, mechanism="vcg", options={"deterministic": True, "warm_start": False})

@@ -16,7 +16,7 @@ def _llg(tmp_path):
 
 def test_verify_json_reports_worst_misreport(tmp_path, capsys):
     path = _llg(tmp_path)
-    assert main(["verify", path, "--mechanism", "pay-as-bid", "--solver", "cpsat", "--json"]) == 0
+    assert main(["verify", path, "--mechanism", "pay-as-bid", "--method", "cpsat", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     # L2: 6 * (1 - 0.5) = 3; L1 at 4 ties the locals with G (10 = 4 + 6), and the canonical
     # (id-sorted) order the solvers see breaks the tie for the locals: 8 - 4 = 4
