@@ -7,7 +7,8 @@ same required fields, types, ranges and quantity/duration spellings, so that a d
 reader accepts is accepted by a cluster and most documents it refuses are refused at
 ``kubectl apply`` time already.
 
-An OpenAPI schema cannot say everything the reader checks. :data:`READER_ONLY` lists what only
+An OpenAPI schema cannot say everything the reader checks (the whole comparison, field by field,
+is computed in :mod:`gensolver.adapters.crd_table`). :data:`READER_ONLY` lists what only
 the reader refuses (cross-field rules, near-miss typos, magnitudes of unit-less strings) and
 :data:`CRD_ONLY` what only the cluster refuses (spellings Kubernetes does not allow for a
 quantity or a command, object names that are not DNS names). The tests check every example of
@@ -40,14 +41,17 @@ __all__ = ["gentask_crd", "gentask_schema", "document_schema", "validate_documen
 GROUP, VERSION = API_VERSION.split("/")
 PLURAL = "gentasks"
 
-# a number with an optional exponent and a suffix the reader knows (shared/INSTANCE_FORMAT: binary, decimal, milli)
-_NUMBER = r"\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?"
-_SUFFIX = r"(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?"
+# the reader's quantity grammar (gensolver.model.quantity): a number, then an exponent of at most
+# three digits or one Kubernetes suffix, no space between; at most 64 characters
+_NUMBER = r"\+?([0-9]+\.?[0-9]*|\.[0-9]+)"
+_SUFFIX = r"([eE][-+]?[0-9]{1,3}|Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?"
 #: a mantissa with a non-zero digit (the reader refuses a zero memory)
-_NONZERO = r"\+?([0-9]*[1-9][0-9]*\.?[0-9]*|[0-9]*\.[0-9]*[1-9][0-9]*)([eE][-+]?[0-9]+)?"
+_NONZERO = r"\+?([0-9]*[1-9][0-9]*\.?[0-9]*|[0-9]*\.[0-9]*[1-9][0-9]*)"
+_QUANTITY_LENGTH = 64
 _DURATION = r"^\s*(([0-9]+\.?[0-9]*|\.[0-9]+)\s*(ms|s|m|h|d)?\s*)+$"
-#: a share of one device in (0, 1]: 0.25, .5, 1, 1.0, 250m, 1000m
-_SHARE = r"^(0?\.[0-9]*[1-9][0-9]*|1(\.0*)?|0*[1-9][0-9]{0,2}m|0*1000m)$"
+#: a share of one device in (0, 1]: 0.25, .5, 1, 1.0, 250m, 0.5m, 1000m (an exponent is not spelt out)
+_SHARE = (r"^\s*\+?(0*\.[0-9]*[1-9][0-9]*|0*1(\.0*)?"
+          r"|(0*[1-9][0-9]{0,2}(\.[0-9]*)?|0*\.[0-9]*[1-9][0-9]*|0*1000(\.0*)?)m)\s*$")
 
 
 def _int_or_string(pattern: str, *, minimum: int | None = None, maximum: int | None = None) -> dict[str, Any]:
@@ -71,8 +75,8 @@ def _object(properties: dict[str, Any], *, required: tuple[str, ...] = (), open_
 
 def gentask_schema() -> dict[str, Any]:
     """The ``openAPIV3Schema`` of a GenTask (see the module docstring)."""
-    quantity = _int_or_string(rf"^\s*{_NUMBER}\s*{_SUFFIX}\s*$", minimum=0)
-    memory = _int_or_string(rf"^\s*{_NONZERO}\s*{_SUFFIX}\s*$", minimum=2 ** 20)
+    quantity = dict(_int_or_string(rf"^\s*{_NUMBER}{_SUFFIX}\s*$", minimum=0), maxLength=_QUANTITY_LENGTH)
+    memory = dict(_int_or_string(rf"^\s*{_NONZERO}{_SUFFIX}\s*$", minimum=2 ** 20), maxLength=_QUANTITY_LENGTH)
     duration = _int_or_string(_DURATION, minimum=0)
     requests = _object({"nvidia.com/gpu": {"type": "integer", "minimum": 1}, "cpu": quantity, "memory": quantity})
     argv = {"type": "array", "items": {"type": "string"}}
