@@ -27,7 +27,11 @@ Algorithm (Day & Raghavan 2007 constraint generation)
    ``sum(p) = R`` fixed. Go to 3 with the new ``p``.
 
 If any solve is not proven optimal, ``exact`` is ``False``; a separation solve whose bound
-proves ``z <= sum(p)`` still certifies the core.
+proves ``z <= sum(p)`` still certifies the core. When the allocation is not efficient (a main
+solve stopped by its budget, or a heuristic method), a separation solve can find a coalition
+whose allocation is worth more than ``x*``: no payments within the bids block it (the core of
+``x*`` is empty), so the loop stops there with the last point, ``exact=False``, and the better
+allocation in ``details["better_allocation"]`` (its value, bidders and bids).
 
 Budgets
 -------
@@ -49,7 +53,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Executor
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 from scipy.optimize import linprog, minimize
@@ -62,9 +66,26 @@ from .common import check_call, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 from .vcg import vcg
 
-__all__ = ["core", "separate"]
+__all__ = ["core", "separate", "Separation"]
 
 _DEFAULTS: dict[str, Any] = {"max_iterations": 200, "threads": None, "deterministic": None}
+
+
+class Separation(NamedTuple):
+    """One separation solve (:func:`separate`)."""
+
+    #: best reduced welfare found
+    z: float
+    #: a proven upper bound on the reduced welfare
+    z_bound: float
+    #: bidders of that solution with positive reduced value (the blocking coalition)
+    coalition: tuple[str, ...]
+    #: their reported welfare
+    coalition_value: float
+    #: the solve was proven optimal
+    optimal: bool
+    #: the coalition's winning bids (a feasible allocation worth ``coalition_value``)
+    bids: tuple[str, ...] = ()
 
 
 def separate(
@@ -76,15 +97,16 @@ def separate(
     time_limit: float | None = None,
     threads: int | None = None,
     deterministic: bool = False,
-) -> tuple[float, float, tuple[str, ...], float, bool]:
+) -> Separation:
     """Most violated core constraint at ``payments`` (Day & Raghavan's separation MILP).
 
     Returns
     -------
-    (z, z_bound, coalition, coalition_value, optimal)
+    Separation
         ``z``: best reduced welfare found; ``z_bound``: a proven upper bound on it;
         ``coalition``: bidders of that solution (with positive reduced value);
-        ``coalition_value``: their true (reported) welfare; ``optimal``: proven optimal.
+        ``coalition_value``: their true (reported) welfare; ``optimal``: proven optimal;
+        ``bids``: the coalition's winning bids.
     """
     surplus = {i: max(0.0, winning[i].value - payments.get(i, 0.0)) for i in winning}
     bids = [
@@ -98,16 +120,18 @@ def separate(
         res = solve_wdp(reduced, solver=solver, time_limit=time_limit, threads=threads)
     index = reduced.bid_index
     coalition: list[str] = []
+    chosen: list[str] = []
     value = 0.0
     z = 0.0
     for w in res.winners:
         b = reduced.bids[index[w]]
         if b.value > 0.0:
             coalition.append(b.bidder)
+            chosen.append(w)
             value += instance.bids[index[w]].value
             z += b.value
     bound = res.bound if res.bound is not None else float("inf")
-    return z, max(bound, z), tuple(coalition), value, res.status is Status.OPTIMAL
+    return Separation(z, max(bound, z), tuple(coalition), value, res.status is Status.OPTIMAL, tuple(chosen))
 
 
 def _lp_qp(winners: list[str], rows: list[tuple[np.ndarray, float]], lo: np.ndarray, hi: np.ndarray,
@@ -193,12 +217,13 @@ def core(
     certified = False
     iterations = 0
     coalitions: list[list[str]] = []
+    beaten: dict[str, Any] | None = None
     while winners and iterations < int(opts["max_iterations"]):
         iterations += 1
         pay = dict(zip(winners, p.tolist()))
-        z, z_bound, coalition, value, optimal = separate(
-            instance, won, pay, solver=solver, time_limit=time_limit, threads=opts["threads"],
-            deterministic=det and time_limit is not None)
+        sep = separate(instance, won, pay, solver=solver, time_limit=time_limit, threads=opts["threads"],
+                       deterministic=det and time_limit is not None)
+        z, z_bound, coalition, value = sep.z, sep.z_bound, sep.coalition, sep.coalition_value
         revenue = float(p.sum())
         if z_bound <= revenue + tol:
             certified = True
@@ -209,13 +234,23 @@ def core(
         cset = set(coalition)
         coef = np.array([0.0 if i in cset else 1.0 for i in winners])
         rhs = value - sum(won[i].value for i in winners if i in cset)
-        rows.append((coef, rhs))
+        if rhs > float(coef @ hi) + tol:
+            # the coalition's allocation is worth more than x* (a main solve stopped by its
+            # budget, or a heuristic): no payments within the bids block it, the core of x*
+            # is empty; stop with the last point rather than hand the LP an infeasible row
+            beaten = {"welfare": value, "bidders": sorted(cset), "bids": sorted(sep.bids)}
+            break
+        rows.append((coef, min(rhs, float(coef @ hi))))
         coalitions.append(sorted(cset))
         p = _lp_qp(winners, rows, lo, hi, vcg_p)
     else:
         certified = not winners
     msgs = []
-    if not certified:
+    if beaten is not None:
+        exact = False
+        msgs.append(f"the allocation is not efficient: the separation found one worth {beaten['welfare']:.10g} > "
+                    f"{alloc.welfare:.10g}, so its core is empty; payments are the last core-LP point")
+    elif not certified:
         exact = False
         msgs.append("core membership not certified (iteration limit or separation not proven optimal)")
     if base.message:
@@ -228,6 +263,7 @@ def core(
         "blocking_coalitions": coalitions,
         "seconds": time.perf_counter() - t0,
         "budget": "none" if time_limit is None else "work units" if det else "wall clock",
+        "better_allocation": beaten,
     }
     bounds = None
     if not exact:  # core payments are between the VCG payments and the bids
