@@ -91,7 +91,37 @@ def solve_command(
              "it is the machine's CPU count)."),
 ) -> None:
     """Solve the winner determination problem of FILE and print the allocation."""
-    check_time_limit_option(time_limit)  # the one rule of -t, before the file is read
+    _check_solve_options(method=method, time_limit=time_limit, seed=seed, mechanism=mechanism, alpha=alpha,
+                         wall_clock=wall_clock, deterministic=deterministic)
+    instance = _read_round_or_instance(file)
+    outcome = None
+    try:
+        if mechanism is not None:
+            outcome = _price(instance, mechanism=mechanism, method=method, time_limit=time_limit, threads=threads,
+                             seed=seed, alpha=alpha, wall_clock=wall_clock, quiet=as_json)
+            result = outcome.allocation
+        else:
+            with working(f"{method}: solving {instance.n_bids} bids", enabled=not as_json):
+                result = solve(instance, method=method, time_limit=time_limit, threads=threads, seed=seed,
+                               options={"deterministic": True} if deterministic else None)
+    except MissingExtraError:
+        raise  # exit 3 and the pip install line (gensolver.cli.main)
+    except (UnknownMethodError, BackendUnavailableError, ValueError) as exc:
+        fail(str(exc))
+    if as_json:
+        from ..mechanisms import result_to_dict
+
+        print_json(result_to_dict(result, outcome=outcome, mechanism=mechanism))
+    else:
+        _print_summary(instance, file, result, outcome)
+    if result.status.value in ("error", "infeasible"):
+        raise typer.Exit(EXIT_SOLVE_ERROR)
+
+
+def _check_solve_options(*, method: str, time_limit: Optional[float], seed: int, mechanism: Optional[str],
+                         alpha: Optional[float], wall_clock: bool, deterministic: bool) -> None:
+    """Exit 2 on options that do not go together, before the file is read."""
+    check_time_limit_option(time_limit)  # the one rule of -t
     if deterministic and (method != "auto" or mechanism is not None):
         fail("--deterministic: only for --method auto without --mechanism")
     if wall_clock and not (mechanism == "lavi-swamy" or (mechanism == "vcg" and method == "auto")):
@@ -102,48 +132,36 @@ def solve_command(
         fail(f"--alpha: must be a finite number >= 1, got {alpha}")
     if mechanism is not None and seed != 0 and mechanism != "lavi-swamy":
         fail("--seed: with --mechanism, only lavi-swamy (the draw from its lottery) takes a seed")
-    instance = _read_round_or_instance(file)
-    outcome = None
-    try:
-        if mechanism is not None:
-            try:
-                from ..mechanisms import run_mechanism
-            except ImportError:  # pragma: no cover - mechanisms ship with the package
-                fail("mechanisms are not available in this build")
-            if threads is not None and (isinstance(threads, bool) or threads < 1):
-                fail(f"--threads: must be a positive integer, got {threads}")
-            try:
-                opts: dict[str, Any] = {} if threads is None else {"threads": threads}
-                if mechanism == "lavi-swamy" and seed:
-                    opts["seed"] = seed
-                if alpha is not None:
-                    opts["alpha"] = float(alpha)
-                if wall_clock:
-                    opts["deterministic"] = False
-                with working(f"{mechanism}: solving and pricing {instance.n_bids} bids", enabled=not as_json):
-                    outcome = run_mechanism(instance, mechanism=mechanism, method=method, time_limit=time_limit,
-                                            options=opts or None)
-            except ValueError as exc:
-                if threads is not None and "does not take option" in str(exc):
-                    fail(f"--threads: mechanism {mechanism!r} does not take a thread count")
-                raise
-            result = outcome.allocation
-        else:
-            with working(f"{method}: solving {instance.n_bids} bids", enabled=not as_json):
-                result = solve(instance, method=method, time_limit=time_limit, threads=threads, seed=seed,
-                               options={"deterministic": True} if deterministic else None)
-    except MissingExtraError:
-        raise  # exit 3 and the pip install line (gensolver.cli.main)
-    except (UnknownMethodError, BackendUnavailableError, ValueError) as exc:
-        fail(str(exc))
-    failed = result.status.value in ("error", "infeasible")
-    if as_json:
-        from ..mechanisms import result_to_dict
 
-        print_json(result_to_dict(result, outcome=outcome, mechanism=mechanism))
-        if failed:
-            raise typer.Exit(EXIT_SOLVE_ERROR)
-        return
+
+def _price(instance: Instance, *, mechanism: str, method: str, time_limit: Optional[float],
+           threads: Optional[int], seed: int, alpha: Optional[float], wall_clock: bool, quiet: bool) -> Any:
+    """The :class:`~gensolver.mechanisms.Outcome` of ``--mechanism`` (its options from the CLI's)."""
+    try:
+        from ..mechanisms import run_mechanism
+    except ImportError:  # pragma: no cover - mechanisms ship with the package
+        fail("mechanisms are not available in this build")
+    if threads is not None and (isinstance(threads, bool) or threads < 1):
+        fail(f"--threads: must be a positive integer, got {threads}")
+    opts: dict[str, Any] = {} if threads is None else {"threads": threads}
+    if mechanism == "lavi-swamy" and seed:
+        opts["seed"] = seed
+    if alpha is not None:
+        opts["alpha"] = float(alpha)
+    if wall_clock:
+        opts["deterministic"] = False
+    try:
+        with working(f"{mechanism}: solving and pricing {instance.n_bids} bids", enabled=not quiet):
+            return run_mechanism(instance, mechanism=mechanism, method=method, time_limit=time_limit,
+                                 options=opts or None)
+    except ValueError as exc:
+        if threads is not None and "does not take option" in str(exc):
+            fail(f"--threads: mechanism {mechanism!r} does not take a thread count")
+        raise
+
+
+def _print_summary(instance: Instance, file: Path, result: Any, outcome: Any) -> None:
+    """The human summary of ``solve``: the solve's figures, the winners and the payments."""
     console.print(f"[bold]{instance.name or file.name}[/]: {instance.n_slots} slots, {instance.n_bids} bids, {instance.n_bidders} bidders")
     gap = "—" if result.gap is None else f"{100 * result.gap:.4f} %"
     bound = "—" if result.bound is None else f"{result.bound:.6g}"
@@ -152,6 +170,15 @@ def solve_command(
     console.print(f"seconds: build {result.seconds.build:.3f}, solve {result.seconds.solve:.3f}, total {result.seconds.total:.3f}")
     if result.message:
         console.print(f"note: {result.message}")
+    console.print(_winners_table(instance, result, outcome))
+    if len(result.winners) > 50:
+        console.print(f"... and {len(result.winners) - 50} more (use --json for all)")
+    if outcome is not None:
+        _print_payments(outcome)
+
+
+def _winners_table(instance: Instance, result: Any, outcome: Any) -> Table:
+    """The first 50 winning bids, with each bidder's payment (and its interval when inexact)."""
     table = Table("bid", "bidder", "value", title=f"{len(result.winners)} winning bids")
     index = instance.bid_index
     payments = dict(outcome.payments) if outcome is not None else None
@@ -169,27 +196,26 @@ def solve_command(
                 lo, hi = outcome.payment_bounds.get(bid.bidder, (0.0, 0.0))
                 row.append(f"[{lo:.6g}, {hi:.6g}]")
         table.add_row(*row)
-    console.print(table)
-    if len(result.winners) > 50:
-        console.print(f"... and {len(result.winners) - 50} more (use --json for all)")
-    if outcome is not None:
-        console.print(f"revenue {outcome.revenue:.6g}")
-        truthful = (outcome.details or {}).get("truthful_in_expectation")
-        if truthful is not None:
-            d = outcome.details
-            why = ("alpha fixed before the reports" if truthful else
-                   "alpha computed from the reports; pass --alpha" if d.get("alpha_requested") is None else
-                   "the oracle could not verify the requested alpha, or an LP stopped early")
-            console.print(f"truthful in expectation: {'yes' if truthful else '[bold]no[/]'} ({why}); "
-                          f"alpha {d.get('alpha', 0.0):.6g}, expected welfare {d.get('expected_welfare', 0.0):.6g}")
-        if outcome.exact:
-            console.print("payments exact: yes")
-        else:
-            from ..mechanisms import inexact_reason
+    return table
 
-            console.print(f"payments exact: [bold]no[/] ({inexact_reason(outcome)})")
-    if failed:
-        raise typer.Exit(EXIT_SOLVE_ERROR)
+
+def _print_payments(outcome: Any) -> None:
+    """Revenue, the lottery's truthfulness (lavi-swamy) and whether the payments are exact."""
+    console.print(f"revenue {outcome.revenue:.6g}")
+    truthful = (outcome.details or {}).get("truthful_in_expectation")
+    if truthful is not None:
+        d = outcome.details
+        why = ("alpha fixed before the reports" if truthful else
+               "alpha computed from the reports; pass --alpha" if d.get("alpha_requested") is None else
+               "the oracle could not verify the requested alpha, or an LP stopped early")
+        console.print(f"truthful in expectation: {'yes' if truthful else '[bold]no[/]'} ({why}); "
+                      f"alpha {d.get('alpha', 0.0):.6g}, expected welfare {d.get('expected_welfare', 0.0):.6g}")
+    if outcome.exact:
+        console.print("payments exact: yes")
+    else:
+        from ..mechanisms import inexact_reason
+
+        console.print(f"payments exact: [bold]no[/] ({inexact_reason(outcome)})")
 
 
 def methods_command(

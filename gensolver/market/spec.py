@@ -269,6 +269,31 @@ def parse_gentask(doc: Any, *, step_seconds: float = 60.0, default_duration: str
     if isinstance(step_seconds, bool) or not isinstance(step_seconds, (int, float)) \
             or not math.isfinite(step_seconds) or step_seconds <= 0:
         raise SpecError("", f"step_seconds must be a finite positive number, got {step_seconds!r}")
+    name, tenant = _header(doc, ctx)
+    _get(doc, "spec.genResources", ctx, required=True)
+    _known_keys(doc, "spec.genResources", _GEN_RESOURCES, ctx)
+    _known_keys(doc, "spec.genResources.gpuMemory", _GPU_MEMORY, ctx)
+    _known_keys(doc, "spec.genResources.computeTime", _COMPUTE_TIME, ctx)
+    pref, mini, urgency, elasticity = _memory(doc, ctx)
+    preemptible, duration, release, deadline = _compute_time(doc, ctx, step_seconds, default_duration)
+    raw_compute = _get(doc, "spec.genResources.gpuCompute", ctx, default=DEFAULT_COMPUTE)
+    compute = _wrap(parse_quantity, ctx, "spec.genResources.gpuCompute", raw_compute)
+    if not 0 < compute <= 1:
+        raise ctx.error("spec.genResources.gpuCompute", f"must be in (0, 1], got {raw_compute!r}")
+    raw_value = _get(doc, "spec.genResources.value", ctx)
+    value = duration * pref / 10.0 if raw_value is None else _number(raw_value, "spec.genResources.value", ctx, lo=0)
+    gpus, command = _containers(doc, ctx)
+    try:
+        return Task(id=name, preferred_memory=pref, min_memory=mini, duration=duration, value=float(value),
+                    urgency=urgency, elasticity=elasticity, compute=compute, preemptible=preemptible,
+                    release=release, deadline=deadline, gpus=gpus, tenant=tenant, command=command)
+    except InstanceError as exc:  # pragma: no cover - every field is checked above
+        raise ctx.error("spec", str(exc)) from None
+
+
+def _header(doc: Any, ctx: _Ctx) -> tuple[str, str]:
+    """The document's ``apiVersion`` and ``kind`` checked; its name and tenant (label
+    ``tenant``, else the namespace, else the name)."""
     if not isinstance(doc, Mapping):
         raise ctx.error("", f"a GenTask document must be a mapping, got {type(doc).__name__}")
     api = doc.get("apiVersion")
@@ -286,10 +311,11 @@ def parse_gentask(doc: Any, *, step_seconds: float = 60.0, default_duration: str
         raise ctx.error("metadata.labels", f"must be a mapping, got {type(labels).__name__}")
     tenant = (_string(labels.get("tenant"), "metadata.labels.tenant", ctx)
               or _string(_get(doc, "metadata.namespace", ctx), "metadata.namespace", ctx) or name)
-    _get(doc, "spec.genResources", ctx, required=True)
-    _known_keys(doc, "spec.genResources", _GEN_RESOURCES, ctx)
-    _known_keys(doc, "spec.genResources.gpuMemory", _GPU_MEMORY, ctx)
-    _known_keys(doc, "spec.genResources.computeTime", _COMPUTE_TIME, ctx)
+    return name, tenant
+
+
+def _memory(doc: Any, ctx: _Ctx) -> tuple[float, float, float, float]:
+    """``spec.genResources.gpuMemory``: preferred and minimum GiB, urgency factor, elasticity."""
     base = "spec.genResources.gpuMemory"
     pref = _wrap(parse_memory_gib, ctx, f"{base}.preferred", _get(doc, f"{base}.preferred", ctx, required=True))
     raw_min = _get(doc, f"{base}.minRequired", ctx)
@@ -299,6 +325,12 @@ def parse_gentask(doc: Any, *, step_seconds: float = 60.0, default_duration: str
                                                f"({_get(doc, f'{base}.preferred', ctx)})")
     urgency = _number(_get(doc, f"{base}.urgencyFactor", ctx, default=0.5), f"{base}.urgencyFactor", ctx, lo=0, hi=1)
     elasticity = _number(_get(doc, f"{base}.elasticity", ctx, default=1.0), f"{base}.elasticity", ctx, lo=0)
+    return pref, mini, urgency, elasticity
+
+
+def _compute_time(doc: Any, ctx: _Ctx, step_seconds: float,
+                  default_duration: str | float) -> tuple[bool, int, int, int | None]:
+    """``spec.genResources.computeTime``: preemptible, and duration, release and deadline in steps."""
     ct = "spec.genResources.computeTime"
     preemptible = _get(doc, f"{ct}.preemptible", ctx, default=True)
     if not isinstance(preemptible, bool):
@@ -318,12 +350,12 @@ def parse_gentask(doc: Any, *, step_seconds: float = 60.0, default_duration: str
         deadline = int(math.floor(_wrap(parse_duration, ctx, f"{ct}.deadline", raw_deadline) / step_seconds + 1e-9))
         if deadline < release + duration:
             raise ctx.error(f"{ct}.deadline", f"deadline {raw_deadline!r} is before arrival + duration")
-    raw_compute = _get(doc, "spec.genResources.gpuCompute", ctx, default=DEFAULT_COMPUTE)
-    compute = _wrap(parse_quantity, ctx, "spec.genResources.gpuCompute", raw_compute)
-    if not 0 < compute <= 1:
-        raise ctx.error("spec.genResources.gpuCompute", f"must be in (0, 1], got {raw_compute!r}")
-    raw_value = _get(doc, "spec.genResources.value", ctx)
-    value = duration * pref / 10.0 if raw_value is None else _number(raw_value, "spec.genResources.value", ctx, lo=0)
+    return preemptible, duration, release, deadline
+
+
+def _containers(doc: Any, ctx: _Ctx) -> tuple[int, tuple[str, ...]]:
+    """``spec.containers``: the GPU count (the largest ``nvidia.com/gpu`` request or limit, at
+    least 1; cpu and memory quantities are checked) and the first container's command + args."""
     gpus = 1
     command: tuple[str, ...] = ()
     containers = _get(doc, "spec.containers", ctx, default=[])
@@ -351,12 +383,7 @@ def parse_gentask(doc: Any, *, step_seconds: float = 60.0, default_duration: str
                     _wrap(parse_quantity, ctx, f"{where}.resources.{part}.{key}", req[key])
         if k == 0:
             command = tuple(_argv(c.get("command"), f"{where}.command", ctx) + _argv(c.get("args"), f"{where}.args", ctx))
-    try:
-        return Task(id=name, preferred_memory=pref, min_memory=mini, duration=duration, value=float(value),
-                    urgency=urgency, elasticity=elasticity, compute=compute, preemptible=preemptible,
-                    release=release, deadline=deadline, gpus=gpus, tenant=tenant, command=command)
-    except InstanceError as exc:  # pragma: no cover - every field is checked above
-        raise ctx.error("spec", str(exc)) from None
+    return gpus, command
 
 
 def _line_index(node: yaml.Node) -> dict[str, int]:
