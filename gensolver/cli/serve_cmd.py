@@ -37,6 +37,9 @@ def serve_command(
     db: str = typer.Option("gensolver-market.db", "--db", envvar="GENSOLVER_DATABASE",
                           help="SQLite database file (WAL; created if missing), or a postgresql:// URL (replicas)."),
     round_seconds: float = typer.Option(0.0, "--round-seconds", help="Clear a round every N seconds (0: only on POST /v1/rounds)."),
+    round_lease_seconds: float = typer.Option(0.0, "--round-lease-seconds",
+                                              help="Seconds the round timer's lease lasts unrenewed: how long other "
+                                                   "replicas wait to take over a killed one's timer (0: three --round-seconds)."),
     gpus: str = typer.Option("node0:4x80", "--gpus", help="The cluster: NODE:COUNTxGIB[:MODEL],... (e.g. node0:4x80,node1:2x40)."),
     step_seconds: float = typer.Option(60.0, "--step-seconds", help="Seconds of one market step."),
     market: Optional[str] = typer.Option(None, "--market", help='MarketConfig options as JSON, e.g. \'{"mechanism": "vcg", "lease": 5}\'.'),
@@ -84,7 +87,8 @@ def serve_command(
         options["alpha"] = alpha
     if not 1 <= port <= 65535:
         fail(f"--port: must be in 1..65535, got {port}")
-    settings = _settings(db=db, gpus=gpus, round_seconds=round_seconds, step_seconds=step_seconds, market=options,
+    settings = _settings(db=db, gpus=gpus, round_seconds=round_seconds, round_lease_seconds=round_lease_seconds,
+                         step_seconds=step_seconds, market=options,
                          max_body_bytes=max_body_bytes, rate_limit=rate_limit, rate_burst=rate_burst,
                          address_rate_limit=address_rate_limit, address_rate_burst=address_rate_burst,
                          max_solve_seconds=max_solve_seconds, max_solve_work=max_solve_work, synchronous=synchronous,

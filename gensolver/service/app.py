@@ -220,7 +220,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = None
         if settings.round_seconds > 0:
-            lease = RoundLease(service.store, ttl=3 * settings.round_seconds)
+            lease = RoundLease(service.store, ttl=settings.round_lease, holder=service.replica)
             task = asyncio.create_task(_clearing_loop(service, settings.round_seconds, lease))
         try:
             yield

@@ -7,7 +7,7 @@ expired (``until`` before now) or already the replica's own, and a replica clear
 when it holds the lease. The upsert is atomic on SQLite (``BEGIN IMMEDIATE``) and on
 PostgreSQL (``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` re-checks the row it waited for), so
 two replicas never both hold it. A replica that dies hands over once its lease runs out
-(``ttl``, three periods by default); one that stops releases it.
+(``ttl``: ``--round-lease-seconds``, three periods by default); one that stops releases it.
 """
 
 from __future__ import annotations
@@ -36,13 +36,26 @@ class RoundLease:
         Seconds a taken lease lasts without renewal.
     clock : callable, optional
         Wall-clock seconds (``time.time``); shared by the replicas through the database rows.
+    holder : str, optional
+        This replica's name in the lease row (a new random one by default); no spaces.
     """
 
-    def __init__(self, store: Any, *, ttl: float, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: Any, *, ttl: float, clock: Callable[[], float] = time.time,
+                 holder: str | None = None) -> None:
         self.store = store
         self.ttl = float(ttl)
         self.clock = clock
-        self.holder = uuid.uuid4().hex
+        self.holder = uuid.uuid4().hex if holder is None else str(holder)
+        if not self.holder or " " in self.holder:
+            raise ValueError(f"holder: a name without spaces, got {holder!r}")
+
+    def holder_now(self) -> tuple[str, float] | None:
+        """The lease row as ``(holder, until)``, or ``None`` when nobody holds it."""
+        row = self.store.one("SELECT value FROM meta WHERE key = ?", (_KEY,))
+        if row is None:
+            return None
+        until, _, holder = str(row["value"]).partition(" ")
+        return holder, float(until)
 
     def acquire(self) -> bool:
         """Take or renew the lease; ``True`` when this replica holds it now."""

@@ -287,6 +287,7 @@ class Gpu(_Model):
 
 class Health(_Model):
     status: str
+    replica: str = Field(description="this process's name among the service's replicas (new at each start)")
     rounds: int
     clock: float
     tasks: dict[str, int]

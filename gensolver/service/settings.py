@@ -69,6 +69,11 @@ class Settings:
     round_seconds : float
         Seconds between automatic clearings (``0``: only on ``POST /v1/rounds``). A periodic
         round is skipped when no task is waiting or running.
+    round_lease_seconds : float
+        Seconds the round timer's lease lasts unrenewed (:mod:`gensolver.service.lease`): with
+        several replicas, how long the others wait before taking over a killed replica's timer.
+        ``0``: three ``round_seconds``. It must exceed ``round_seconds``, or the holder's lease
+        would lapse between its own renewals.
     step_seconds : float
         Seconds of one market time step (GenTask durations are rounded up to steps).
     market : Mapping
@@ -123,6 +128,7 @@ class Settings:
     db: str | Path = "gensolver-market.db"
     gpus: str = DEFAULT_GPUS
     round_seconds: float = 0.0
+    round_lease_seconds: float = 0.0
     step_seconds: float = 60.0
     market: Mapping[str, Any] = field(default_factory=dict)
     max_body_bytes: int = 1 << 20
@@ -148,6 +154,10 @@ class Settings:
             raise ValueError(f"db: expected a file path, got {self.db!r}")
         parse_gpus(self.gpus)
         _positive("round_seconds", self.round_seconds, zero=True)
+        _positive("round_lease_seconds", self.round_lease_seconds, zero=True)
+        if 0 < self.round_lease_seconds <= self.round_seconds:
+            raise ValueError(f"round_lease_seconds: must exceed round_seconds ({self.round_seconds:g}), "
+                             f"got {self.round_lease_seconds:g}")
         _positive("step_seconds", self.step_seconds)
         _positive("max_body_bytes", self.max_body_bytes, integer=True)
         _positive("rate_limit", self.rate_limit, zero=True)
@@ -185,6 +195,11 @@ class Settings:
             raise ValueError("market.alpha: mechanism 'lavi-swamy' needs alpha fixed before the reports (e.g. "
                              "--alpha 2); computed from each round's reports, the lottery is not truthful")
         return config
+
+    @property
+    def round_lease(self) -> float:
+        """Seconds of the round timer's lease (:attr:`round_lease_seconds`, or three periods)."""
+        return self.round_lease_seconds or 3 * self.round_seconds
 
     @property
     def gpu_specs(self) -> tuple[GpuSpec, ...]:

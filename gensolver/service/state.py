@@ -26,6 +26,7 @@ import json
 import re
 import threading
 import time
+import uuid
 from typing import Any, Mapping
 
 import yaml
@@ -78,6 +79,9 @@ class MarketService:
         self.metrics = metrics
         self.config = settings.market_config()
         self.lease = self.config.lease
+        #: this process's name among the replicas (in ``/healthz``, the round timer's lease and
+        #: each round's audit entry)
+        self.replica = uuid.uuid4().hex
         self.store = open_store(settings.db, synchronous=settings.synchronous)
         self.glue = MarketGlue(self.config, settings.gpu_specs, step_seconds=settings.step_seconds)
         #: held while a round clears, and by cancellations and feedback (they change what a round reads)
@@ -520,6 +524,7 @@ class MarketService:
             audit(db, actor=trigger, action="round.clear", subject=str(n),
                   detail={"time": now, "assignments": len(assignments), "revenue": doc["revenue"],
                           "credit_changes": len(result.ledger), "tenants_changed": len(changes),
+                          "replica": self.replica,
                           "net_credits": float(sum(changes.values()))})
         return doc
 
@@ -654,7 +659,7 @@ class MarketService:
         counts = {s: 0 for s in TASK_STATES}
         for r in self.store.query("SELECT state, COUNT(*) AS c FROM tasks GROUP BY state"):
             counts[r["state"]] = int(r["c"])
-        return {"status": "ok", "rounds": self.next_round - 1, "clock": self.clock, "tasks": counts,
+        return {"status": "ok", "replica": self.replica, "rounds": self.next_round - 1, "clock": self.clock, "tasks": counts,
                 "gpus": [{"id": g.id, "memory": g.memory, "compute": g.compute, "node": g.node, "model": g.model}
                          for g in self.glue.gpus],
                 "lease": self.lease, "step_seconds": self.settings.step_seconds,
