@@ -18,6 +18,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from ..errors import InputError, InputTypeError
 from .suites import decode_instance
 
 __all__ = ["CellResult", "run_cell", "check_methods", "DEFAULT_METHODS", "UNAVAILABLE"]
@@ -175,18 +176,19 @@ def check_methods(methods: Sequence[str | Callable[..., Any]] | None) -> list[st
                 out.append(name)
         return out
     if isinstance(methods, str):
-        raise ValueError("methods must be a sequence of names, not a string (use ['cpsat', ...])")
+        raise InputError("methods must be a sequence of names, not a string (use ['cpsat', ...])")
     out = []
     for m in methods:
         if isinstance(m, str):
             ok, why = get_method(m).available()  # UnknownMethodError lists the valid names
             if not ok:
-                raise ValueError(f"method {m!r} is not usable here: {why}")
+                raise InputError(f"methods: {m!r} is not usable here: {why}")
         elif not callable(m):
-            raise ValueError(f"a method must be a name or a callable, got {m!r}")
+            raise InputTypeError(f"methods: each must be a name or a callable, got {m!r}")
         out.append(m)
     if not out:
-        raise ValueError("methods must not be empty")
+        raise InputError("methods must not be empty")
     if len({_method_name(m) for m in out}) != len(out):
-        raise ValueError("duplicate method names")
+        names = [_method_name(m) for m in out]
+        raise InputError(f"methods: duplicate names {sorted({n for n in names if names.count(n) > 1})}")
     return out

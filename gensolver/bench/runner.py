@@ -36,7 +36,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..errors import JournalError, check_executor, check_time_limit
+from ..errors import InputError, JournalError, check_executor, check_time_limit
 from ..model.io import json_safe
 from .cell import DEFAULT_METHODS, UNAVAILABLE, CellResult, _method_name, check_methods, run_cell
 from .journal import JOURNAL, _finished, _Journal, _read_journal, cell_key, read_journal
@@ -180,14 +180,14 @@ def _check_run_args(s: Suite, *, time_limit: float | None, jobs: Any, regret_bid
     """:func:`run_suite`'s argument checks (``ValueError`` naming the argument)."""
     check_time_limit(time_limit)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+        raise InputError(f"jobs must be a positive integer, got {jobs!r}")
     if jobs > max_jobs():
-        raise ValueError(f"jobs must be at most {max_jobs()} (4 worker processes per CPU core here), got {jobs}")
+        raise InputError(f"jobs must be at most {max_jobs()} (4 worker processes per CPU core here), got {jobs}")
     if isinstance(regret_bidders, bool) or not isinstance(regret_bidders, int) or regret_bidders < 0:
-        raise ValueError(f"regret_bidders must be a non-negative integer, got {regret_bidders!r}")
+        raise InputError(f"regret_bidders must be a non-negative integer, got {regret_bidders!r}")
     check_executor(executor)
     if not s.entries:
-        raise ValueError(f"suite {s.name!r} has no instances")
+        raise InputError(f"suite {s.name!r} has no instances")
 
 
 def _open_journal(s: Suite, out: Path, cells: list[tuple[SuiteEntry, Any]], *, mechanism: str | None,
@@ -196,7 +196,7 @@ def _open_journal(s: Suite, out: Path, cells: list[tuple[SuiteEntry, Any]], *, m
     folder (and the instance files); returns the journal's finished rows by key and its intact length."""
     for path in output_paths(out, plots=plots):
         if path.is_dir():
-            raise ValueError(f"out_dir: {path} is a directory, not a file")
+            raise InputError(f"out_dir: {path} is a directory, not a file")
     _check_inputs_kept(s, output_paths(out, plots=plots))
     journal_path = out / JOURNAL
     # a damaged journal is reported before anything is written (nothing is lost)
@@ -315,5 +315,5 @@ def _check_inputs_kept(suite: Suite, outputs: Iterable[Path]) -> None:
             except OSError:
                 same = False
             if same or path.absolute() == src.absolute():
-                raise ValueError(f"out_dir: {path} is an input of the suite ({src}); writing the results "
+                raise InputError(f"out_dir: {path} is an input of the suite ({src}); writing the results "
                                  "there would overwrite it: choose another --out")

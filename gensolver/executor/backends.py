@@ -36,7 +36,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
-from ..errors import UnavailableError
+from ..errors import InputError, UnavailableError
 from ..model.quantity import QuantityError, parse_memory_bytes
 from .procs import is_alive, safe_file_name
 
@@ -419,7 +419,7 @@ def parse_memory(text: str | int) -> int:
     try:
         return parse_memory_bytes(text, field="")
     except QuantityError as exc:
-        raise ValueError(f"not a memory size: {exc.reason}") from None
+        raise InputError(f"not a memory size: {exc.reason}") from None
 
 
 #: the most devices :meth:`SimulatedBackend.from_specs` declares (``--sim-devices``)
@@ -474,15 +474,16 @@ class SimulatedBackend:
                 try:
                     uuid, mem = d
                 except (TypeError, ValueError):
-                    raise ValueError(f"devices[{k}]: expected SimDevice or (uuid, memory), got {d!r}") from None
+                    raise InputError(f"devices[{k}]: expected SimDevice or (uuid, memory), got {d!r}") from None
                 d = SimDevice(str(uuid), parse_memory(mem))
             if d.memory <= 0:
-                raise ValueError(f"devices[{k}]: memory must be positive, got {d.memory}")
+                raise InputError(f"devices[{k}]: memory must be positive, got {d.memory}")
             devs.append(d)
         if not devs:
-            raise ValueError("devices must not be empty")
+            raise InputError("devices must not be empty")
         if len({d.uuid for d in devs}) != len(devs):
-            raise ValueError("duplicate device uuids")
+            uuids = [d.uuid for d in devs]
+            raise InputError(f"devices: duplicate uuids {sorted({u for u in uuids if uuids.count(u) > 1})}")
         self._devices = tuple(devs)
         self.state_dir = Path(state_dir) if state_dir is not None else Path(tempfile.mkdtemp(prefix="gensolver-sim-"))
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -502,10 +503,10 @@ class SimulatedBackend:
         for spec in specs:
             count, sep, mem = str(spec).partition(":")
             if not sep or not count.strip().isdigit() or int(count) < 1:
-                raise ValueError(f"--sim-devices expects COUNT:MEMORY such as 2:16Gi, got {spec!r}")
+                raise InputError(f"--sim-devices expects COUNT:MEMORY such as 2:16Gi, got {spec!r}")
             total += int(count) if len(count.strip()) < 10 else MAX_SIM_DEVICES + 1
             if total > MAX_SIM_DEVICES:
-                raise ValueError(f"--sim-devices: at most {MAX_SIM_DEVICES} simulated devices in all, got {spec!r}")
+                raise InputError(f"--sim-devices: at most {MAX_SIM_DEVICES} simulated devices in all, got {spec!r}")
             size = parse_memory(mem)
             for _ in range(int(count)):
                 devs.append(SimDevice(f"SIM-GPU-{len(devs)}", size))

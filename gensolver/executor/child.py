@@ -35,6 +35,8 @@ import os
 import tempfile
 import warnings
 
+from ..errors import InputError
+
 __all__ = ["report_usage", "apply_memory_limit", "MEMORY_LIMIT_ENV", "USAGE_FILE_ENV"]
 
 MEMORY_LIMIT_ENV = "GENSOLVER_MEMORY_LIMIT"
@@ -61,7 +63,7 @@ def report_usage(nbytes: int, *, path: str | None = None) -> bool:
     if not target:
         return False
     if isinstance(nbytes, bool) or int(nbytes) < 0:
-        raise ValueError(f"nbytes must be a non-negative integer, got {nbytes!r}")
+        raise InputError(f"nbytes must be a non-negative integer, got {nbytes!r}")
     doc = {"pid": os.getpid(), "bytes": int(nbytes), "devices": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
     folder = os.path.dirname(os.path.abspath(target))
     fd, tmp = tempfile.mkstemp(prefix=".usage.", dir=folder)

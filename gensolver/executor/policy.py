@@ -44,13 +44,13 @@ class ExecutorPolicy:
 
     def __post_init__(self) -> None:
         if self.over_grant not in OVER_GRANT_POLICIES:
-            raise ValueError(f"over_grant must be one of {OVER_GRANT_POLICIES}, got {self.over_grant!r}")
+            raise ExecutorError(f"over_grant must be one of {OVER_GRANT_POLICIES}, got {self.over_grant!r}")
         if self.preempt not in ("plan", "checkpoint"):
-            raise ValueError(f"preempt must be 'plan' or 'checkpoint', got {self.preempt!r}")
+            raise ExecutorError(f"preempt must be 'plan' or 'checkpoint', got {self.preempt!r}")
         if self.lost not in ("restart", "skip"):
-            raise ValueError(f"lost must be 'restart' or 'skip', got {self.lost!r}")
+            raise ExecutorError(f"lost must be 'restart' or 'skip', got {self.lost!r}")
         if not (isinstance(self.grace, (int, float)) and math.isfinite(self.grace) and self.grace >= 0):
-            raise ValueError(f"grace must be a non-negative number of seconds, got {self.grace!r}")
+            raise ExecutorError(f"grace must be a non-negative number of seconds, got {self.grace!r}")
         if isinstance(self.over_grant_tolerance, bool) or not isinstance(self.over_grant_tolerance, int) or self.over_grant_tolerance < 0:
-            raise ValueError(f"over_grant_tolerance must be a non-negative integer (bytes), got {self.over_grant_tolerance!r}")
+            raise ExecutorError(f"over_grant_tolerance must be a non-negative integer (bytes), got {self.over_grant_tolerance!r}")
 

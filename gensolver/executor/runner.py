@@ -79,6 +79,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ..errors import InputError
 from .backends import GpuBackend
 from .clock import SYSTEM_CLOCK, Clock
 from .devices import resolve_devices
@@ -173,12 +174,12 @@ class PlanRunner(_UsageSampler):
                  log_max_bytes: int = DEFAULT_LOG_MAX_BYTES, clock: Clock | None = None) -> None:
         self.clock: Clock = SYSTEM_CLOCK if clock is None else clock
         if isinstance(log_max_bytes, bool) or not isinstance(log_max_bytes, int) or log_max_bytes < 1:
-            raise ValueError(f"log_max_bytes must be a positive integer (bytes), got {log_max_bytes!r}")
+            raise InputError(f"log_max_bytes must be a positive integer (bytes), got {log_max_bytes!r}")
         self.log_max_bytes = log_max_bytes
         if not (isinstance(time_scale, (int, float)) and math.isfinite(time_scale) and time_scale > 0):
-            raise ValueError(f"time_scale must be a positive number, got {time_scale!r}")
+            raise InputError(f"time_scale must be a positive number, got {time_scale!r}")
         if not (isinstance(poll_interval, (int, float)) and math.isfinite(poll_interval) and poll_interval > 0):
-            raise ValueError(f"poll_interval must be a positive number of seconds, got {poll_interval!r}")
+            raise InputError(f"poll_interval must be a positive number of seconds, got {poll_interval!r}")
         self.plan = plan
         self.backend = backend
         self.policy = policy or ExecutorPolicy()

@@ -55,6 +55,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..errors import InputError
+
 __all__ = ["CreditConfig", "CreditBank", "deferral_cost"]
 
 
@@ -89,11 +91,11 @@ class CreditConfig:
         for f in fields(self):
             v = getattr(self, f.name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"CreditConfig.{f.name} must be a finite non-negative number, got {v!r}")
+                raise InputError(f"CreditConfig.{f.name} must be a finite non-negative number, got {v!r}")
         if self.spread < 1:
-            raise ValueError(f"CreditConfig.spread must be >= 1, got {self.spread!r}")
+            raise InputError(f"CreditConfig.spread must be >= 1, got {self.spread!r}")
         if not 0 < self.spend <= 1:
-            raise ValueError(f"CreditConfig.spend must be in (0, 1], got {self.spend!r}")
+            raise InputError(f"CreditConfig.spend must be in (0, 1], got {self.spend!r}")
 
 
 def deferral_cost(value: np.ndarray, urgency: np.ndarray, duration: np.ndarray, ideal: np.ndarray,
@@ -120,7 +122,7 @@ class CreditBank:
         if options:
             unknown = set(options) - {f.name for f in fields(CreditConfig)}
             if unknown:
-                raise ValueError(f"unknown credit option(s) {sorted(unknown)}; valid: "
+                raise InputError(f"unknown credit option(s) {sorted(unknown)}; valid: "
                                  f"{sorted(f.name for f in fields(CreditConfig))}")
             from dataclasses import replace
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from ..errors import check_time_limit
+from ..errors import InputError, check_time_limit
 from ..model.tasks import Task
 
 __all__ = ["MarketConfig", "Candidate", "Reservation", "Assignment", "Clearing", "CreditEntry"]
@@ -106,37 +106,37 @@ class MarketConfig:
 
     def __post_init__(self) -> None:
         if self.engine not in ("auction", "credit"):
-            raise ValueError(f"MarketConfig.engine must be 'auction' or 'credit', got {self.engine!r}")
+            raise InputError(f"MarketConfig.engine must be 'auction' or 'credit', got {self.engine!r}")
         if self.alpha is not None and (isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float))
                                        or not math.isfinite(self.alpha) or self.alpha < 1):
-            raise ValueError(f"MarketConfig.alpha must be None or a finite number >= 1, got {self.alpha!r}")
+            raise InputError(f"MarketConfig.alpha must be None or a finite number >= 1, got {self.alpha!r}")
         if not isinstance(self.deterministic, bool):
-            raise ValueError(f"MarketConfig.deterministic must be true or false, got {self.deterministic!r}")
+            raise InputError(f"MarketConfig.deterministic must be true or false, got {self.deterministic!r}")
         for name in ("lease", "blocks", "memory_levels", "max_gpu_options", "max_bidders", "refill_every", "greedy_above",
                      "threads"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"MarketConfig.{name} must be a positive integer, got {v!r}")
+                raise InputError(f"MarketConfig.{name} must be a positive integer, got {v!r}")
         if self.bid_model not in ("deferral", "absolute"):
-            raise ValueError(f"MarketConfig.bid_model must be 'deferral' or 'absolute', got {self.bid_model!r}")
+            raise InputError(f"MarketConfig.bid_model must be 'deferral' or 'absolute', got {self.bid_model!r}")
         if isinstance(self.late_value, bool) or not isinstance(self.late_value, (int, float)) \
                 or not 0 < self.late_value <= 1:
-            raise ValueError(f"MarketConfig.late_value must be in (0, 1], got {self.late_value!r}")
+            raise InputError(f"MarketConfig.late_value must be in (0, 1], got {self.late_value!r}")
         if not 0 < self.deferral_floor <= 1:
-            raise ValueError(f"MarketConfig.deferral_floor must be in (0, 1], got {self.deferral_floor!r}")
+            raise InputError(f"MarketConfig.deferral_floor must be in (0, 1], got {self.deferral_floor!r}")
         if not 0 <= self.switch_penalty < 1:
-            raise ValueError(f"MarketConfig.switch_penalty must be in [0, 1), got {self.switch_penalty!r}")
+            raise InputError(f"MarketConfig.switch_penalty must be in [0, 1), got {self.switch_penalty!r}")
         for name in ("checkpoint_steps", "aging", "budget", "refill", "budget_cap", "eta", "w_min", "w_max"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"MarketConfig.{name} must be a finite non-negative number, got {v!r}")
+                raise InputError(f"MarketConfig.{name} must be a finite non-negative number, got {v!r}")
         check_time_limit(self.time_limit, name="MarketConfig.time_limit")
         if not 0 < self.w_min <= 1 <= self.w_max:
-            raise ValueError("MarketConfig needs 0 < w_min <= 1 <= w_max")
+            raise InputError("MarketConfig needs 0 < w_min <= 1 <= w_max")
         from ..solvers import get_method  # an unknown name is refused here, not by every round
 
         if not isinstance(self.solver, str):
-            raise ValueError(f"MarketConfig.solver must be a method name, got {self.solver!r}")
+            raise InputError(f"MarketConfig.solver must be a method name, got {self.solver!r}")
         get_method(self.solver)
 
     @property

@@ -6,7 +6,7 @@ import math
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
-from ..errors import check_executor, check_time_limit
+from ..errors import InputError, InputTypeError, check_executor, check_time_limit
 from ..model import Bid, Instance
 from ..model.tolerances import PAYMENT_TOL
 from ..solvers import Allocation, Status, UnknownMethodError, get_method, solve
@@ -34,7 +34,7 @@ def check_call(instance: Any, executor: Any) -> Instance:
     from ..model import coerce_instance
 
     if not isinstance(instance, (Instance, Mapping)):
-        raise TypeError(f"instance must be an Instance or an instance document, got {type(instance).__name__}")
+        raise InputTypeError(f"instance must be an Instance or an instance document, got {type(instance).__name__}")
     check_executor(executor)
     return instance if isinstance(instance, Instance) else coerce_instance(instance)
 
@@ -47,7 +47,7 @@ def check_solver_and_limit(solver: Any, time_limit: Any) -> None:
     if isinstance(solver, str):
         get_method(solver)
     elif not callable(solver):
-        raise ValueError(f"solver must be a method name or a callable, got {solver!r}")
+        raise InputError(f"solver must be a method name or a callable, got {solver!r}")
     check_time_limit(time_limit)
 
 

@@ -49,7 +49,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import check_options
+from ..errors import InputError, check_options
 from ..model import Instance
 from ..model.tolerances import boundary_guard, capacity_limit
 from ..solvers.approximation.greedy import first_fit, greedy_keys, greedy_order
@@ -144,7 +144,7 @@ def greedy_critical(
     check_solver_and_limit(solver, time_limit)
     alpha = opts["alpha"]
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha < 0:
-        raise ValueError(f"greedy-critical option alpha must be a finite number >= 0, got {alpha!r}")
+        raise InputError(f"greedy-critical option alpha must be a finite number >= 0, got {alpha!r}")
     alpha = float(alpha)
     t0 = time.perf_counter()
     x = first_fit(instance, greedy_order(instance, alpha)) if instance.n_bids else np.zeros(0)

@@ -80,7 +80,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import check_options
+from ..errors import InputError, check_options
 from ..model import Bid, Instance, Slot
 from ..model.tolerances import payment_tolerance
 from ..model.validate import mark_validated
@@ -404,15 +404,15 @@ def _vcg_options(options: Mapping[str, Any] | None, solver: Any) -> dict[str, An
         opts["deterministic"] = solver == "auto" and opts["warm_start"] is True
     for key in ("warm_start", "deterministic"):
         if not isinstance(opts[key], bool):
-            raise ValueError(f"vcg option {key} must be True or False, got {opts[key]!r}")
+            raise InputError(f"vcg option {key} must be True or False, got {opts[key]!r}")
     share = opts["main_share"]
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 < share <= 1.0:
-        raise ValueError(f"vcg option main_share must be a number in (0, 1], got {share!r}")
+        raise InputError(f"vcg option main_share must be a number in (0, 1], got {share!r}")
     det = opts["deterministic"]
     if det and solver != "auto":
-        raise ValueError(f"vcg option deterministic needs solver='auto', got solver={solver!r}")
+        raise InputError(f"vcg option deterministic needs solver='auto', got solver={solver!r}")
     if det and not opts["warm_start"]:
-        raise ValueError("vcg option deterministic needs warm_start=True (the pivots of the 'auto' fast path)")
+        raise InputError("vcg option deterministic needs warm_start=True (the pivots of the 'auto' fast path)")
     return opts
 
 

@@ -27,6 +27,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..errors import InputError
+
 __all__ = ["SCHEMA_FILES", "load_schema"]
 
 #: schema name -> file name in this package
@@ -42,7 +44,7 @@ def _text(name: str) -> str:
     try:
         file = SCHEMA_FILES[name]
     except KeyError:
-        raise ValueError(f"unknown schema {name!r}; known: {', '.join(SCHEMA_FILES)}") from None
+        raise InputError(f"unknown schema {name!r}; known: {', '.join(SCHEMA_FILES)}") from None
     return resources.files(__name__).joinpath(file).read_text(encoding="utf-8")
 
 

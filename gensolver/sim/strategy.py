@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
+from ..errors import InputError
 from ..model.tasks import Task
 from .workload import Workload
 
@@ -53,11 +54,11 @@ class Strategy:
         for name in ("value", "urgency", "memory", "duration"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                raise ValueError(f"Strategy.{name} must be a finite positive factor, got {v!r}")
+                raise InputError(f"Strategy.{name} must be a finite positive factor, got {v!r}")
         for name, low in (("names", 1), ("delay", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(f"Strategy.{name} must be an integer >= {low}, got {v!r}")
+                raise InputError(f"Strategy.{name} must be an integer >= {low}, got {v!r}")
 
     @property
     def truthful(self) -> bool:
@@ -113,12 +114,12 @@ def apply_strategies(workload: Workload, strategies: Mapping[str, Strategy]) -> 
     """
     for name, s in strategies.items():
         if not isinstance(s, Strategy):
-            raise ValueError(f"strategy for tenant {name!r} must be a Strategy, got {type(s).__name__}")
+            raise InputError(f"strategy for tenant {name!r} must be a Strategy, got {type(s).__name__}")
     true = workload.true_tasks()
     known = {t.tenant for t in true}
     unknown = sorted(set(strategies) - known)
     if unknown:
-        raise ValueError(f"no tenant {unknown[0]!r} in the workload; tenants: {', '.join(sorted(known))}")
+        raise InputError(f"no tenant {unknown[0]!r} in the workload; tenants: {', '.join(sorted(known))}")
     max_mem = max((g.memory for g in workload.gpus), default=math.inf)
     seen: dict[str, int] = {}
     reports, truths = [], {}

@@ -105,7 +105,7 @@ def solve(
     if callable(method):
         return _call_user_method(method, instance, time_limit, threads, int(seed), opts)
     if not isinstance(method, str):
-        raise ValueError(f"method must be a name or a callable, got {type(method).__name__}")
+        raise InputTypeError(f"method must be a name or a callable, got {type(method).__name__}")
     func = get_method(method).load()
     canon = canonical(instance)
     if canon is not instance:

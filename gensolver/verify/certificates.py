@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ..errors import InputError, InputTypeError
 from ..model import Instance
 from ..model.tolerances import CAPACITY_ABS_TOL, CAPACITY_REL_TOL, WELFARE_REL_TOL
 
@@ -47,7 +48,7 @@ def check_tolerance(tol: Any, name: str = "tol") -> float:
     """``tol`` as a float, or ``ValueError``: it must be a finite number ``>= 0`` (a NaN would
     make every comparison pass, a negative one fail allocations that fit exactly)."""
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {tol!r}")
+        raise InputError(f"{name} must be a finite number >= 0, got {tol!r}")
     return float(tol)
 
 
@@ -73,11 +74,11 @@ def check_allocation(instance: Instance, winners: Iterable[str], *, welfare: flo
     Certificate
     """
     if not isinstance(instance, Instance):
-        raise TypeError(f"instance must be an Instance, got {type(instance).__name__}")
+        raise InputTypeError(f"instance must be an Instance, got {type(instance).__name__}")
     if hasattr(winners, "winners") and not isinstance(winners, (str, bytes)):
         winners = winners.winners  # an Allocation (or an Outcome's allocation) passed whole
     if isinstance(winners, (str, bytes)) or not isinstance(winners, Iterable):
-        raise TypeError(f"winners must be an iterable of bid ids or an Allocation, got {type(winners).__name__}")
+        raise InputTypeError(f"winners must be an iterable of bid ids or an Allocation, got {type(winners).__name__}")
     check_tolerance(tol)
     by_id = {b.id: b for b in instance.bids}
     caps = {s.id: dict(s.capacity) for s in instance.slots}
@@ -124,7 +125,7 @@ def brute_force(instance: Instance, *, limit: int = BRUTE_FORCE_LIMIT) -> tuple[
     for g in groups:
         combos *= len(g) + 1
         if combos > limit:
-            raise ValueError(f"brute force would enumerate more than {limit} combinations")
+            raise InputError(f"instance: brute force would enumerate more than {limit} combinations")
     best_val = 0.0
     best: tuple[str, ...] = ()
     for choice in itertools.product(*[[None, *g] for g in groups]):

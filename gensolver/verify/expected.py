@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..errors import InputError
 from ..model import Instance
 from .regret import (
     DEFAULT_FACTORS,
@@ -48,7 +49,7 @@ def lottery(outcome: Any) -> list[tuple[float, tuple[str, ...], Mapping[str, flo
         (float(a["probability"]), tuple(a["winners"]), dict(a.get("payments", {}))) for a in dec]
     total = math.fsum(p for p, _, _ in out)
     if any(p < -_PROB_TOL for p, _, _ in out) or abs(total - 1.0) > _PROB_TOL:
-        raise ValueError(f"the outcome's lottery is not a probability distribution (sum {total!r})")
+        raise InputError(f"outcome.details['decomposition']: the lottery is not a probability distribution (sum {total!r})")
     return out
 
 

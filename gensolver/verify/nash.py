@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..errors import InputError
 from ..model import Bid, Instance, coerce_instance
 from ..model.validate import mark_validated
 from .regret import _runner, true_utility
@@ -99,11 +100,11 @@ def _space(strategy_space: Sequence[float] | Mapping[str, Sequence[float]], bidd
 def _multipliers(values: Any, name: str) -> list[float]:
     """Bid multipliers: a sequence of finite numbers ``>= 0`` (``ValueError`` naming ``name``)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ValueError(f"{name} must be a sequence of multipliers, got {values!r}")
+        raise InputError(f"{name} must be a sequence of multipliers, got {values!r}")
     out = []
     for f in values:
         if isinstance(f, bool) or not isinstance(f, numbers.Real) or not math.isfinite(f) or f < 0:
-            raise ValueError(f"{name}: multipliers must be finite numbers >= 0, got {f!r}")
+            raise InputError(f"{name}: multipliers must be finite numbers >= 0, got {f!r}")
         out.append(float(f))
     return out
 
@@ -118,20 +119,20 @@ def _check_game(instance: Instance, profile: Any, strategy_space: Any, kwargs: M
 
     unknown = sorted(set(kwargs) - set(_MECHANISM_KWARGS))
     if unknown:
-        raise ValueError(f"unknown keyword argument(s) {unknown}; the mechanism takes {list(_MECHANISM_KWARGS)}")
+        raise InputError(f"unknown keyword argument(s) {unknown}; the mechanism takes {list(_MECHANISM_KWARGS)}")
     check_tolerance(tol)
     bidders = set(instance.bidder_ids)
     if profile is not None:
         if not isinstance(profile, Mapping):
-            raise ValueError(f"strategy profile must be a mapping bidder -> multiplier, got {profile!r}")
+            raise InputError(f"strategy profile must be a mapping bidder -> multiplier, got {profile!r}")
         stray = sorted(set(profile) - bidders)
         if stray:
-            raise ValueError(f"strategy profile names unknown bidder(s) {stray}")
+            raise InputError(f"strategy profile names unknown bidder(s) {stray}")
         _multipliers(profile.values(), "strategy profile")
     if isinstance(strategy_space, Mapping):
         stray = sorted(set(strategy_space) - bidders)
         if stray:
-            raise ValueError(f"strategy_space names unknown bidder(s) {stray}")
+            raise InputError(f"strategy_space names unknown bidder(s) {stray}")
         for b, space in strategy_space.items():
             _multipliers(space, f"strategy_space[{b!r}]")
     else:
@@ -199,7 +200,7 @@ def is_nash_equilibrium(
     """
     instance = coerce_instance(instance)
     if not isinstance(strategy_profile, Mapping):
-        raise ValueError(f"strategy profile must be a mapping bidder -> multiplier, got {strategy_profile!r}")
+        raise InputError(f"strategy profile must be a mapping bidder -> multiplier, got {strategy_profile!r}")
     _check_game(instance, strategy_profile, strategy_space, mechanism_kwargs, tol)
     game = _Game(mechanism, instance, mechanism_kwargs)
     util, _ = game.play(strategy_profile)
@@ -235,7 +236,7 @@ def best_response_dynamics(
     instance = coerce_instance(instance)
     _check_game(instance, start, strategy_space, mechanism_kwargs, tol)
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, numbers.Integral) or max_rounds < 1:
-        raise ValueError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+        raise InputError(f"max_rounds must be a positive integer, got {max_rounds!r}")
     game = _Game(mechanism, instance, mechanism_kwargs)
     profile = {b: float((start or {}).get(b, 1.0)) for b in instance.bidder_ids}
     seen = {tuple(profile.values())}

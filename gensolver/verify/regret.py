@@ -38,7 +38,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .._deprecation import method_alias
-from ..errors import check_time_limit, extras_named
+from ..errors import InputError, check_time_limit, extras_named
 from ..model import Bid, Instance, coerce_instance
 from ..model.tolerances import CAPACITY_ABS_TOL
 from ..model.validate import mark_validated
@@ -148,18 +148,18 @@ def misreports(
 ) -> Iterator[Misreport]:
     """Yield the misreports of ``bidder`` in the given families (see the module docstring)."""
     if isinstance(families, str) or not families:
-        raise ValueError(f"families must be a non-empty sequence of family names from {', '.join(FAMILIES)}, "
+        raise InputError(f"families must be a non-empty sequence of family names from {', '.join(FAMILIES)}, "
                          f"got {families!r}")
     unknown = set(families) - set(FAMILIES)
     if unknown:
-        raise ValueError(f"unknown misreport famil(y/ies) {sorted(unknown)}; valid: {list(FAMILIES)}")
+        raise InputError(f"unknown misreport famil(y/ies) {sorted(unknown)}; valid: {list(FAMILIES)}")
     if isinstance(factors, (str, bytes)) or not isinstance(factors, Iterable):
-        raise ValueError(f"factors must be a sequence of finite numbers >= 0, got {factors!r}")
+        raise InputError(f"factors must be a sequence of finite numbers >= 0, got {factors!r}")
     for f in factors:
         if isinstance(f, bool) or not isinstance(f, numbers.Real) or not math.isfinite(f) or f < 0:
-            raise ValueError(f"factors must be finite numbers >= 0, got {f!r}")
+            raise InputError(f"factors must be finite numbers >= 0, got {f!r}")
     if bidder not in instance.bids_of_bidder:
-        raise ValueError(f"unknown bidder {bidder!r}")
+        raise InputError(f"bidder: unknown bidder {bidder!r}")
     index = instance.bid_index
     own = tuple(instance.bids[index[b]] for b in instance.bids_of_bidder[bidder])
     if not own:
@@ -390,7 +390,7 @@ def max_regret(
     a progress bar with it); ``method`` (``solver``, deprecated) and ``utility`` as in :func:`regret`.
     """
     if not families or isinstance(families, str):
-        raise ValueError(f"families must be a non-empty sequence of family names from {', '.join(FAMILIES)}")
+        raise InputError(f"families must be a non-empty sequence of family names from {', '.join(FAMILIES)}")
     check_time_limit(time_limit)  # 0 would make every solve stop at once and report false regrets
     instance = coerce_instance(instance)
     method = method_alias(method, solver, where="max_regret")

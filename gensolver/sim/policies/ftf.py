@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ...errors import InputError
 from ..engine import TOL, Cluster, TaskState
 from .base import Policy, find_placement, pinned_free_capacity
 
@@ -39,7 +40,7 @@ class FinishTimeFair(Policy):
     def __init__(self, *, fairness_knob: float = 0.0) -> None:
         super().__init__()
         if not 0 <= fairness_knob < 1:
-            raise ValueError(f"fairness_knob must be in [0, 1), got {fairness_knob!r}")
+            raise InputError(f"fairness_knob must be in [0, 1), got {fairness_knob!r}")
         self.knob = fairness_knob
 
     def schedule(self, cluster: Cluster, boundary: bool) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...errors import InputError
 from ..engine import TOL, Cluster, TaskState
 from .base import Policy, find_placement
 
@@ -40,7 +41,7 @@ class FcfsPacking(Policy):
     def __init__(self, *, fit: str = "best", strict: bool = False) -> None:
         super().__init__()
         if fit not in ("best", "first"):
-            raise ValueError(f"fit must be 'best' or 'first', got {fit!r}")
+            raise InputError(f"fit must be 'best' or 'first', got {fit!r}")
         self.fit, self.strict = fit, strict
 
     def schedule(self, cluster: Cluster, boundary: bool) -> None:
@@ -68,7 +69,7 @@ class Elastic(Policy):
     def __init__(self, *, start_fraction: float = 0.0, strict: bool = False) -> None:
         super().__init__()
         if not 0 <= start_fraction <= 1:
-            raise ValueError(f"start_fraction must be in [0, 1], got {start_fraction!r}")
+            raise InputError(f"start_fraction must be in [0, 1], got {start_fraction!r}")
         self.start_fraction, self.strict = start_fraction, strict
 
     def schedule(self, cluster: Cluster, boundary: bool) -> None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 
+from ...errors import InputError
 from ...model.tasks import Task
 from ..engine import TOL, Cluster, TaskState
 from .base import Policy
@@ -62,9 +63,9 @@ class TimeSlicing(Policy):
     def __init__(self, *, replicas: int = 4, switch_cost: float = 0.05) -> None:
         super().__init__()
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
-            raise ValueError(f"replicas must be a positive integer, got {replicas!r}")
+            raise InputError(f"replicas must be a positive integer, got {replicas!r}")
         if not 0 <= switch_cost < 1:
-            raise ValueError(f"switch_cost must be in [0, 1), got {switch_cost!r}")
+            raise InputError(f"switch_cost must be in [0, 1), got {switch_cost!r}")
         self.replicas, self.switch_cost = replicas, switch_cost
 
     def share(self, k: int) -> float:
@@ -94,7 +95,7 @@ class Mps(Policy):
     def __init__(self, *, interference: float = 0.2) -> None:
         super().__init__()
         if not (math.isfinite(interference) and interference >= 0):
-            raise ValueError(f"interference must be a finite number >= 0, got {interference!r}")
+            raise InputError(f"interference must be a finite number >= 0, got {interference!r}")
         self.interference = interference
 
     def factor(self, cluster: Cluster, st: TaskState) -> float:
@@ -132,7 +133,7 @@ class Mig(Policy):
     def __init__(self, *, reconfig_steps: float = 1.0) -> None:
         super().__init__()
         if not (math.isfinite(reconfig_steps) and reconfig_steps >= 0):
-            raise ValueError(f"reconfig_steps must be a finite number >= 0, got {reconfig_steps!r}")
+            raise InputError(f"reconfig_steps must be a finite number >= 0, got {reconfig_steps!r}")
         self.reconfig_steps = reconfig_steps
         self.idle: dict[str, list[int]] = {}  # gpu -> compute slices of configured idle instances
         self.placed: dict[str, tuple[tuple[str, ...], int]] = {}  # running task -> (gpus, slices)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import InputError
 from ...model import Instance
 from ..formulation.problem import from_instance
 from ..result import Allocation, finish
@@ -63,7 +64,7 @@ def warm_start_for(instance: Instance | Mapping[str, int], previous: Any, lp_ids
     """
     winners = previous.winners if isinstance(previous, Allocation) else previous
     if isinstance(winners, str) or not isinstance(winners, Iterable):
-        raise ValueError("warm_start: expected an Allocation or an iterable of bid ids, "
+        raise InputError("warm_start: expected an Allocation or an iterable of bid ids, "
                          f"got {type(previous).__name__}")
     index = instance.bid_index if isinstance(instance, Instance) else instance
     return WarmStart(_columns(index, winners), _columns(index, lp_ids), _columns(index, changed_ids))
@@ -94,7 +95,7 @@ class IncrementalSolver:
         self.time_limit, self.seed, self.threads = time_limit, seed, threads
         self.options = dict(options or {})
         if "warm_start" in self.options:
-            raise ValueError("IncrementalSolver keeps its own warm start; do not pass options['warm_start']")
+            raise InputError("IncrementalSolver keeps its own warm start; do not pass options['warm_start']")
         self.winners: tuple[str, ...] = ()
         self.lp_ids: tuple[str, ...] = ()
         self._bids: dict[str, Any] = {}

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from ...errors import InputError
 from ...model import Instance
 from ..formulation.problem import MatrixProblem
 from ..formulation.scales import (
@@ -78,7 +79,7 @@ def hint_vector(instance: Instance, options: dict[str, Any]) -> np.ndarray | Non
     index = instance.bid_index
     for bid_id in hint:
         if bid_id not in index:
-            raise ValueError(f"options['hint'] names unknown bid {bid_id!r}")
+            raise InputError(f"options['hint'] names unknown bid {bid_id!r}")
         x[index[bid_id]] = 1.0
     return x
 
