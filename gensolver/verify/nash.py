@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .._deprecation import method_alias
 from ..errors import InputError
 from ..model import Bid, Instance, coerce_instance
 from ..model.validate import mark_validated
@@ -109,7 +110,12 @@ def _multipliers(values: Any, name: str) -> list[float]:
     return out
 
 
-_MECHANISM_KWARGS = ("solver", "time_limit", "executor", "options")
+_MECHANISM_KWARGS = ("method", "time_limit", "executor", "options", "solver")
+
+
+def _method(kwargs: Mapping[str, Any], where: str) -> Any:
+    """The mechanism's ``method`` (``solver`` is its deprecated alias, as in :func:`regret`)."""
+    return method_alias(kwargs.get("method", "auto"), kwargs.get("solver"), where=where)
 
 
 def _check_game(instance: Instance, profile: Any, strategy_space: Any, kwargs: Mapping[str, Any],
@@ -142,7 +148,7 @@ def _check_game(instance: Instance, profile: Any, strategy_space: Any, kwargs: M
 class _Game:
     def __init__(self, mechanism: Any, instance: Instance, kwargs: Mapping[str, Any]) -> None:
         self.instance = instance
-        self.run = _runner(mechanism, kwargs.get("solver", "auto"), kwargs.get("time_limit"),
+        self.run = _runner(mechanism, _method(kwargs, "the Nash check"), kwargs.get("time_limit"),
                            kwargs.get("executor"), kwargs.get("options"))
         self.cache: dict[tuple[float, ...], tuple[dict[str, float], float]] = {}
 
@@ -191,7 +197,7 @@ def is_nash_equilibrium(
     tol : float
         A deviation counts when it gains more than ``tol``.
     **mechanism_kwargs
-        ``solver``, ``time_limit``, ``executor``, ``options`` for the mechanism.
+        ``method`` (``solver`` is its deprecated alias), ``time_limit``, ``executor``, ``options`` for the mechanism.
 
     Returns
     -------
@@ -229,7 +235,7 @@ def best_response_dynamics(
     Stops when a full round has no move (a pure Nash equilibrium), when an end-of-round
     profile repeats (a cycle), or after ``max_rounds``. The welfare reached is compared with
     the truthful optimum (empirical price of anarchy). The optimum is computed with the
-    mechanism's ``solver`` (default ``"auto"``); use an exact one for a meaningful ratio.
+    mechanism's ``method`` (default ``"auto"``); use an exact one for a meaningful ratio.
     """
     from ..mechanisms.common import solve_wdp
 
@@ -261,7 +267,7 @@ def best_response_dynamics(
             break
         seen.add(key)
     _, welfare = game.play(profile)
-    opt = solve_wdp(instance, solver=mechanism_kwargs.get("solver", "auto"),
+    opt = solve_wdp(instance, solver=_method(mechanism_kwargs, "best_response_dynamics"),
                     time_limit=mechanism_kwargs.get("time_limit")).welfare
     if welfare > 0:
         poa = opt / welfare
