@@ -38,9 +38,10 @@ def _error_classes() -> dict[str, type]:
         mod = importlib.import_module(name)
         for attr, obj in vars(mod).items():
             # errors only: a signal's interrupt (cli.signals.Terminated, a KeyboardInterrupt) is
-            # control flow that must not be caught as an error, so it stays outside the base
-            if (inspect.isclass(obj) and issubclass(obj, Exception) and obj.__module__.startswith("gensolver")
-                    and not attr.startswith("_")):
+            # control flow that must not be caught as an error, so it stays outside the base; a
+            # warning category (GensolverDeprecationWarning) is not raised, so it is not an error
+            if (inspect.isclass(obj) and issubclass(obj, Exception) and not issubclass(obj, Warning)
+                    and obj.__module__.startswith("gensolver") and not attr.startswith("_")):
                 out[f"{obj.__module__}.{obj.__qualname__}"] = obj
     return out
 
