@@ -1,0 +1,75 @@
+"""Market rounds of the service on a deterministic budget: the same submissions give the same
+rounds on an idle machine and under busy loops (the service's counterpart of ``/v1/solve``'s
+``work=``, :mod:`tests.service.test_solve_limits`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import gentask, make_api
+from .test_market import overfilled
+
+#: what may depend on the machine's load: wall-clock stamps and durations
+TIMING = ("at", "seconds")
+
+
+def _busy(n: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def _rounds(tmp_path: Path, market: dict[str, Any], seed: int, *, hogs: int) -> tuple[list[dict], dict, list]:
+    """Submit one workload (``seed``) to a fresh service and clear four rounds; with ``hogs`` busy
+    loops running meanwhile."""
+    import random
+
+    rng = random.Random(seed)
+    for api in make_api(tmp_path, gpus="n0:4x80,n1:2x40", market=market):
+        for k in range(36):
+            tenant = ("alice", "bob")[k % 2]
+            doc = gentask(f"t{k}", preferred=f"{rng.choice([10, 20, 30, 40, 60])}Gi", minimum="8Gi",
+                          duration=f"{rng.randint(3, 40)}m", value=round(rng.uniform(1, 100), 3),
+                          preemptible=rng.random() < 0.7, gpus=rng.choice([1, 1, 1, 2]))
+            r = api.client.post("/v1/tasks", json=doc, headers=api.h(tenant))
+            assert r.status_code == 201, r.text
+        gpus = api.client.get("/healthz").json()["gpus"]
+        tasks = {t["key"]: t["task"] for t in api.client.get("/v1/tasks?limit=100", headers=api.h("ops")).json()["tasks"]}
+        procs = _busy(hogs)
+        try:
+            docs = []
+            for _ in range(4):
+                r = api.client.post("/v1/rounds", headers=api.h("ops"))
+                assert r.status_code == 201, r.text
+                docs.append(r.json())
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+        return docs, tasks, gpus
+    raise AssertionError("unreachable")
+
+
+def _without_timing(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k not in TIMING}
+
+
+@pytest.mark.parametrize("market", [{}, {"engine": "credit"}], ids=["default", "credit"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_same_submissions_clear_the_same_rounds_idle_and_loaded(tmp_path, market, seed):
+    idle, tasks, gpus = _rounds(tmp_path / "idle", market, seed, hogs=0)
+    loaded, _, _ = _rounds(tmp_path / "loaded", market, seed, hogs=2)
+    assert sum(len(d["assignments"]) for d in idle) > 0
+    for a, b in zip(idle, loaded):
+        assert _without_timing(a) == _without_timing(b), a["round"]
+        # an independent certificate: what the rounds commit fits the GPUs
+        assert overfilled(a["assignments"], gpus, tasks) == [], a["round"]
+
+
+def test_the_comparison_sees_a_different_round(tmp_path):
+    one, _, _ = _rounds(tmp_path / "one", {}, 1, hogs=0)
+    other, _, _ = _rounds(tmp_path / "other", {}, 3, hogs=0)  # another workload: other rounds
+    assert any(_without_timing(a) != _without_timing(b) for a, b in zip(one, other))
