@@ -16,7 +16,9 @@ nvidia     NVIDIA device plugin with shared replicas: one replica (``nvidia.com/
            runs (the plugin shares every GPU alike: no whole GPU would be exclusive), a
            shared gang, an MPS share over 1/2, more runs at once on a device than ``R``.
 hami       HAMi: ``nvidia.com/gpu: 1``, ``nvidia.com/gpumem`` (MiB, rounded up; left out for
-           a grant without memory) and ``nvidia.com/gpucores`` (percent, rounded up) [HAMI]_.
+           a grant without memory) and ``nvidia.com/gpucores`` (percent, rounded up) [HAMI]_;
+           a pod whose plan devices have GPU UUIDs is pinned to them by the
+           ``nvidia.com/use-gpuuuid`` annotation (a comma-separated list) [HAMIUUID]_.
 kai        KAI scheduler: the ``gpu-memory`` pod annotation (MiB, rounded up), or for a run
            without memory or a gang ``gpu-fraction`` strictly below 1 (a share that rounds to
            1 is a whole GPU) (``gpu-fraction-num-devices``
@@ -32,6 +34,9 @@ References
    https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus
 .. [HAMI] HAMi, "Use NVIDIA devices" (``nvidia.com/gpumem``, ``nvidia.com/gpucores``),
    https://github.com/Project-HAMi/HAMi
+.. [HAMIUUID] HAMi, ``examples/nvidia/specify_uuid_to_use.yaml`` and ``pkg/device/nvidia/device.go``
+   (``GPUUseUUID = "nvidia.com/use-gpuuuid"``, split on ``,`` and compared with each card's id
+   as an exact string), https://github.com/Project-HAMi/HAMi
 .. [KAI] NVIDIA KAI Scheduler, "GPU sharing" (``gpu-fraction`` annotation),
    https://github.com/NVIDIA/KAI-Scheduler
 .. [KUEUE] Kueue, "Run a Kubernetes Job" (``kueue.x-k8s.io/queue-name``),
@@ -116,6 +121,9 @@ class Flavor:
         (``meta``: ``prefix``, a name prefix, and ``labels``, the plan's common labels).
     enforces : str
         What the convention makes the cluster enforce (for the docs and ``--help``).
+    pin : str or None
+        The pod annotation that restricts a pod to the GPUs of a comma-separated list of UUIDs
+        (``None``: the flavor cannot pin a pod to a GPU; the device plugin or scheduler picks).
     """
 
     name: str
@@ -124,6 +132,7 @@ class Flavor:
     pod: Callable[[RunGrant, Sequence[RunGrant], FlavorOptions], Pod]
     objects: Callable[[Sequence[RunGrant], FlavorOptions, Mapping[str, Any]], list[dict[str, Any]]]
     enforces: str
+    pin: str | None = None
 
 
 def _whole(grant: RunGrant) -> bool:
@@ -234,7 +243,8 @@ FLAVORS: Mapping[str, Flavor] = MappingProxyType({f.name: f for f in (
            "the device plugin hands out whole GPUs or replicas of shared ones; time-slicing isolates neither "
            "memory nor compute, MPS splits both equally among the replicas"),
     Flavor("hami", None, False, _hami_pod, _none,
-           "HAMi's in-container library caps device memory (gpumem) and throttles compute (gpucores)"),
+           "HAMi's in-container library caps device memory (gpumem) and throttles compute (gpucores)",
+           pin="nvidia.com/use-gpuuuid"),
     Flavor("kai", "kai-scheduler", False, _kai_pod, _none,
            "KAI packs fractions onto GPUs by the annotation; it does not cap a pod's memory or compute"),
     Flavor("kueue", None, True, _kueue_pod, _nvidia_objects,

@@ -12,6 +12,12 @@ Every run of a task (see :class:`gensolver.executor.plan.Run`) becomes one ``bat
   Jobs) of a Kueue pod group, labelled ``kueue.x-k8s.io/pod-group-name`` and annotated
   ``kueue.x-k8s.io/pod-group-total-count`` [KQPG]_; ``nvidia`` and ``hami`` have no gang
   scheduler: one Job per node, started together only by the plan's start times;
+- pinning (``hami`` only, the one flavor that can [HAMIUUID]_): a pod whose plan devices have
+  GPU UUIDs (``K8sOptions.gpu_uuids``, ``--gpu-uuid DEVICE=UUID``, or a device id whose last
+  ``/`` part is a UUID, such as ``node-a/GPU-0f95...``) gets ``nvidia.com/use-gpuuuid`` with
+  those UUIDs in the order of its devices, so HAMi gives it exactly the planned GPUs; a pod
+  with some devices pinned and some not, a UUID given to two devices, and UUIDs under a flavor
+  that cannot pin are refused by name;
 - the grant, in the chosen flavor's convention (:mod:`gensolver.adapters.flavors`), and the
   executor's environment (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``,
   ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``, ``GENSOLVER_MEMORY_LIMIT``, ``GENSOLVER_TASK``,
@@ -37,6 +43,9 @@ References
 .. [KAIPG] NVIDIA KAI Scheduler, "Batch and gang scheduling" (PodGroup ``spec.minMember``,
    ``spec.queue``; the ``pod-group-name`` pod annotation),
    https://github.com/NVIDIA/KAI-Scheduler/tree/main/docs/batch
+.. [HAMIUUID] HAMi, "Specify device UUID to use" (``examples/nvidia/specify_uuid_to_use.yaml``;
+   ``pkg/device/nvidia/device.go``: ``GPUUseUUID``, a comma-separated list compared exactly),
+   https://github.com/Project-HAMi/HAMi
 .. [KQPG] Kueue, "Run a plain Pod group" (``kueue.x-k8s.io/pod-group-name`` label,
    ``kueue.x-k8s.io/pod-group-total-count`` annotation),
    https://kueue.sigs.k8s.io/docs/tasks/run/plain_pods/
@@ -56,7 +65,7 @@ import yaml
 from ..executor.plan import ExecutionPlan
 from .common import AdapterError, RunGrant, run_grants
 from .flavors import Flavor, FlavorOptions, get_flavor
-from .names import k8s_node, k8s_quantity
+from .names import GPU_UUID, gpu_uuid, k8s_node, k8s_quantity
 
 __all__ = ["K8sOptions", "k8s_objects", "priority_class", "PRIORITY_BANDS", "dump_yaml", "dns_name", "label_value", "DEFAULT_IMAGE", "WAIT_IMAGE"]
 
@@ -92,6 +101,9 @@ class K8sOptions:
         CPU and host-memory request of every container (Kubernetes quantities: ``2``, ``500m``,
         ``16Gi``); memory is also its limit. ``None``: no request (a BestEffort pod when
         neither is given and the flavor sets no GPU limit).
+    gpu_uuids : mapping of str to str
+        Plan device to the UUID of its GPU (as ``nvidia-smi -L`` prints it), for pinning (see
+        the module docstring).
     """
 
     nodes: Mapping[str, str] = field(default_factory=dict)
@@ -104,8 +116,12 @@ class K8sOptions:
     flavor: FlavorOptions = field(default_factory=FlavorOptions)
     cpu: str | None = None
     memory: str | None = None
+    gpu_uuids: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "gpu_uuids", MappingProxyType(dict(self.gpu_uuids)))
+        for uuid in self.gpu_uuids.values():
+            gpu_uuid(uuid, "--gpu-uuid")
         k8s_quantity(self.cpu, "--cpu")
         k8s_quantity(self.memory, "--memory")
         object.__setattr__(self, "nodes", MappingProxyType(dict(self.nodes)))
@@ -193,6 +209,42 @@ def _members(grant: RunGrant) -> list[tuple[RunGrant, tuple[str, ...]]]:
     return out
 
 
+def _uuids(plan: ExecutionPlan, fl: Flavor, options: K8sOptions) -> dict[str, str]:
+    """Plan device -> GPU UUID for pinning (empty when the flavor cannot pin; see the module docstring)."""
+    known = {d.id for d in plan.devices}
+    for device in options.gpu_uuids:
+        if device not in known:
+            raise AdapterError("--gpu-uuid", f"the plan has no device {device!r} (its devices: "
+                                             f"{', '.join(sorted(known)) or 'none'})")
+    if fl.pin is None:
+        if options.gpu_uuids:
+            raise AdapterError("--gpu-uuid", f"flavor {fl.name} cannot pin a pod to a GPU (its device plugin or "
+                                             f"scheduler picks the GPU); pinning needs --flavor hami")
+        return {}
+    out = dict(options.gpu_uuids)
+    for device in sorted(known - set(out)):
+        tail = device.rpartition("/")[2]
+        if GPU_UUID.match(tail):
+            out[device] = tail
+    owner: dict[str, str] = {}
+    for device, uuid in sorted(out.items()):
+        if uuid in owner:
+            raise AdapterError("--gpu-uuid", f"plan devices {owner[uuid]!r} and {device!r} both have GPU {uuid}")
+        owner[uuid] = device
+    return out
+
+
+def _pin(fl: Flavor, devices: tuple[str, ...], uuids: Mapping[str, str], key: str) -> dict[str, str]:
+    """The flavor's pin annotation for a pod on ``devices`` (empty: none of them has a UUID)."""
+    if fl.pin is None or not any(d in uuids for d in devices):
+        return {}
+    missing = [d for d in devices if d not in uuids]
+    if missing:
+        raise AdapterError("--gpu-uuid", f"run {key!r} holds plan devices {', '.join(devices)} but {missing[0]!r} "
+                                         f"has no GPU UUID; {fl.name} would confine the pod to the others")
+    return {fl.pin: ",".join(uuids[d] for d in devices)}
+
+
 def _gang_objects(fl: Flavor, gang: str, size: int, options: K8sOptions, labels: Mapping[str, str],
                   priority: str | None) -> list[dict[str, Any]]:
     """The flavor's gang object for a run over ``size`` nodes (see the module docstring)."""
@@ -217,6 +269,7 @@ def k8s_objects(plan: ExecutionPlan, flavor: str, options: K8sOptions) -> list[d
     """
     fl = get_flavor(flavor)
     grants = run_grants(plan, options.nodes, options.default_node, node_rule=k8s_node)
+    uuids = _uuids(plan, fl, options)
     prefix = dns_name(plan.name or "plan", limit=30)
     common = {"app.kubernetes.io/managed-by": "gensolver", "gensolver.io/plan": plan.digest}
     out = _priority_objects(plan, common) + fl.objects(grants, options.flavor, {"prefix": prefix, "labels": common})
@@ -232,13 +285,14 @@ def k8s_objects(plan: ExecutionPlan, flavor: str, options: K8sOptions) -> list[d
         for rank, (member, devices) in enumerate(members):
             name = names[g.key] if len(members) == 1 else dns_name(prefix, g.run.task, str(g.run.index), f"n{rank}")
             gang = (names[g.key], rank, len(members)) if len(members) > 1 else None
-            out.append(_job(fl, member, devices, grants, name, gang, labels, names, options, priority))
+            pin = _pin(fl, devices, uuids, g.key)
+            out.append(_job(fl, member, devices, grants, name, gang, labels, names, options, priority, pin))
     return out
 
 
 def _job(fl: Flavor, g: RunGrant, devices: tuple[str, ...], grants: tuple[RunGrant, ...], name: str,
          gang: tuple[str, int, int] | None, labels: Mapping[str, str], names: Mapping[str, str],
-         options: K8sOptions, priority: str | None) -> dict[str, Any]:
+         options: K8sOptions, priority: str | None, pin: Mapping[str, str]) -> dict[str, Any]:
     """One pod of a run: a Job, or for a kueue gang a plain Pod of a Kueue pod group."""
     run = g.run
     pod = fl.pod(g, grants, options.flavor)
@@ -274,7 +328,7 @@ def _job(fl: Flavor, g: RunGrant, devices: tuple[str, ...], grants: tuple[RunGra
         at = math.ceil(options.start_at + begin)
         spec["initContainers"] = [{"name": "wait-for-start", "image": WAIT_IMAGE,
                                    "command": ["sh", "-c", f"while [ \"$(date +%s)\" -lt {at} ]; do sleep 1; done"]}]
-    pod_annotations = dict(pod.annotations)
+    pod_annotations = dict(pod.annotations, **pin)
     if gang is not None and fl.name == "kai":
         pod_annotations["pod-group-name"] = gang[0]
     meta: dict[str, Any] = {"name": name, "namespace": options.namespace,

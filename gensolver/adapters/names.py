@@ -38,7 +38,7 @@ from typing import Callable
 from .common import AdapterError
 
 __all__ = ["check_id", "safe_token", "comment_text", "slurm_node", "k8s_node", "slurm_partition", "log_folder",
-           "NodeRule", "k8s_quantity", "slurm_memory", "positive_int"]
+           "NodeRule", "k8s_quantity", "slurm_memory", "positive_int", "gpu_uuid", "GPU_UUID"]
 
 #: a node-name rule: ``rule(node, field)`` raises :class:`AdapterError` naming ``field``
 NodeRule = Callable[[str, str], None]
@@ -170,6 +170,27 @@ def slurm_memory(value: str | None, field: str = "--mem") -> None:
     if value is not None and not _SLURM_MEM.match(value):
         raise AdapterError(field, f"{value!r} is not a Slurm memory size (a positive integer, optionally K, M, G "
                                   f"or T, e.g. 16G)")
+
+
+#: a GPU's UUID as NVML reports it (``nvidia-smi -L``) and HAMi registers it: ``GPU-`` and 32
+#: lower-case hex digits in groups of 8-4-4-4-12
+GPU_UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def gpu_uuid(value: str, field: str) -> None:
+    """Refuse anything but a GPU UUID as NVML writes it (see :data:`GPU_UUID`): HAMi compares the
+    pinned UUIDs with its cards' ids as exact strings, so another spelling matches no card.
+
+    >>> gpu_uuid("GPU-0f95da43-eab5-e7f3-252e-39f9353f7bb2", "--gpu-uuid")
+    >>> gpu_uuid("GPU-0F95DA43-EAB5-E7F3-252E-39F9353F7BB2", "--gpu-uuid")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gensolver.adapters.common.AdapterError: --gpu-uuid: 'GPU-0F95...' is not a GPU UUID as nvidia-smi -L prints it ...
+    """
+    if not isinstance(value, str) or not GPU_UUID.match(value):
+        shown = value if not isinstance(value, str) or len(value) <= 12 else value[:8] + "..."
+        raise AdapterError(field, f"{shown!r} is not a GPU UUID as nvidia-smi -L prints it ('GPU-' and lower-case "
+                                  f"hex digits 8-4-4-4-12)")
 
 
 def positive_int(value: int | None, field: str) -> None:

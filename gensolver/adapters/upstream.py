@@ -13,7 +13,14 @@ the plan's device sizes, for the overfill rules):
 - **HAMi** [HAMI]_: ``nvidia.com/gpumem`` (MiB) is a positive integer at least the grant's
   memory (``GENSOLVER_MEMORY_LIMIT`` bytes, rounded up to MiB) and not a 1-MiB cap on a grant
   without memory; ``nvidia.com/gpucores`` is 1..100; the pods running at once on one plan
-  device ask for at most its memory and 100 % of its cores.
+  device ask for at most its memory and 100 % of its cores. A pin, ``nvidia.com/use-gpuuuid``
+  [HAMIUUID]_, is split on ``,`` and each part compared with a card's id as an exact string: so
+  each part is a UUID as NVML writes it (``GPU-`` and lower-case hex 8-4-4-4-12), none repeats,
+  there are as many as the pod's ``nvidia.com/gpu`` (fewer: it can never be scheduled; more: HAMi
+  picks among them, not the plan), and across all pods a plan device (``gensolver.io/devices``,
+  in the same order) always has the same UUID and a UUID one plan device.
+- **Every other flavor**: no ``nvidia.com/use-gpuuuid`` (only HAMi's scheduler reads it; the
+  pod would look pinned and not be).
 - **KAI scheduler** [KAI]_: ``gpu-fraction`` is a number strictly between 0 and 1 (a whole GPU is
   ``nvidia.com/gpu``), ``gpu-memory`` a whole number of MiB at least the grant; the fractions
   (memories) running at once on one plan device sum to at most 1 (its memory).
@@ -27,6 +34,9 @@ References
    ``replicas > 1``), https://github.com/NVIDIA/k8s-device-plugin/tree/main/api/config/v1
 .. [HAMI] HAMi, "Use NVIDIA devices" (``nvidia.com/gpumem`` in MiB, ``nvidia.com/gpucores`` in
    percent), https://github.com/Project-HAMi/HAMi/blob/master/docs/config.md
+.. [HAMIUUID] HAMi ``pkg/device/nvidia/device.go`` (``GPUUseUUID = "nvidia.com/use-gpuuuid"``,
+   ``CheckUUID``: ``strings.Split(userUUID, ",")`` then ``slices.Contains(userUUIDs, d.ID)``) and
+   ``examples/nvidia/specify_uuid_to_use.yaml``, https://github.com/Project-HAMi/HAMi
 .. [KAI] NVIDIA KAI Scheduler, "GPU Sharing" (``gpu-fraction``: a portion of one GPU),
    https://github.com/NVIDIA/KAI-Scheduler/tree/main/docs/gpu-sharing
 """
@@ -34,6 +44,7 @@ References
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Mapping, Sequence
 
 import yaml
@@ -41,6 +52,9 @@ import yaml
 __all__ = ["upstream_problems"]
 
 MIB = 1 << 20
+PIN = "nvidia.com/use-gpuuuid"
+#: a card id as HAMi registers it from NVML
+_UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def _jobs(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -168,6 +182,36 @@ def _kai(objects: Sequence[Mapping[str, Any]], capacity: Mapping[str, int]) -> l
     return problems
 
 
+def _pins(objects: Sequence[Mapping[str, Any]]) -> list[str]:
+    """HAMi's pin rules (see the module docstring)."""
+    problems: list[str] = []
+    uuid_of: dict[str, str] = {}
+    device_of: dict[str, str] = {}
+    for job in _jobs(objects):
+        limits, _, ann = _pod(job)
+        if PIN not in ann:
+            continue
+        name = job["metadata"]["name"]
+        parts = str(ann[PIN]).split(",")
+        bad = [p for p in parts if not _UUID.match(p)]
+        if bad:
+            problems.append(f"{name}: HAMi pin {bad[0]!r} matches no card id (GPU-<lower-case hex 8-4-4-4-12>)")
+        if len(set(parts)) != len(parts):
+            problems.append(f"{name}: HAMi pin repeats a UUID: {ann[PIN]!r}")
+        want = limits.get("nvidia.com/gpu", 0)
+        if len(set(parts)) != want:
+            problems.append(f"{name}: HAMi pin lists {len(set(parts))} GPU(s) for nvidia.com/gpu {want}")
+        devices = _spans(job)[2]
+        if len(devices) != len(parts):
+            problems.append(f"{name}: HAMi pin lists {len(parts)} GPU(s) for plan devices {devices}")
+        for dev, uuid in zip(devices, parts):
+            if uuid_of.setdefault(dev, uuid) != uuid:
+                problems.append(f"{name}: plan device {dev!r} pinned to {uuid} here and {uuid_of[dev]} elsewhere")
+            if device_of.setdefault(uuid, dev) != dev:
+                problems.append(f"{name}: GPU {uuid} pinned for plan devices {device_of[uuid]!r} and {dev!r}")
+    return problems
+
+
 def upstream_problems(objects: Sequence[Mapping[str, Any]], flavor: str,
                       capacity: Mapping[str, int] | None = None) -> list[str]:
     """Every way ``objects`` (one ``emit k8s`` output) break the rules of ``flavor``'s component
@@ -178,10 +222,12 @@ def upstream_problems(objects: Sequence[Mapping[str, Any]], flavor: str,
     >>> upstream_problems([], "kai")
     []
     """
-    if flavor in ("nvidia", "kueue"):
-        return _nvidia(objects)
     if flavor == "hami":
-        return _hami(objects, capacity or {})
+        return _hami(objects, capacity or {}) + _pins(objects)
+    pinned = [f"{j['metadata']['name']}: {PIN} is read by HAMi only; under {flavor} the pod is not pinned"
+              for j in _jobs(objects) if PIN in _pod(j)[2]]
+    if flavor in ("nvidia", "kueue"):
+        return _nvidia(objects) + pinned
     if flavor == "kai":
-        return _kai(objects, capacity or {})
+        return _kai(objects, capacity or {}) + pinned
     raise ValueError(f"unknown flavor {flavor!r}")

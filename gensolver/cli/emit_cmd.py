@@ -65,6 +65,19 @@ def _nodes(device_map: list[str], node: Optional[str]) -> tuple[dict[str, str], 
     return out, default, field
 
 
+def _uuids(items: list[str]) -> dict[str, str]:
+    """``--gpu-uuid`` items: plan device -> GPU UUID (checked by the adapter)."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, uuid = item.rpartition("=")
+        if not sep or not name or not uuid:
+            fail(f"--gpu-uuid expects PLAN_DEVICE=GPU-UUID, got {item!r}")
+        if name in out:
+            fail(f"--gpu-uuid: device {name!r} is given twice")
+        out[name] = uuid
+    return out
+
+
 def _start_at(text: Optional[str]) -> Optional[float]:
     """``--start-at``: epoch seconds, ISO 8601 (``2026-12-01T12:00:00Z``) or ``now+SECONDS``."""
     if text is None:
@@ -151,6 +164,7 @@ def emit_k8s(
     grace: float = typer.Option(10.0, "--grace", help="terminationGracePeriodSeconds."),
     cpu: Optional[str] = typer.Option(None, "--cpu", help="CPU request of every container (e.g. 2, 500m)."),
     memory: Optional[str] = typer.Option(None, "--memory", help="Host memory request and limit of every container (e.g. 16Gi)."),
+    gpu_uuid: List[str] = typer.Option([], "--gpu-uuid", help="hami: PLAN_DEVICE=GPU-UUID (repeatable); pins pods to the planned GPUs."),
 ) -> None:
     """Print (or write) PLAN_FILE as Kubernetes Jobs in a GPU-sharing flavor."""
     from ..adapters.common import AdapterError
@@ -165,7 +179,7 @@ def emit_k8s(
         nodes, default, _field = _nodes(device_map, node)
         options = K8sOptions(nodes=nodes, default_node=default, namespace=namespace,
                              image=DEFAULT_IMAGE if image is None else image, start_at=_start_at(start_at),
-                             time_scale=time_scale, grace=grace, cpu=cpu, memory=memory,
+                             time_scale=time_scale, grace=grace, cpu=cpu, memory=memory, gpu_uuids=_uuids(gpu_uuid),
                              flavor=FlavorOptions(queue=queue, replicas=replicas, nvidia_sharing=nvidia_sharing))
     except AdapterError as exc:
         fail(str(exc))

@@ -321,3 +321,98 @@ def test_the_plan_reader_refuses_a_bad_urgency_or_tenant() -> None:
             _with(base, a=fields)
     kept = _with(base, a={"urgency": 0.5, "tenant": "team-a"})
     assert (kept.task("a").urgency, kept.task("a").tenant) == (0.5, "team-a") and kept.digest != base.digest
+
+
+def _uuid(device: str) -> str:
+    """A GPU UUID for a plan device, made up (as nvidia-smi -L prints one)."""
+    import hashlib
+
+    h = hashlib.sha256(device.encode()).hexdigest()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _pods(objects: list[dict]) -> list[tuple[dict, dict, dict]]:
+    """(pod metadata, pod template metadata, container) of every Job and Pod."""
+    out = []
+    for o in objects:
+        if o["kind"] == "Pod":
+            out.append((o["metadata"], o["metadata"], o["spec"]["containers"][0]))
+        elif o["kind"] == "Job":
+            out.append((o["metadata"], o["spec"]["template"]["metadata"], o["spec"]["template"]["spec"]["containers"][0]))
+    return out
+
+
+def test_hami_pins_every_pod_to_the_planned_gpus(bundled_plans) -> None:
+    """Each bundled plan under hami, every plan device given a GPU UUID: every pod carries HAMi's
+    pin with the UUIDs of its run's devices (from the plan, not the annotations), as many as its
+    nvidia.com/gpu; the objects pass kubernetes-validate and the upstream rules."""
+    pinned = 0
+    for name, path in bundled_plans.items():
+        plan = read_plan(path)
+        uuids = {d.id: _uuid(d.id) for d in plan.devices}
+        objects = k8s_objects(plan, "hami", K8sOptions(default_node="node-a", gpu_uuids=uuids))
+        assert [k8s_problems(o) for o in objects] == [[]] * len(objects), name
+        capacity = {d.id: d.memory for d in plan.devices if d.memory}
+        assert upstream_problems(objects, "hami", capacity) == [], name
+        runs = {(t.id, str(r.index)): r for t in plan.tasks for r in plan.runs(t.id)}
+        for meta, template, container in _pods(objects):
+            run = runs.pop((meta["annotations"]["gensolver.io/task"], meta["labels"]["gensolver.io/run"]))
+            pin = template["annotations"]["nvidia.com/use-gpuuuid"].split(",")
+            assert pin == [uuids[d] for d in run.devices], name
+            assert container["resources"]["limits"]["nvidia.com/gpu"] == len(pin)
+            pinned += 1
+        assert runs == {}, name  # every run has its pod
+    assert pinned >= len(bundled_plans)
+
+
+def test_a_gang_on_gpus_named_by_uuid_pins_each_nodes_pod_to_its_gpus() -> None:
+    from tests.executor.helpers import plan_of
+
+    names = {f"n{k}/{_uuid(f'x{k}{g}')}": f"n{k}" for k in (1, 2) for g in (0, 1)}
+    plan = plan_of({d: 1 for d in names}, {"gang": {"at": [(d, 0, 2) for d in names], "memory": 1.0}})
+    objects = k8s_objects(plan, "hami", K8sOptions())
+    pods = _pods(objects)
+    assert len(pods) == 2
+    for meta, template, _container in pods:
+        devices = meta["annotations"]["gensolver.io/devices"].split(",")
+        node = devices[0].rpartition("/")[0]
+        assert sorted(devices) == sorted(d for d, n in names.items() if n == node)
+        assert template["annotations"]["nvidia.com/use-gpuuuid"].split(",") == [d.rpartition("/")[2] for d in devices]
+    assert upstream_problems(objects, "hami") == []
+    # without UUIDs in the names nothing is pinned
+    assert all("nvidia.com/use-gpuuuid" not in (t.get("annotations") or {}) for _, t, _ in
+               _pods(k8s_objects(_gang_plan(), "hami", K8sOptions())))
+
+
+def test_pinning_refuses_what_hami_would_misread(tmp_path: Path, capsys, bundled_plans) -> None:
+    from gensolver.cli import main
+
+    gang = _gang_plan()
+    full = {d.id: _uuid(d.id) for d in gang.devices}
+    cases = [("kai", full, "needs --flavor hami"), ("nvidia", full, "needs --flavor hami"),
+             ("hami", {"n1/g0": full["n1/g0"]}, "has no GPU UUID"),  # the pod on n1 holds g0 and g1
+             ("hami", dict(full, **{"n2/g1": full["n1/g0"]}), "both have GPU"),
+             ("hami", {"gpu9": _uuid("gpu9")}, "the plan has no device")]
+    for flavor, uuids, why in cases:
+        with pytest.raises(AdapterError) as err:
+            k8s_objects(gang, flavor, K8sOptions(gpu_uuids=uuids))
+        assert err.value.field == "--gpu-uuid" and why in err.value.reason, (flavor, uuids)
+    for bad in ("GPU-0F95DA43-EAB5-E7F3-252E-39F9353F7BB2", "GPU-1,GPU-2", "gpu0", _uuid("a") + "\nx: y", ""):
+        with pytest.raises(AdapterError) as err:
+            K8sOptions(gpu_uuids={"n1/g0": bad})
+        assert err.value.field == "--gpu-uuid"
+    plan = bundled_plans["smoke-gpu-0"]
+    devices = [d.id for d in read_plan(plan).devices]
+    device = devices[0]
+    out = tmp_path / "jobs.yaml"
+    assert main(["emit", "k8s", str(plan), "--flavor", "hami", "--node", "n", *[a for d in devices for a in (
+        "--gpu-uuid", f"{d}={_uuid(d)}")], "--out", str(out)]) == 0
+    docs = list(yaml.safe_load_all(out.read_text()))
+    pins = [(m["annotations"]["gensolver.io/devices"], t["annotations"]["nvidia.com/use-gpuuuid"]) for m, t, _ in _pods(docs)]
+    assert pins and all(pin == ",".join(_uuid(d) for d in on.split(",")) for on, pin in pins)
+    for args in (["--gpu-uuid", f"{device}=GPU-x"], ["--gpu-uuid", "nodevice"], ["--gpu-uuid", f"gpu9={_uuid('a')}"],
+                 ["--gpu-uuid", f"{device}={_uuid('a')}", "--gpu-uuid", f"{device}={_uuid('b')}"]):
+        bad = tmp_path / "bad.yaml"
+        assert main(["emit", "k8s", str(plan), "--flavor", "hami", "--node", "n", *args, "--out", str(bad)]) == 2, args
+        assert "--gpu-uuid" in capsys.readouterr().err, args
+        assert not bad.exists()

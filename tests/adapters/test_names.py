@@ -301,3 +301,31 @@ def test_named_cases_are_refused_before_anything_is_written(tmp_path: Path) -> N
     assert rc == 0, err
     names = sorted(p.name for p in (tmp_path / "ok").iterdir())
     assert len(names) == 5 and all(re.match(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", n) for n in names), names
+
+
+#: a GPU UUID as nvidia-smi -L prints it (restated here, independent of the adapter's pattern)
+UUID_TEXT = re.compile(r"GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
+UUID = st.one_of(st.from_regex(UUID_TEXT, fullmatch=True), ID,
+                 st.from_regex(UUID_TEXT, fullmatch=True).map(lambda u: u.upper()),
+                 st.from_regex(UUID_TEXT, fullmatch=True).map(lambda u: u + "\nx: y"))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(uuid=UUID)
+def test_fuzzed_gpu_uuids_are_refused_by_name_or_pinned_as_given(uuid: str) -> None:
+    plan = plan_of({"gpu0": 8}, {"a": {"at": [("gpu0", 0, 2)], "memory": 4, "compute": 0.5}})
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "plan.json"
+        write_plan(plan, path)
+        out = Path(tmp) / "jobs.yaml"
+        rc, err = _emit(["emit", "k8s", str(path), "--flavor", "hami", "--node", "n", "--gpu-uuid", f"gpu0={uuid}",
+                         "--out", str(out)])
+        ok = UUID_TEXT.fullmatch(uuid) is not None
+        event("pinned" if rc == 0 else "refused")
+        assert rc == (0 if ok else 2), err
+        if not ok:
+            assert "--gpu-uuid" in err and not out.exists()
+            return
+        (job,) = [d for d in yaml.safe_load_all(out.read_text()) if d["kind"] == "Job"]
+        assert job["spec"]["template"]["metadata"]["annotations"] == {"nvidia.com/use-gpuuuid": uuid}

@@ -128,3 +128,27 @@ def test_the_new_rules_on_the_audits_cases() -> None:
         k8s_objects(mixed, "nvidia", K8sOptions(default_node="n"))
     with pytest.raises(AdapterError, match="--replicas"):
         k8s_objects(half, "kueue", K8sOptions(default_node="n", flavor=FlavorOptions(replicas=1)))
+
+
+def test_the_pin_rules_fail_on_pins_hami_would_misread() -> None:
+    """HAMi compares each comma-separated part with a card's id exactly (see upstream.py)."""
+    good = "GPU-0f95da43-eab5-e7f3-252e-39f9353f7bb2"
+    other = "GPU-1f95da43-eab5-e7f3-252e-39f9353f7bb2"
+
+    def pinned(name: str, pin: str, *, gpus: int = 1, devices: str = "gpu0", start: float = 0) -> dict:
+        return _job(name, {"nvidia.com/gpu": gpus, "nvidia.com/gpucores": 10}, devices=devices, start=start,
+                    end=start + 10, annotations={"nvidia.com/use-gpuuuid": pin})
+
+    assert upstream_problems([pinned("a", good), pinned("b", other, devices="gpu1")], "hami") == []
+    assert upstream_problems([pinned("a", f"{good},{other}", gpus=2, devices="gpu0,gpu1")], "hami") == []
+    cases = [([pinned("a", good.upper())], "matches no card"), ([pinned("a", f"{good}, {other}", gpus=2,
+                                                                          devices="gpu0,gpu1")], "matches no card"),
+             ([pinned("a", f"{good},{good}", gpus=2, devices="gpu0,gpu1")], "repeats"),
+             ([pinned("a", good, gpus=2, devices="gpu0,gpu1")], "lists 1 GPU(s) for nvidia.com/gpu 2"),
+             ([pinned("a", f"{good},{other}", devices="gpu0")], "lists 2 GPU(s) for nvidia.com/gpu 1"),
+             ([pinned("a", good), pinned("b", other, start=20)], "pinned to"),
+             ([pinned("a", good), pinned("b", good, devices="gpu1")], "pinned for plan devices")]
+    for objects, why in cases:
+        assert any(why in p for p in upstream_problems(objects, "hami")), why
+    for flavor in ("kai", "nvidia", "kueue"):
+        assert any("read by HAMi only" in p for p in upstream_problems([pinned("a", good)], flavor))
