@@ -165,6 +165,7 @@ def emit_k8s(
     cpu: Optional[str] = typer.Option(None, "--cpu", help="CPU request of every container (e.g. 2, 500m)."),
     memory: Optional[str] = typer.Option(None, "--memory", help="Host memory request and limit of every container (e.g. 16Gi)."),
     gpu_uuid: List[str] = typer.Option([], "--gpu-uuid", help="hami: PLAN_DEVICE=GPU-UUID (repeatable); pins pods to the planned GPUs."),
+    apply_script: Optional[Path] = typer.Option(None, "--apply-script", help="With --start-at: write a bash script that applies each run's objects at its start."),
 ) -> None:
     """Print (or write) PLAN_FILE as Kubernetes Jobs in a GPU-sharing flavor."""
     from ..adapters.common import AdapterError
@@ -172,6 +173,9 @@ def emit_k8s(
     from ..adapters.k8s import DEFAULT_IMAGE, K8sOptions, dump_yaml, k8s_objects
 
     check_output_file(out, "--out")
+    check_output_file(apply_script, "--apply-script")
+    if apply_script is not None and start_at is None:
+        fail("--apply-script needs --start-at (the script applies each run at t0 + its start)")
     try:
         from ..adapters.flavors import get_flavor
 
@@ -192,7 +196,21 @@ def emit_k8s(
               f"{sum(o['kind'] == 'Job' for o in objects)} Job(s)")
     if options.start_at is not None:
         header += f"\nt0 = {options.start_at:.0f} (epoch seconds); each pod waits for t0 + its start"
+    script = None
+    if apply_script is not None and options.start_at is not None:
+        from ..adapters.k8s_apply import apply_script as make_script
+
+        try:
+            script = make_script(objects, start_at=options.start_at, header=header)
+        except AdapterError as exc:
+            fail(str(exc))
     _write(dump_yaml(objects, header=header), out, "--out")
+    if script is not None and apply_script is not None:
+        _write(script, apply_script, "--apply-script")
+        try:
+            apply_script.chmod(apply_script.stat().st_mode | 0o111)
+        except OSError as exc:
+            fail(f"--apply-script: cannot make {apply_script} executable: {exc.strerror or exc}")
 
 
 @emit_app.command("crd")
