@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
+import time
 from html.parser import HTMLParser
 
 import httpx
@@ -103,3 +105,103 @@ def test_live_page_draws_rounds_allocations_credits_and_queue(tmp_path, server_f
     mine = dump(f"{srv.url}/?refresh=500#token={alice}", tmp_path)
     assert mine.rects and {r["data-tenant"] for r in mine.rects} == {"alice"}
     assert [row[0] for row in mine.tables["credits"]] == ["alice"]
+
+
+class Browser:
+    """Headless Chromium driven over the DevTools protocol (one page; ``value(js)`` evaluates)."""
+
+    def __init__(self, url: str, tmp_path) -> None:
+        import json
+        import re
+        from urllib.parse import quote
+
+        from websockets.sync.client import connect
+
+        self.proc = subprocess.Popen([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                                      f"--user-data-dir={tmp_path / 'chromium-cdp'}", "--remote-debugging-address=127.0.0.1",
+                                      "--remote-debugging-port=0", "about:blank"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        port = None
+        for line in self.proc.stderr:  # ends when Chromium says where it listens (or exits)
+            m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+            if m:
+                port = int(m.group(1))
+                break
+        assert port is not None, "Chromium did not open its DevTools port"
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()  # keep its pipe drained
+        target = httpx.put(f"http://127.0.0.1:{port}/json/new?{quote(url, safe='')}", timeout=30).json()
+        self.ws = connect(target["webSocketDebuggerUrl"], max_size=None, open_timeout=30).__enter__()
+        self._id = 0
+        self._json = json
+
+    def value(self, expression: str):
+        self._id += 1
+        self.ws.send(self._json.dumps({"id": self._id, "method": "Runtime.evaluate",
+                                       "params": {"expression": expression, "returnByValue": True}}))
+        while True:
+            msg = self._json.loads(self.ws.recv(timeout=60))
+            if msg.get("id") == self._id:
+                return msg["result"]["result"].get("value")
+
+    def wait(self, what: str, expression: str, timeout: float = 120.0):
+        """Evaluate ``expression`` until it is truthy (a deadline decides, not a sleep)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self.value(expression)
+            if got:
+                return got
+            assert time.monotonic() < deadline, f"the page: {what} not within {timeout:g} s"
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        try:
+            self.ws.close()
+        finally:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+
+STATUS = "document.getElementById('status').dataset"
+ROUNDS = "[...document.querySelectorAll('#rounds tbody tr')].map(r => r.cells[0].textContent)"
+
+
+def _answers_304(client: httpx.Client, ops: dict) -> float:
+    """304 answers the server counted on the rounds view (read from /metrics, not from the page)."""
+    total = 0.0
+    for line in client.get("/metrics", headers=ops).text.splitlines():
+        if line.startswith("gensolver_http_requests_total{") and 'status="304"' in line and "/v1/rounds" in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_live_page_polls_with_etags_and_redraws_only_on_change(tmp_path, server_factory):
+    db = tmp_path / "market.db"
+    ops = token_direct(db, "ops", admin=True)
+    alice = token_direct(db, "alice")
+    H, A = {"Authorization": f"Bearer {ops}"}, {"Authorization": f"Bearer {alice}"}
+    srv = server_factory("--gpus", "n0:2x80", "--market", '{"time_limit": 0.5}', db=db)
+    with httpx.Client(base_url=srv.url, timeout=30) as c:
+        for k in range(3):
+            c.post("/v1/tasks", json=gentask(f"a{k}", preferred="30Gi", duration="8m", value=30 + k), headers=A)
+        assert c.post("/v1/rounds", headers=H).status_code == 201
+        browser = Browser(f"{srv.url}/?refresh=200#token={ops}", tmp_path)
+        try:
+            # unchanged views: polled again and again, answered 304, and not redrawn
+            browser.wait("three polls answered 304", f"Number({STATUS}.notModified || 0) >= 12")
+            status = browser.value(f"({{...{STATUS}}})")
+            assert int(status["redraws"]) < int(status["updates"]), status
+            assert _answers_304(c, H) >= 3  # the server's own count, independent of the page
+            assert browser.value(ROUNDS) == ["1"]
+            # a change: the next poll gets a 200 with a new tag, and the page shows it
+            before = int(status["redraws"])
+            assert c.post("/v1/rounds", headers=H).status_code == 201
+            browser.wait("the new round drawn", f"JSON.stringify({ROUNDS}) === '[\"2\",\"1\"]'")
+            assert int(browser.value(f"{STATUS}.redraws")) > before
+            rounds = c.get("/v1/rounds?limit=12", headers=H).json()["rounds"]
+            drawn = browser.value("[...document.querySelectorAll('rect.alloc')].map(r => r.dataset.round + ' ' + "
+                                  "r.dataset.task + ' ' + r.dataset.gpu).sort()")
+            assert drawn == sorted(f"{r['round']} {a['task']} {g}" for r in rounds for a in r["assignments"]
+                                   for g in a["gpus"])
+        finally:
+            browser.close()

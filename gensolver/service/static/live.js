@@ -24,11 +24,23 @@
       return tr;
     }));
   }
+  // conditional GETs: each view is asked with the ETag of its last answer; a 304 reuses that
+  // answer, and the page is redrawn only when a /v1 view changed
+  const seen = {};  // path -> {tag, token, data}
+  let notModified = 0, redraws = 0, changed = false;
   async function api(path) {
-    const r = await fetch(path, { headers: token ? { Authorization: "Bearer " + token } : {} });
+    const headers = token ? { Authorization: "Bearer " + token } : {};
+    const prev = seen[path];
+    if (prev && prev.token === token) headers["If-None-Match"] = prev.tag;
+    const r = await fetch(path, { headers, cache: "no-store" });
+    if (r.status === 304 && prev) { notModified += 1; return prev.data; }
     if (r.status === 401) { $("login").style.display = "block"; throw new Error("a token is needed: " + path); }
     if (!r.ok) { const p = await r.json().catch(() => ({})); const e = new Error(p.detail || r.statusText); e.status = r.status; throw e; }
-    return r.json();
+    const data = await r.json();
+    const tag = r.headers.get("ETag");
+    if (tag) seen[path] = { tag, token, data }; else delete seen[path];
+    if (path.startsWith("/v1/")) changed = true;
+    return data;
   }
   function drawChart(health, rounds) {
     const svg = $("chart");
@@ -78,6 +90,7 @@
   }
   async function update() {
     try {
+      changed = false;
       const health = await api("/healthz");
       const me = await api("/v1/me");
       const rounds = (await api("/v1/rounds?limit=12")).rounds;
@@ -85,22 +98,26 @@
       if (me.admin) tenants = (await api("/v1/tenants?limit=100")).tenants;  // the first page
       else tenants = [await api("/v1/tenants/" + encodeURIComponent(me.tenant))];
       const queue = (await api("/v1/tasks?state=waiting&limit=200")).tasks;
-      drawChart(health, rounds);
-      fill("rounds", rounds.slice().reverse().map((r) => [r.round, r.time, [r.status, "l"], fmt(r.welfare), r.bids,
-        fmt(r.revenue), r.queue, fmt(r.seconds.total, 3)]));
-      fill("credits", tenants.map((t) => [[t.tenant, "l"], fmt(t.balance), fmt(t.spent), fmt(t.weight, 3),
-        t.tasks.waiting, t.tasks.running]));
-      fill("queue", queue.map((q) => [[q.id, "l"], [q.tenant, "l"], fmt(q.remaining, 1),
-        fmt(q.task.preferred_memory, 1) + " GiB", fmt(q.task.value)]));
-      $("queue-count").textContent = "(" + queue.length + " waiting)";
+      if (changed || redraws === 0) { draw(health, rounds, tenants, queue); redraws += 1; }
       updates += 1;
       $("status").textContent = `${me.admin ? "operator" : "tenant " + me.tenant} · ${health.rounds} rounds · step ${health.clock} · ` +
         `${health.gpus.length} GPUs · mechanism ${health.mechanism} · updated ${new Date().toLocaleTimeString()}`;
-      $("status").dataset.updates = String(updates);
+      Object.assign($("status").dataset, { updates: String(updates), redraws: String(redraws),
+        notModified: String(notModified) });
       $("error").textContent = "";
     } catch (e) {
       $("error").textContent = String(e.message || e);
     }
+  }
+  function draw(health, rounds, tenants, queue) {
+    drawChart(health, rounds);
+    fill("rounds", rounds.slice().reverse().map((r) => [r.round, r.time, [r.status, "l"], fmt(r.welfare), r.bids,
+      fmt(r.revenue), r.queue, fmt(r.seconds.total, 3)]));
+    fill("credits", tenants.map((t) => [[t.tenant, "l"], fmt(t.balance), fmt(t.spent), fmt(t.weight, 3),
+      t.tasks.waiting, t.tasks.running]));
+    fill("queue", queue.map((q) => [[q.id, "l"], [q.tenant, "l"], fmt(q.remaining, 1),
+      fmt(q.task.preferred_memory, 1) + " GiB", fmt(q.task.value)]));
+    $("queue-count").textContent = "(" + queue.length + " waiting)";
   }
   $("use").addEventListener("click", () => {
     token = $("token").value.trim(); sessionStorage.setItem("gensolver-token", token);
