@@ -360,3 +360,29 @@ def test_a_planned_stop_exits_0_and_odd_task_ids_run_as_named(slurm, tmp_path: P
     rows = _sacct(slurm, [j["job"] for j in jobs])
     records = _journal(tmp_path / "j.journal")
     assert check_against_plan(path, records, rows, slurm.node, slurm.shards_per_gpu, 8.0, hold=HOLD) == []
+
+
+def test_a_run_waiting_for_its_start_holds_no_gpu(slurm, tmp_path: Path, monkeypatch) -> None:
+    """A run planned for [20, 24) s on a whole GPU is submitted at t0 with ``--begin`` and waits
+    pending, holding nothing: a job outside the plan that needs every GPU of the node, submitted
+    just after, starts and ends before the run's start (were the run holding its GPU while it
+    waits, that job could not start before the run's end). The run then starts at its begin."""
+    from gensolver.adapters.slurm import SlurmJournal, SlurmOptions, submit_plan
+    from gensolver.executor import write_plan
+    from tests.executor.helpers import plan_of
+
+    plan = plan_of({"gpu0": 40}, {"later": {"at": [("gpu0", 20, 24)], "memory": 40, "command": ["true"]}})
+    write_plan(plan, tmp_path / "plan.json")
+    monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])
+    t0 = time.time()
+    _, ids = submit_plan(plan, SlurmOptions(default_node=slurm.node, grace=1), journal=SlurmJournal(tmp_path / "j"),
+                         script_dir=tmp_path / "scripts", t0=t0)
+    every_gpu = slurm.run("sbatch", "--parsable", f"--nodelist={slurm.node}", f"--gres=gpu:{slurm.gpus}",
+                          "--time=1", "--output=/dev/null", "--wrap", "true")
+    assert every_gpu.returncode == 0, every_gpu.stderr
+    other = every_gpu.stdout.strip().split(";")[0]
+    rows = _wait_ended(slurm, [ids["later.0"], other])
+    run, outside = rows[ids["later.0"]], rows[other]
+    assert (outside["State"], run["State"]) == ("COMPLETED", "COMPLETED"), (outside, run)
+    assert _epoch(outside["End"]) <= _epoch(run["Start"]), (outside, run)
+    assert _epoch(outside["Start"]) < math.floor(t0 + 20) <= _epoch(run["Start"]), (outside, run, t0)
