@@ -5,8 +5,10 @@ clearing, backfill, prices, charges) on a :class:`gensolver.market.pool.TablePoo
 synthetic workload's tasks, all waiting: the round ``gensolver serve --market '{"engine":
 "credit"}'`` clears, without the database. Printed per clearing (``greedy``: score order;
 ``solver``: :func:`gensolver.market.clearing.clear_round`): the candidates, the tasks
-started, and the fastest and slowest of ``--repeat`` rounds in seconds (wall clock: give the
-load, e.g. ``uptime``, beside the figures).
+started, the memory and compute left free, how many waiting tasks would still fit at their
+minimum memory (0: the round is work conserving; a gap in ``started`` between the clearings
+is then packing, not idle capacity), and the fastest and slowest of ``--repeat`` rounds in
+seconds (wall clock: give the load, e.g. ``uptime``, beside the figures).
 
 Usage::
 
@@ -19,7 +21,7 @@ import argparse
 import time
 
 from gensolver.market.engine import CreditEngine
-from gensolver.market.pool import TablePool
+from gensolver.market.pool import TablePool, find_placement
 from gensolver.model.tasks import GpuSpec
 from gensolver.sim import synthetic_workload
 
@@ -43,7 +45,11 @@ def main(argv: list[str] | None = None) -> None:
             t0 = time.perf_counter()
             eng.round(pool, True)
             times.append(time.perf_counter() - t0)
+        up = pool.up_gpus()
+        fits = sum(1 for st in pool.waiting() if find_placement(pool, st, st.task.min_memory) is not None)
         print(f"{clearing:7s} candidates {len(pool.tasks)}  started {len(pool.running())}  "
+              f"free memory {sum(g.free_memory for g in up):.0f} GiB  free compute "
+              f"{sum(g.free_compute for g in up):.2f}  waiting that fit {fits}  "
               f"seconds min {min(times):.3f} max {max(times):.3f}")
 
 

@@ -31,6 +31,16 @@ rule; ties by the candidates' order) and accepts first fit, one bid per task:
 units (``options={"deterministic": True}``), never a wall-clock limit, so reruns are
 byte-identical.
 
+Work conservation (``fill=True``, default)
+------------------------------------------
+The bids name at most ``max_options`` placements each, chosen against the capacity free at
+the start of the round, so many tasks can name the same best-fit GPUs (on an idle cluster every
+task names the same ``max_options`` empty GPUs) and lose while other GPUs stay free. After the
+solve, each loser in the candidates' order takes the best-fit placement of the capacity the
+winners left, at its largest memory level that fits (a running loser first on its own GPUs).
+Afterwards no loser fits anywhere at any of its levels (``tests/market/test_clearing.py``
+checks this with an independent certificate).
+
 What is proved and what is measured: every answer is feasible (the solver layer checks
 capacity); greedy on value has no constant welfare guarantee with XOR bids and divisible
 capacity (Lehmann, O'Callaghan & Shoham 2002 prove ``OPT / sqrt(m)`` only for single-minded
@@ -118,7 +128,7 @@ def fitting_groups(free: Mapping[str, tuple[float, float]], nodes: Mapping[str, 
 def clear_round(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float, float]],
                 nodes: Mapping[str, Sequence[str]], *, levels: int = 1, max_options: int = 8,
                 stay_bonus: float = 0.05, switch_penalty: float = 0.2, method: str = "greedy", budget: float | None = None,
-                allowed: Callable[[str, str], bool] | None = None) -> RoundResult:
+                allowed: Callable[[str, str], bool] | None = None, fill: bool = True) -> RoundResult:
     """Clear one round of the credit market with the solver layer (see the module docstring).
 
     Parameters
@@ -146,6 +156,9 @@ def clear_round(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
         Work units for ``method="auto"`` (deterministic); ignored otherwise.
     allowed : callable, keyword-only
         ``allowed(task_id, gpu)``: whether the task may run on that GPU (models).
+    fill : bool, keyword-only
+        Place the solve's losers on what the winners left (best fit, candidates' order; see
+        the module docstring). ``False``: the solve's answer alone.
 
     Returns
     -------
@@ -153,6 +166,55 @@ def clear_round(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
     """
     if not (stay_bonus >= 0 and 0 <= switch_penalty < 1 and levels >= 1 and max_options >= 1):
         raise ValueError("stay_bonus must be >= 0, switch_penalty in [0, 1), levels and max_options >= 1")
+    res = _solve_pass(candidates, free, nodes, levels=levels, max_options=max_options, stay_bonus=stay_bonus,
+                      switch_penalty=switch_penalty, method=method, budget=budget, allowed=allowed)
+    won = dict(res.winners)
+    if fill:
+        _fill(candidates, won, free, nodes, levels, allowed)
+    ids = [c.task.id for c in candidates]
+    return RoundResult(won, tuple(i for i in ids if i not in won), res.method, res.status, res.bids)
+
+
+def _fill(candidates: Sequence[RoundTask], won: dict[str, tuple[tuple[str, ...], float]],
+          free: Mapping[str, tuple[float, float]], nodes: Mapping[str, Sequence[str]], levels: int,
+          allowed: Callable[[str, str], bool] | None) -> None:
+    """Work conservation after the solve: each loser, in the candidates' order, takes the
+    best-fit placement of the capacity the winners left, at its largest level that fits
+    (a running loser only at its current memory). Updates ``won`` in place."""
+    left = {g: [float(m), float(c)] for g, (m, c) in free.items()}
+    by_id = {c.task.id: c.task for c in candidates}
+    for tid, (grp, mem) in won.items():
+        for g in grp:
+            left[g][0] -= mem
+            left[g][1] -= by_id[tid].compute
+    for c in candidates:
+        t = c.task
+        if t.id in won:
+            continue
+        ok = None if allowed is None else (lambda g, _id=t.id: allowed(_id, g))
+        view = {g: (m, cc) for g, (m, cc) in left.items()}
+        for mem in ([float(c.memory)] if c.memory is not None else _levels(t, levels)):
+            if c.score * task_speed(t, mem) <= 0:
+                continue
+            home = c.placement
+            if home is not None and all(g in view and view[g][0] + _TOL >= mem and view[g][1] + _TOL >= t.compute
+                                        for g in home):
+                groups = [home]  # a running loser stays where it runs when that still fits
+            else:
+                groups = fitting_groups(view, nodes, t.gpus, mem, t.compute, limit=1, allowed=ok)
+            if groups:
+                won[t.id] = (groups[0], mem)
+                for g in groups[0]:
+                    left[g][0] -= mem
+                    left[g][1] -= t.compute
+                break
+
+
+def _solve_pass(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float, float]],
+                nodes: Mapping[str, Sequence[str]], *, levels: int, max_options: int, stay_bonus: float,
+                switch_penalty: float, method: str, budget: float | None,
+                allowed: Callable[[str, str], bool] | None) -> RoundResult:
+    """One winner determination over ``free`` (bids built against it, :func:`clear_round`)."""
     # built in canonical order (everything sorted by id), so the solver layer reorders nothing
     slots = tuple(Slot(g, {"compute": max(0.0, float(free[g][1])), "memory": max(0.0, float(free[g][0]))}, g)
                   for g in sorted(free))
@@ -161,36 +223,11 @@ def clear_round(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
     width = len(str(max(1, len(candidates))))
     most = max((m for m, _ in free.values()), default=0.0)  # no level above it fits anywhere
     for rank, c in enumerate(candidates):
-        t = c.task
-        ok = None if allowed is None else (lambda g, _id=t.id: allowed(_id, g))
-        mems = _levels(t, levels)
-        if c.memory is not None and all(abs(c.memory - m) > _TOL for m in mems):
-            mems.append(float(c.memory))
-        for li, mem in enumerate(mems):
-            value = float(c.score) * task_speed(t, mem)
-            groups = fitting_groups(free, nodes, t.gpus, mem, t.compute, limit=max_options, allowed=ok) \
-                if mem <= most + _TOL else []
-            stay = c.placement is not None and c.memory is not None and abs(c.memory - mem) <= _TOL
-            if c.placement is not None:  # the current GPUs under their current names and order
-                here = set(c.placement)
-                groups = [c.placement if set(grp) == here else grp for grp in groups]
-            home = c.placement
-            if stay and home is not None and home not in groups and all(
-                    free.get(g, (0.0, 0.0))[0] + _TOL >= mem and free.get(g, (0.0, 0.0))[1] + _TOL >= t.compute
-                    for g in home):
-                groups.append(home)
-            for oi, grp in enumerate(groups):
-                if c.placement is None:
-                    v = value
-                elif stay and grp == c.placement:
-                    v = value * (1.0 + stay_bonus)
-                else:  # a running task that moves or changes memory pays a checkpoint
-                    v = value * (1.0 - switch_penalty)
-                if not v > 0:
-                    continue
-                bid_id = f"{rank:0{width}d}|{li}|{oi}"
-                bids.append(Bid(bid_id, t.id, v, {g: {"compute": t.compute, "memory": mem} for g in sorted(grp)}))
-                meta[bid_id] = (t.id, grp, mem)
+        for li, oi, grp, mem, v in _task_bids(c, free, nodes, levels, max_options, stay_bonus, switch_penalty,
+                                              most, allowed):
+            bid_id = f"{rank:0{width}d}|{li}|{oi}"
+            bids.append(Bid(bid_id, c.task.id, v, {g: {"compute": c.task.compute, "memory": mem} for g in sorted(grp)}))
+            meta[bid_id] = (c.task.id, grp, mem)
     ids = [c.task.id for c in candidates]
     if not bids:
         return RoundResult({}, tuple(ids), method, "empty", 0)
@@ -207,6 +244,41 @@ def clear_round(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
         tid, grp, mem = meta[w]
         won[tid] = (grp, mem)
     return RoundResult(won, tuple(i for i in ids if i not in won), alloc.method, alloc.status.value, len(bids))
+
+
+def _task_bids(c: RoundTask, free: Mapping[str, tuple[float, float]], nodes: Mapping[str, Sequence[str]],
+               levels: int, max_options: int, stay_bonus: float, switch_penalty: float, most: float,
+               allowed: Callable[[str, str], bool] | None) -> list[tuple[int, int, tuple[str, ...], float, float]]:
+    """``(level index, option index, GPUs, memory, value)`` of every XOR bid of one candidate."""
+    t = c.task
+    ok = None if allowed is None else (lambda g, _id=t.id: allowed(_id, g))
+    mems = _levels(t, levels)
+    if c.memory is not None and all(abs(c.memory - m) > _TOL for m in mems):
+        mems.append(float(c.memory))
+    out: list[tuple[int, int, tuple[str, ...], float, float]] = []
+    for li, mem in enumerate(mems):
+        value = float(c.score) * task_speed(t, mem)
+        groups = fitting_groups(free, nodes, t.gpus, mem, t.compute, limit=max_options, allowed=ok) \
+            if mem <= most + _TOL else []
+        stay = c.placement is not None and c.memory is not None and abs(c.memory - mem) <= _TOL
+        if c.placement is not None:  # the current GPUs under their current names and order
+            here = set(c.placement)
+            groups = [c.placement if set(grp) == here else grp for grp in groups]
+        home = c.placement
+        if stay and home is not None and home not in groups and all(
+                free.get(g, (0.0, 0.0))[0] + _TOL >= mem and free.get(g, (0.0, 0.0))[1] + _TOL >= t.compute
+                for g in home):
+            groups.append(home)
+        for oi, grp in enumerate(groups):
+            if c.placement is None:
+                v = value
+            elif stay and grp == c.placement:
+                v = value * (1.0 + stay_bonus)
+            else:  # a running task that moves or changes memory pays a checkpoint
+                v = value * (1.0 - switch_penalty)
+            if v > 0:
+                out.append((li, oi, grp, mem, v))
+    return out
 
 
 def _levels(task: Task, count: int) -> list[float]:

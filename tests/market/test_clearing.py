@@ -67,6 +67,65 @@ def test_the_checker_catches_an_overfill():
     assert _violations(bad, cands, free, nodes)
 
 
+def _idle_fits(winners, cands, free, nodes) -> list[str]:
+    """Independent certificate of work conservation: the losers that would still fit, at their
+    minimum memory, in the capacity the winners left (``k`` GPUs of one node with the memory
+    and compute free). Empty when the clearing left nothing that any loser could use."""
+    by_id = {c.task.id: c.task for c in cands}
+    left = {g: [m, c] for g, (m, c) in free.items()}
+    for tid, (grp, mem) in winners.items():
+        for g in grp:
+            left[g][0] -= mem
+            left[g][1] -= by_id[tid].compute
+    out = []
+    for c in cands:
+        t = c.task
+        if t.id in winners:
+            continue
+        for members in nodes.values():
+            room = [g for g in members if left[g][0] + 1e-9 >= t.min_memory and left[g][1] + 1e-9 >= t.compute]
+            if len(room) >= t.gpus:
+                out.append(t.id)
+                break
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("method", ["greedy", "highs"])
+def test_no_loser_fits_what_the_winners_left(seed, method):
+    """Few placements per bid (``max_options=1``) crowd every task onto the same best-fit GPU;
+    the fill after the solve still leaves no loser that the free capacity could host."""
+    cands, free, nodes = _round(seed, 10, 4)
+    res = clear_round(cands, free, nodes, levels=3, max_options=1, method=method)
+    assert _violations(res.winners, cands, free, nodes) == []
+    assert _idle_fits(res.winners, cands, free, nodes) == []
+
+
+def test_the_idle_certificate_fails_without_the_fill():
+    """Three empty identical GPUs, three one-GPU tasks and one placement per bid: every bid
+    names the same GPU, so the solve alone starts one task and leaves two GPUs idle."""
+    tasks = [Task(f"t{i}", tenant=f"u{i}", min_memory=30, preferred_memory=30, compute=1.0, duration=5, value=1.0)
+             for i in range(3)]
+    cands = [RoundTask(t, 3.0 - i) for i, t in enumerate(tasks)]
+    free = {f"g{j}": (40.0, 1.0) for j in range(3)}
+    nodes = {"n": ["g0", "g1", "g2"]}
+    alone = clear_round(cands, free, nodes, max_options=1, fill=False)
+    assert len(alone.winners) == 1 and sorted(_idle_fits(alone.winners, cands, free, nodes)) == ["t1", "t2"]
+    res = clear_round(cands, free, nodes, max_options=1)
+    assert len(res.winners) == 3 and _idle_fits(res.winners, cands, free, nodes) == []
+    assert _violations(res.winners, cands, free, nodes) == []
+
+
+def test_a_running_loser_stays_home_when_it_still_fits():
+    a = Task("a", tenant="x", min_memory=40, preferred_memory=40, compute=0.5, duration=10, value=1.0)
+    b = Task("b", tenant="y", min_memory=40, preferred_memory=40, compute=0.5, duration=10, value=1.0)
+    free = {"g0": (40.0, 1.0), "g1": (40.0, 1.0)}
+    # one placement per bid: b (higher score) takes the best fit g0... a runs on g1 and keeps it
+    res = clear_round([RoundTask(b, 5.0), RoundTask(a, 1.0, ("g1",), 40.0)], free, {"n": ["g0", "g1"]},
+                      max_options=1, stay_bonus=0.0, switch_penalty=0.5)
+    assert res.winners["a"] == (("g1",), 40.0) and res.winners["b"][0] == ("g0",)
+
+
 def _brute_force(cands, free, levels):
     """Best welfare over every choice of (nothing, or one GPU and memory level) per task."""
     best = 0.0
