@@ -285,7 +285,6 @@ PLAIN_RAISES_ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("service/strict.py", "_constant"): (1, _OWNED),
     ("adapters/upstream.py", "upstream_problems"): (1, _OWNED),
     ("market/clearing.py", "clear_round"): (1, _OWNED),
-    ("market/engine.py", "CreditEngine.__init__"): (17, _OWNED),
     ("market/market.py", "Market.__init__"): (1, _OWNED),
     ("market/market.py", "Market._check_mechanism"): (1, _OWNED),
     ("market/market.py", "Market.observe"): (2, _OWNED),

@@ -42,9 +42,10 @@ def serve_command(
                                                    "replicas wait to take over a killed one's timer (0: three --round-seconds)."),
     gpus: str = typer.Option("node0:4x80", "--gpus", help="The cluster: NODE:COUNTxGIB[:MODEL],... (e.g. node0:4x80,node1:2x40)."),
     step_seconds: float = typer.Option(60.0, "--step-seconds", help="Seconds of one market step."),
-    market: Optional[str] = typer.Option(None, "--market", help='MarketConfig options as JSON, e.g. \'{"mechanism": "vcg", "lease": 5}\'.'),
+    market: Optional[str] = typer.Option(None, "--market", help='MarketConfig options as JSON, e.g. \'{"lease": 5, "credit": {"clearing": "solver"}}\' '
+                                                 '(engine "credit", the default; "engine": "auction" is deprecated).'),
     alpha: Optional[float] = typer.Option(None, "--alpha", help="Lavi–Swamy scaling, fixed before any report "
-                                          "(MarketConfig.alpha; needed with mechanism lavi-swamy, >= 1)."),
+                                          "(MarketConfig.alpha; deprecated engine auction with mechanism lavi-swamy, >= 1)."),
     max_body_bytes: int = typer.Option(1 << 20, "--max-body-bytes", help="Largest request body (413 beyond)."),
     rate_limit: float = typer.Option(1000.0, "--rate-limit", help="Requests/s per verified token; 0: unlimited."),
     rate_burst: int = typer.Option(2000, "--rate-burst", help="Burst above the rate (token bucket size)."),

@@ -57,7 +57,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["CreditConfig", "CreditBank", "deferral_cost"]
+__all__ = ["CreditConfig", "CreditBank", "deferral_cost", "loser_prices"]
 
 
 @dataclass(frozen=True)
@@ -187,3 +187,26 @@ class CreditBank:
         amt = min(max(0.0, amount), max(0.0, limit), max(0.0, self.balances.get(tenant, 0.0)))
         self._move(tenant, -amt, "payment", task)
         return amt
+
+
+def loser_prices(tenant_of: Sequence[str], beta: np.ndarray, losers: Sequence[int], *,
+                 spread: float) -> dict[str, float]:
+    """Each tenant's price per GiB-step, set by *others* only: the bid per GiB-step (``beta``) of
+    the best-scored loser (``losers``: indices, best first) of another tenant, clipped within
+    ``spread`` of the mean bid per GiB-step of the other tenants' tasks (absent when no other
+    tenant lost)."""
+    if not losers:
+        return {}
+    names = sorted(set(tenant_of))
+    owner = np.array([names.index(t) for t in tenant_of])
+    tot, cnt = float(beta.sum()), len(beta)
+    own_sum = np.bincount(owner, weights=beta, minlength=len(names))
+    own_cnt = np.bincount(owner, minlength=len(names))
+    out: dict[str, float] = {}
+    for i, name in enumerate(names):
+        k = next((j for j in losers if tenant_of[j] != name), None)
+        if k is None or cnt - own_cnt[i] <= 0:
+            continue
+        mean = (tot - own_sum[i]) / (cnt - own_cnt[i])
+        out[name] = min(mean * spread, max(mean / spread, float(beta[k])))
+    return out

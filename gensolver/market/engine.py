@@ -9,7 +9,6 @@ Each round boundary (every ``lease`` steps):
 1. **Income.** The round's income is shared by every task seen so far, finished or not
    (``income="arrivals"``; :class:`gensolver.market.credit.CreditBank`): a tenant's share is
    its share of the tasks, which no report, false name or lingering task changes.
-   (``income="active"``: shared by the tasks waiting or running, the earlier rule.)
 2. **Bids.** Every active task bids credits: its tenant's committed credits split in
    proportion to how much value each of its tasks loses by waiting one more round (reported
    value, urgency and deadline; :func:`gensolver.market.credit.deferral_cost`), computed with
@@ -43,16 +42,13 @@ Each round boundary (every ``lease`` steps):
 Progress is what the scheduler observes: a running task's attained work counts its progress
 since its last event (:func:`attained`), whatever it reported. A report is *proved false*
 only beyond a tolerance band (``tolerance``: a report at least 95% of the truth is never
-caught): estimation errors are not lies. Four rules
-act on reports proved false by that observation (a truthful task is never caught, so they change nothing in a
-truthful run):
+caught): estimation errors are not lies. Four rules act on reports proved false (a truthful
+task is never caught, so they change nothing in a truthful run):
 
 - **Calibration.** Reported durations are scaled, per tenant, by the largest ratio observed
   work / reported duration over its finished tasks and its unfinished tasks already past their
   reports (``evidence``; ``calibrate="max"``): the smallest factor that would have made every
-  report seen so far honest, so an understating tenant is corrected at its first overrun, and
-  by its worst understatement, not by an average diluted by the lower bounds of tasks still
-  running (``calibrate="mean"``: total work / total reported, the earlier rule).
+  report seen so far honest (``calibrate="mean"``: total work / total reported).
 - **Overrun.** A task that has run past its reported duration, or (``verify_memory``) ran below
   full speed at its reported preferred memory, is caught: its score is multiplied by
   ``overrun`` (default 0.001), so a false report buys a head start that the rest of the run
@@ -77,10 +73,29 @@ from typing import Any
 
 import numpy as np
 
-from .credit import CreditBank, CreditConfig, deferral_cost
+from ..errors import InputError
+from .credit import CreditBank, CreditConfig, deferral_cost, loser_prices
 from .pool import TOL, Pool, TaskView, attained, backfill_start, find_placement, pinned_free_capacity
 
 __all__ = ["CreditEngine"]
+
+
+def _choice(name: str, value: Any, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise InputError(f"{name} must be one of {', '.join(map(repr, options))}, got {value!r}")
+    return str(value)
+
+
+def _number(name: str, value: Any, low: float, high: float, *, open_top: bool = False) -> float:
+    """``value`` as a float in ``[low, high]`` (``[low, high)`` with ``open_top``), finite unless
+    ``high`` is infinite, else an :class:`~gensolver.errors.InputError` naming ``name``."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and low <= value and (value < high if open_top else value <= high)
+    if not ok:
+        top = f"< {high:g}" if open_top else f"<= {high:g}"
+        raise InputError(f"{name} must be a finite number >= {low:g}" + ("" if math.isinf(high) else f" and {top}")
+                         + f", got {value!r}")
+    return float(value)
 
 
 class CreditEngine:
@@ -107,9 +122,7 @@ class CreditEngine:
     calibrate : {"max", "mean"}, keyword-only
         The per-tenant duration factor: the largest ratio observed work / reported duration
         over the evidence (``"max"``), or total observed work / total reported duration
-        (``"mean"``, the earlier rule). Under ``"mean"`` an unfinished task past its report adds
-        only its work so far (a lower bound), which dilutes the factor: a tenant reporting a
-        quarter of its durations was scaled by 2, so its long jobs still looked short. A
+        (``"mean"``, the earlier rule, diluted by the lower bounds of unfinished tasks). A
         truthful tenant's ratios are all 1 under both rules.
     pay_back : bool, keyword-only
         While a non-preemptible task of a tenant runs caught (past its reported duration, or
@@ -135,21 +148,16 @@ class CreditEngine:
         corrects them, so inflating one's durations can buy this priority.
     limit : {"share", "balance"}, keyword-only
         A running task pays ``price x GiB x lease`` per round, at most its income share of the
-        round (``"share"``: ``income / tasks seen so far``; with ``income="arrivals"`` and
-        ``cap >= 1`` a tenant's round income, or its balance at the cap, then covers
-        all its charges, so no payment depends on which account or false name pays it), or at
-        most its tenant's balance (``"balance"``: the earlier rule; a false name whose running
-        tasks drained its balance paid less while its other name kept its credits).
+        round (``"share"``: ``income / tasks seen so far``, so no payment depends on which
+        account or false name pays it), or at most its tenant's balance (``"balance"``, the
+        earlier rule). :attr:`payments` holds the uncapped amounts of the last round.
     smith : float, keyword-only
         Exponent of Smith's rule in the score: each score is multiplied by ``(median remaining
         / remaining) ** smith`` over the round's candidates (remaining: calibrated remaining
-        work over current speed), so shorter remaining work goes first, as shortest-remaining-
-        processing-time does for average JCT; ``rho`` keeps long waiters from starving (their
-        ``rho`` grows while they wait). Default 0: the earlier rule (Smith's rule only inside
-        the credit factor, clipped by ``spread``). Measured (``benchmarks/bench_market.py``):
-        0.5 cuts average JCT by 8-10% against finish-time-fair under overload, but lets a
-        tenant that inflates its memory reports gain 10-20% on the Alibaba list at 12 GPUs
-        x16, hence off by default.
+        work over current speed); ``rho`` keeps long waiters from starving. Default 0.
+        Measured (``benchmarks/bench_market.py``): 0.5 cuts average JCT by 8-10% against
+        finish-time-fair under overload, but lets memory inflation gain 10-20% on the Alibaba
+        list at 12 GPUs x16, hence off by default.
     tolerance : float, keyword-only
         Estimation errors are not lies: a report at least ``1 - tolerance`` times the truth
         (default 0.05: off by up to 5%) is never proved false. With ``band = 1 / (1 -
@@ -159,9 +167,7 @@ class CreditEngine:
         reported); calibration counts a ratio observed work / reported duration within the
         band as 1; a task seen slower than its report predicts but within the band grows into
         free memory up to ``band`` times its reported preferred memory (the estimate is
-        corrected). A tenant that understates by less than the band
-        is treated as honest, so what it can gain is bounded by what a report off by the band
-        moves (measured against the noise floor by ``benchmarks/bench_market.py``).
+        corrected).
     clearing : {"solver", "greedy"}, keyword-only
         How a boundary round is cleared: in score order at preferred memory, best fit
         (``"greedy"``, the default), or by the solver layer (``"solver"``:
@@ -202,68 +208,40 @@ class CreditEngine:
                  switch_penalty: float = 0.2, max_options: int = 8, between: bool = True,
                  **options: Any) -> None:
         self.rounds: list[dict[str, Any]] = []
+        #: per task holding GPUs after the last boundary round: ``price x GiB x GPUs x lease``,
+        #: what its tenant's price asks for the round (the charge is this, capped by ``limit``)
+        self.payments: dict[str, float] = {}
         if not isinstance(between, bool):
-            raise ValueError(f"between must be true or false, got {between!r}")
+            raise InputError(f"between must be true or false, got {between!r}")
         self.between = between
-        if clearing not in ("greedy", "solver"):
-            raise ValueError(f"clearing must be 'greedy' or 'solver', got {clearing!r}")
-        self.clearing = clearing
+        self.clearing = _choice("clearing", clearing, ("greedy", "solver"))
         if not isinstance(solver, str) or not solver:
-            raise ValueError(f"solver must be a method name, got {solver!r}")
+            raise InputError(f"solver must be a method name, got {solver!r}")
         if solver == "auto" and budget is None:
-            raise ValueError("solver='auto' needs a deterministic work budget (budget=...)")
+            raise InputError("solver='auto' needs a deterministic work budget (budget=...)")
         self.method, self.budget = solver, budget
-        if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
-            raise ValueError(f"levels must be an integer >= 1, got {levels!r}")
-        self.levels = levels
-        if isinstance(max_options, bool) or not isinstance(max_options, int) or max_options < 1:
-            raise ValueError(f"max_options must be an integer >= 1, got {max_options!r}")
-        self.max_options = max_options
-        if isinstance(stay_bonus, bool) or not isinstance(stay_bonus, (int, float)) \
-                or not (math.isfinite(stay_bonus) and stay_bonus >= 0):
-            raise ValueError(f"stay_bonus must be a finite number >= 0, got {stay_bonus!r}")
-        self.stay_bonus = float(stay_bonus)
-        if isinstance(switch_penalty, bool) or not isinstance(switch_penalty, (int, float)) \
-                or not 0 <= switch_penalty < 1:
-            raise ValueError(f"switch_penalty must be a number in [0, 1), got {switch_penalty!r}")
-        self.switch_penalty = float(switch_penalty)
-        if not (isinstance(tolerance, (int, float)) and not isinstance(tolerance, bool)
-                and math.isfinite(tolerance) and 0 <= tolerance < 1):
-            raise ValueError(f"tolerance must be a number in [0, 1), got {tolerance!r}")
-        self.tolerance = float(tolerance)
-        if isinstance(smith, bool) or not isinstance(smith, (int, float)) or not (math.isfinite(smith) and smith >= 0):
-            raise ValueError(f"smith must be a finite number >= 0, got {smith!r}")
-        self.smith = float(smith)
-        if calibrate not in ("max", "mean"):
-            raise ValueError(f"calibrate must be 'max' or 'mean', got {calibrate!r}")
-        self.calibrate = calibrate
+        for name, v in (("levels", levels), ("max_options", max_options)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"{name} must be an integer >= 1, got {v!r}")
+        self.levels, self.max_options = levels, max_options
+        self.stay_bonus = _number("stay_bonus", stay_bonus, 0.0, math.inf)
+        self.switch_penalty = _number("switch_penalty", switch_penalty, 0.0, 1.0, open_top=True)
+        self.tolerance = _number("tolerance", tolerance, 0.0, 1.0, open_top=True)
+        self.smith = _number("smith", smith, 0.0, math.inf)
+        self.calibrate = _choice("calibrate", calibrate, ("max", "mean"))
         self.pay_back = pay_back
-        if not 0 <= overrun <= 1:
-            raise ValueError(f"overrun must be in [0, 1], got {overrun!r}")
-        self.overrun = overrun
+        self.overrun = _number("overrun", overrun, 0.0, 1.0)
         self.mode = options.pop("mode", "density")
         self.smoothing = options.pop("smoothing", 0.25)
-        self.evidence = evidence
-        self.verify_memory = verify_memory
-        self.forfeit = forfeit
-        if not (math.isfinite(tail) and tail >= 0):
-            raise ValueError(f"tail must be a finite number >= 0, got {tail!r}")
-        self.tail = tail
-        if income not in ("arrivals", "active"):
-            raise ValueError(f"income must be 'arrivals' or 'active', got {income!r}")
-        self.income = income
-        if limit not in ("share", "balance"):
-            raise ValueError(f"limit must be 'share' or 'balance', got {limit!r}")
-        self.limit = limit
+        self.evidence, self.verify_memory, self.forfeit = evidence, verify_memory, forfeit
+        self.tail = _number("tail", tail, 0.0, math.inf)
+        self.income = _choice("income", income, ("arrivals", "active"))
+        self.limit = _choice("limit", limit, ("share", "balance"))
         self._seen: set[str] = set()
         self._arrived: list[str] = []  # the owner of every task seen so far, in arrival order
         self._price: dict[str, float] = {}
-        if density not in ("work", "size"):
-            raise ValueError(f"density must be 'work' or 'size', got {density!r}")
-        self.density = density
-        if backfill not in ("elastic", "preferred", "none"):
-            raise ValueError(f"backfill must be 'elastic', 'preferred' or 'none', got {backfill!r}")
-        self.backfill = backfill
+        self.density = _choice("density", density, ("work", "size"))
+        self.backfill = _choice("backfill", backfill, ("elastic", "preferred", "none"))
         self.bank = CreditBank(CreditConfig(), **options)
         self.lease = 5
         self._worked: dict[str, float] = {}
@@ -275,6 +253,30 @@ class CreditEngine:
     @property
     def balances(self) -> dict[str, float]:
         return self.bank.balances
+
+    @property
+    def prices(self) -> dict[str, float]:
+        """Each tenant's price per GiB-step after the last boundary round (0 when absent)."""
+        return dict(self._price)
+
+    #: the engine's memory between rounds (:meth:`state`), besides the bank's balances
+    _STATE = ("_seen", "_arrived", "_price", "_worked", "_reported", "_ratio", "_slow", "_short")
+
+    def state(self) -> dict[str, Any]:
+        """The engine's memory between rounds, JSON-ready (sets as sorted lists): with the
+        balances, what a service stores so that a restarted engine (:meth:`load_state`) clears
+        the next round as this one would."""
+        out: dict[str, Any] = {k: sorted(v) if isinstance(v, set) else v for k, v in
+                               ((k.lstrip("_"), getattr(self, k)) for k in self._STATE)}
+        return {**out, "balances": dict(self.bank.balances)}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state` returned."""
+        for k in self._STATE:
+            v = state.get(k.lstrip("_"))
+            if v is not None:
+                setattr(self, k, set(v) if isinstance(getattr(self, k), set) else type(getattr(self, k))(v))
+        self.bank.balances.update({str(t): float(b) for t, b in state.get("balances", {}).items()})
 
     def learn(self, st: TaskView) -> None:
         """A task finished: its observed work against its reported duration, per tenant
@@ -558,12 +560,13 @@ class CreditEngine:
         prices = {t: (1 - a) * self._price.get(t, 0.0) + a * raw.get(t, 0.0) for t in set(tenant_of) | set(self._price)}
         self._price = prices
         charged = 0
+        self.payments = {}
         shares = len(self._arrived) if self.income == "arrivals" else len(active)  # who shared this round's income
         share = self.bank.config.income / shares if self.limit == "share" else math.inf
         for s in active:
             price = prices.get(s.task.tenant, 0.0)
             if s.state == "running" and price > 0:
-                amt = price * s.memory * len(s.gpus) * self.lease
+                amt = self.payments[s.id] = price * s.memory * len(s.gpus) * self.lease
                 charged += self.bank.charge(s.task.tenant, s.id, amt, limit=share) > 0
         price = max(prices.values(), default=0.0)
         self.rounds.append({"time": now, "boundary": True, "waiting": len(waiting), "candidates": len(cands),
@@ -571,25 +574,7 @@ class CreditEngine:
         self._flush(cluster)
 
     def _prices(self, tenant_of: list[str], beta: np.ndarray, losers: list[int]) -> dict[str, float]:
-        """Each tenant's price per GiB-step, set by *others* only: the bid per GiB-step of the
-        best-scored loser of another tenant, clipped within ``spread`` of the mean bid per
-        GiB-step of the other tenants' tasks (0 when no other tenant lost)."""
-        if not losers:
-            return {}
-        spread = self.bank.config.spread
-        names = sorted(set(tenant_of))
-        owner = np.array([names.index(t) for t in tenant_of])
-        tot, cnt = float(beta.sum()), len(beta)
-        own_sum = np.bincount(owner, weights=beta, minlength=len(names))
-        own_cnt = np.bincount(owner, minlength=len(names))
-        out: dict[str, float] = {}
-        for i, name in enumerate(names):
-            k = next((j for j in losers if tenant_of[j] != name), None)
-            if k is None or cnt - own_cnt[i] <= 0:
-                continue
-            mean = (tot - own_sum[i]) / (cnt - own_cnt[i])
-            out[name] = min(mean * spread, max(mean / spread, float(beta[k])))
-        return out
+        return loser_prices(tenant_of, beta, losers, spread=self.bank.config.spread)
 
     def _backfill(self, cluster: Pool, order: list[TaskView]) -> None:
         if self.backfill == "none":

@@ -109,12 +109,13 @@ class Market:
     """
 
     def __init__(self, config: MarketConfig | None = None, **options: Any) -> None:
-        cfg = config or MarketConfig()
+        cfg = config or MarketConfig(engine="auction")
         if options:
             unknown = set(options) - set(MarketConfig.__dataclass_fields__)
             if unknown:
                 raise ValueError(f"unknown market option(s) {sorted(unknown)}; valid: {sorted(MarketConfig.__dataclass_fields__)}")
-            cfg = replace(cfg, **options)
+        if options or cfg.engine != "auction":  # this class is the auction engine, whatever the config says
+            cfg = replace(cfg, **{"engine": "auction", "credit": {}, **options})
         self.config = cfg
         self.balances: dict[str, float] = {}
         self.weights: dict[str, float] = {}

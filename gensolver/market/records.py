@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..errors import InputError, check_time_limit
 from ..model.tasks import Task
@@ -27,11 +27,16 @@ class MarketConfig:
     ----------
     lease : int
         Steps per round.
-    engine : {"auction", "credit"}
-        The round engine ``gensolver serve`` clears with: the welfare auction (``"auction"``,
-        :class:`gensolver.market.Market`, the default; every other option here is its) or the
-        credit market (``"credit"``: :class:`gensolver.market.engine.CreditEngine`, the engine of
-        the simulator's ``market`` policy, with its defaults; only ``lease`` applies).
+    engine : {"credit", "auction"}
+        The round engine ``gensolver serve`` clears with: the market (``"credit"``, the
+        default: :class:`gensolver.market.engine.CreditEngine`, the engine of the simulator's
+        ``market`` policy; only ``lease`` and ``credit`` apply), or the welfare auction
+        (``"auction"``, :class:`gensolver.market.Market`; deprecated, removed in the next
+        release; every option below except ``credit`` is its own, and ``gensolver serve``
+        refuses them with the credit engine).
+    credit : Mapping
+        Options of :class:`gensolver.market.engine.CreditEngine` (``clearing``, ``smith``,
+        ``between``, ...; the simulator's ``market:KEY=VALUE`` options), validated here.
     blocks : int
         Horizon length in leases (``horizon = blocks * lease`` steps).
     mechanism : str
@@ -102,11 +107,13 @@ class MarketConfig:
     deterministic: bool = True
     threads: int = 1
     alpha: float | None = None
-    engine: str = "auction"
+    engine: str = "credit"
+    credit: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.engine not in ("auction", "credit"):
-            raise InputError(f"MarketConfig.engine must be 'auction' or 'credit', got {self.engine!r}")
+        if self.engine not in ("credit", "auction"):
+            raise InputError(f"MarketConfig.engine must be 'credit' or 'auction', got {self.engine!r}")
+        self._check_engine_options()
         if self.alpha is not None and (isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float))
                                        or not math.isfinite(self.alpha) or self.alpha < 1):
             raise InputError(f"MarketConfig.alpha must be None or a finite number >= 1, got {self.alpha!r}")
@@ -142,6 +149,21 @@ class MarketConfig:
     @property
     def horizon(self) -> int:
         return self.lease * self.blocks
+
+    def _check_engine_options(self) -> None:
+        """Refuse options of the other engine (an option that would be silently ignored)."""
+        if not isinstance(self.credit, Mapping):
+            raise InputError(f"MarketConfig.credit must be a mapping of CreditEngine options, got {self.credit!r}")
+        if self.engine == "auction":
+            if self.credit:
+                raise InputError("MarketConfig.credit: options of the credit engine; this market has engine 'auction'")
+            return
+        from .engine import CreditEngine
+
+        try:
+            CreditEngine(**self.credit)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"MarketConfig.credit: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,31 @@
 """The one module that touches gensolver's market, mechanisms and solvers.
 
 Everything the service needs from the rest of the package goes through here, using only public
-API: :class:`gensolver.market.Market` (``clear``, ``refill``, ``observe``, ``forget``,
-``balances``, ``weights``, ``ledger``), :func:`gensolver.mechanisms.run_mechanism`,
+API: :class:`gensolver.market.engine.CreditEngine` (the market, ``engine: credit``, the
+default: the same engine as the simulator's ``market`` policy), the deprecated welfare auction
+:class:`gensolver.market.Market` (``clear``, ``refill``, ``observe``, ``forget``,
+``balances``, ``weights``, ``ledger``; ``engine: auction``), :func:`gensolver.mechanisms.run_mechanism`,
 :func:`gensolver.solve`, :func:`gensolver.executor.to_plan` and the JSON builder of
 ``gensolver solve --json`` (:func:`gensolver.mechanisms.result_to_dict`). When those change,
 this module is the one to adapt.
 
-Payments with intervals: :meth:`Market.clear` accepts a mechanism for the round; the service
-passes a callable that runs the configured mechanism through ``run_mechanism`` and keeps its
-:class:`~gensolver.mechanisms.Outcome`, so each round's payments come with ``exact`` and the
-certified ``[low, high]`` interval of every payment.
+Payments. A credit round's ``payment`` of a task holding GPUs is what its tenant's price asks
+for the round, ``price x GiB x GPUs x lease`` (the price per GiB-step is set by other tenants'
+left-out bids only; :mod:`gensolver.market.engine`); its ``charge`` is what was debited, the
+payment capped by the task's income share of the round. Both are computed, not estimated:
+``exact`` is true and the interval is ``[payment, payment]``. With the deprecated auction,
+:meth:`Market.clear` runs the configured mechanism through ``run_mechanism`` and keeps its
+:class:`~gensolver.mechanisms.Outcome`, so payments come with ``exact`` and the certified
+``[low, high]`` interval of every payment.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
-from dataclasses import dataclass, replace
+import warnings
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
@@ -27,13 +35,19 @@ from ..market.engine import CreditEngine
 from ..market.pool import TablePool
 from ..mechanisms import Outcome, UnknownMechanismError, get_mechanism, result_to_dict, run_mechanism
 from ..model import from_dict
-from ..model.instance import Instance, Slot
+from ..model.instance import Bid, Instance, Slot
 from ..model.io import json_safe
 from ..model.tasks import GpuSpec, Task, task_speed, task_steps
 from ..solvers import BackendUnavailableError, UnknownMethodError, get_method, solve
 from .errors import BadRequest
 
-__all__ = ["MarketGlue", "RoundResult", "lavi_swamy_options", "solve_budget", "solve_document", "task_from_dict"]
+logger = logging.getLogger(__name__)
+
+#: what ``engine: auction`` says when a service starts with it
+AUCTION_DEPRECATED = ("market engine 'auction' (the welfare auction) is deprecated and will be removed in the next "
+                      "release; the market is engine 'credit' (the default, the simulator's 'market' policy)")
+
+__all__ = ["AUCTION_DEPRECATED", "MarketGlue", "RoundResult", "lavi_swamy_options", "solve_budget", "solve_document", "task_from_dict"]
 
 
 def task_from_dict(doc: Mapping[str, Any]) -> Task:
@@ -60,6 +74,14 @@ class RoundResult:
     plan : dict or None
         ``gensolver.plan/v1`` of the committed assignments (times in seconds from the round).
     mechanism : str
+    payments : Mapping[str, tuple[float | None, float | None, float | None]]
+        Per committed task, ``(payment, low, high)``: the round's payment and its certified
+        interval (``None`` where the mechanism gave none).
+    exact : bool
+        Whether every payment is exact (its interval is a point).
+    prices : Mapping[str, float]
+        The credit engine's price per GiB-step of each tenant after the round (empty for the
+        auction).
     """
 
     clearing: Clearing
@@ -68,10 +90,13 @@ class RoundResult:
     ledger: tuple[CreditEntry, ...]
     plan: dict[str, Any] | None
     mechanism: str
+    payments: Mapping[str, tuple[float | None, float | None, float | None]] = field(default_factory=dict)
+    exact: bool = True
+    prices: Mapping[str, float] = field(default_factory=dict)
 
 
 class MarketGlue:
-    """The service's :class:`Market`, its GPUs, and the recording of each round's outcome."""
+    """The service's market engine, its GPUs, and the recording of each round's outcome."""
 
     def __init__(self, config: MarketConfig, gpus: Sequence[GpuSpec], *, step_seconds: float) -> None:
         self.config = config
@@ -85,15 +110,28 @@ class MarketGlue:
     def _new_engine(self) -> CreditEngine | None:
         if self.config.engine != "credit":
             return None
-        eng = CreditEngine()
+        eng = CreditEngine(**self.config.credit)
         eng.lease = self.config.lease
         return eng
 
+    def warn_deprecated(self) -> None:
+        """Warn (``DeprecationWarning`` and the log) when this market runs the deprecated auction."""
+        if self.config.engine == "auction":
+            warnings.warn(AUCTION_DEPRECATED, DeprecationWarning, stacklevel=2)
+            logger.warning(AUCTION_DEPRECATED)
+
+    def engine_state(self) -> dict[str, Any] | None:
+        """The credit engine's memory between rounds (:meth:`CreditEngine.state`), to store
+        with each round; ``None`` for the auction."""
+        return None if self.engine is None else self.engine.state()
+
     # -------------------------------------------------------------- state
     def restore(self, *, now: float, balances: Mapping[str, float], weights: Mapping[str, float],
-                observations: Sequence[tuple[str, float | None, float | None]]) -> None:
+                observations: Sequence[tuple[str, float | None, float | None]],
+                engine_state: Mapping[str, Any] | None = None) -> None:
         """Rebuild the market from stored state: balances, weights, the refill schedule up to
-        ``now`` (the time of the last cleared round) and the executors' last observations."""
+        ``now`` (the time of the last cleared round), the executors' last observations and the
+        credit engine's memory (``engine_state``, :meth:`engine_state`)."""
         market = Market(self.config)
         if balances:
             market.refill(now)  # moves the refill schedule to ``now``; the balances are replaced below
@@ -106,7 +144,9 @@ class MarketGlue:
         self.market = market
         self._seen = len(market.ledger)
         self.engine = self._new_engine()
-        if self.engine is not None:  # balances are stored; the engine's other memory restarts
+        if self.engine is not None:
+            if engine_state:
+                self.engine.load_state(dict(engine_state))
             self.engine.bank.balances.update({k: float(v) for k, v in balances.items()})
 
     def balances(self) -> dict[str, float]:
@@ -171,7 +211,10 @@ class MarketGlue:
             committed = [w for w in outcome.allocation.winners if _bidder(instance, w) in clearing.assignments]
             plan = to_plan(self._in_seconds(instance, now), committed, tasks,
                            name=f"round@{now:g}").to_dict()
-        return RoundResult(clearing, outcome, instance, ledger, plan, name)
+        payments = {tid: (outcome.payments.get(tid), *outcome.payment_bounds.get(tid, (None, None)))
+                    for tid in clearing.assignments} if outcome is not None else {}
+        return RoundResult(clearing, outcome, instance, ledger, plan, name, MappingProxyType(payments),
+                           True if outcome is None else bool(outcome.exact))
 
     def _clear_credit(self, now: float, *, waiting: Sequence[tuple[Task, float, float]],
                       running: Sequence[tuple[Task, float, float, tuple[str, ...], float]]) -> RoundResult:
@@ -208,7 +251,30 @@ class MarketGlue:
         clearing = Clearing(float(now), MappingProxyType(assignments), preempted, MappingProxyType(charges), n, n,
                             "credit", self.engine.clearing, "empty" if n == 0 else "feasible",
                             float(sum(a.value for a in assignments.values())), seconds, 0.0)
-        return RoundResult(clearing, None, None, tuple(ledger), None, "credit")
+        tasks = {w[0].id: w[0] for w in waiting} | {r[0].id: r[0] for r in running}
+        plan = self._credit_plan(now, assignments, tasks)
+        asked = self.engine.payments
+        payments = {tid: (asked.get(tid, 0.0),) * 3 for tid in assignments}
+        return RoundResult(clearing, None, None, tuple(ledger), plan, "credit", MappingProxyType(payments), True,
+                           MappingProxyType(self.engine.prices))
+
+    def _credit_plan(self, now: float, assignments: Mapping[str, Assignment],
+                     tasks: Mapping[str, Task]) -> dict[str, Any] | None:
+        """``gensolver.plan/v1`` of a credit round: each committed task on its GPUs from the
+        round's start to its finish or the end of the lease (seconds from the round)."""
+        if not assignments:
+            return None
+        s, cap = self.step_seconds, {g.id: g for g in self.gpus}
+        slots, bids = [], []
+        for tid, a in sorted(assignments.items()):
+            end = min(a.length, self.config.lease) * s
+            ids = [f"{g}#{tid}" for g in a.gpus]
+            slots += [Slot(i, {"memory": cap[g].memory, "compute": cap[g].compute}, g, 0.0, end)
+                      for i, g in zip(ids, a.gpus)]
+            bids.append(Bid(f"{tid}|credit", tid, a.value,
+                            {i: {"memory": a.memory, "compute": tasks[tid].compute} for i in ids}))
+        instance = Instance(tuple(slots), tuple(bids), name=f"round@{now:g}")
+        return to_plan(instance, [b.id for b in bids], tasks, name=f"round@{now:g}").to_dict()
 
     def _in_seconds(self, instance: Instance, now: float) -> Instance:
         """The round's instance with slot windows in seconds from the round's start."""

@@ -138,11 +138,13 @@ class Assignment(_Model):
 class Payment(_Model):
     task: str
     tenant: str
-    payment: Num = Field(description="the mechanism's payment for the task's bundle")
+    payment: Num = Field(description="credit engine: price x GiB x GPUs x lease, what the tenant's price asks for "
+                                     "the round; auction: the mechanism's payment for the task's bundle")
     payment_bounds: Annotated[list[Num], Field(min_length=2, max_length=2,
                                                description="[low, high] certain to hold the exact payment (null: unbounded)")]
     exact: bool
-    charge: float = Field(description="credits debited this round (the payment's lease share, capped at the balance)")
+    charge: float = Field(description="credits debited this round (credit engine: the payment capped at the task's "
+                                      "income share; auction: the payment's lease share, capped at the balance)")
 
 
 class CreditChange(_Model):
@@ -201,6 +203,8 @@ class RoundDetail(RoundSummary):
     finished: list[TaskRef]
     payments: list[Payment]
     credits: list[CreditChange]
+    prices: dict[str, float] = Field(default_factory=dict, description="credit engine: each tenant's price per "
+                                     "GiB-step after the round, set by other tenants' bids only (empty: auction)")
     plan: PlanDoc = Field(description="gensolver.plan/v1 of the committed assignments (null when none)")
 
 
@@ -294,6 +298,7 @@ class Health(_Model):
     gpus: list[Gpu]
     lease: int
     step_seconds: float
+    engine: str = Field(description="the market engine: credit (the default) or auction (deprecated)")
     mechanism: str
     solver: str
     round_seconds: float

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..errors import InputError
 from ..model.tasks import GpuSpec
 
 __all__ = ["Settings", "parse_gpus", "DEFAULT_GPUS"]
@@ -191,6 +192,10 @@ class Settings:
         if unknown:
             raise ValueError(f"market: unknown option(s) {sorted(unknown)}; valid: {sorted(MarketConfig.__dataclass_fields__)}")
         config = MarketConfig(**self.market)
+        given = sorted(set(self.market) - {"lease", "engine", "credit"})
+        if config.engine == "credit" and given:  # options of the deprecated auction, even at their defaults
+            raise InputError(f"market.{given[0]}: an option of the deprecated engine 'auction' (give engine: "
+                             f"'auction' to use it); the credit engine takes its options in 'credit'")
         if config.mechanism == "lavi-swamy" and config.alpha is None:
             raise ValueError("market.alpha: mechanism 'lavi-swamy' needs alpha fixed before the reports (e.g. "
                              "--alpha 2); computed from each round's reports, the lottery is not truthful")

@@ -84,6 +84,7 @@ class MarketService:
         self.replica = uuid.uuid4().hex
         self.store = open_store(settings.db, synchronous=settings.synchronous)
         self.glue = MarketGlue(self.config, settings.gpu_specs, step_seconds=settings.step_seconds)
+        self.glue.warn_deprecated()
         #: held while a round clears, and by cancellations and feedback (they change what a round reads)
         self.clear_lock = threading.Lock()
         self._reported: dict[str, tuple[str, float]] = {}
@@ -102,9 +103,11 @@ class MarketService:
             if r["task"] in live:
                 observations.append((r["task"], r["memory_gib"], None))
                 self._reported[r["task"]] = (live[r["task"]], float(r["memory_gib"]) * 2 ** 30)
+        engine = self.store.one("SELECT value FROM meta WHERE key = 'engine_state'")
         self.glue.restore(now=0.0 if last is None else float(last["now"]),
                           balances={r["tenant"]: r["balance"] for r in tenants},
-                          weights={r["tenant"]: r["weight"] for r in tenants}, observations=observations)
+                          weights={r["tenant"]: r["weight"] for r in tenants}, observations=observations,
+                          engine_state=None if engine is None else json.loads(engine["value"]))
         for r in tenants:
             self.metrics.balance.labels(r["tenant"]).set(r["balance"])
             self.metrics.payments_total.labels(r["tenant"])
@@ -452,11 +455,9 @@ class MarketService:
                                 "start": now, "length": a.length, "keep": a.keep})
         payments: list[dict[str, Any]] = []
         for tid in c.assignments:
-            pay = None if out is None else out.payments.get(tid)
-            lo, hi = (None, None) if out is None or tid not in out.payment_bounds else out.payment_bounds[tid]
+            pay, lo, hi = result.payments.get(tid, (None, None, None))
             payments.append({"task": tid, "tenant": tasks[tid].tenant, "payment": pay, "payment_bounds": [lo, hi],
-                             "exact": bool(out.exact) if out is not None else True,
-                             "charge": float(c.charges.get(tid, 0.0))})
+                             "exact": result.exact, "charge": float(c.charges.get(tid, 0.0))})
         credits = [{"tenant": e.tenant, "amount": e.amount, "reason": e.reason, "task": e.task} for e in result.ledger]
         alloc = None if out is None else out.allocation
         usage: dict[str, float] = {}
@@ -491,6 +492,10 @@ class MarketService:
             for e in result.ledger:
                 db.execute("INSERT INTO credits(round, time, tenant, amount, reason, task) VALUES(?,?,?,?,?,?)",
                            (n, e.time, e.tenant, e.amount, e.reason, e.task))
+            engine_state = self.glue.engine_state()
+            if engine_state is not None:  # the credit engine's memory, committed with its round
+                db.execute("INSERT INTO meta(key, value) VALUES('engine_state', ?) ON CONFLICT(key) "
+                           "DO UPDATE SET value=excluded.value", (_dumps(engine_state),))
             weights = self.glue.weights()
             for tenant, balance in self.glue.balances().items():
                 db.execute("INSERT INTO tenants(tenant, balance, weight, usage) VALUES(?,?,?,?) ON CONFLICT(tenant) "
@@ -508,6 +513,7 @@ class MarketService:
                 "preempted": [{"task": t, "tenant": tasks[t].tenant} for t in c.preempted],
                 "finished": [{"task": t, "tenant": tasks[t].tenant} for t in finished],
                 "payments": payments, "revenue": float(sum(p["charge"] for p in payments)),
+                "prices": dict(result.prices),
                 "credits": credits, "queue": int(queue), "plan": result.plan,
             }
             if out is not None and "truthful_in_expectation" in out.details:  # lavi-swamy: the lottery's scaling
@@ -663,5 +669,7 @@ class MarketService:
                 "gpus": [{"id": g.id, "memory": g.memory, "compute": g.compute, "node": g.node, "model": g.model}
                          for g in self.glue.gpus],
                 "lease": self.lease, "step_seconds": self.settings.step_seconds,
-                "mechanism": self.config.mechanism, "solver": self.config.solver,
+                "engine": self.config.engine,
+                "mechanism": "credit" if self.glue.engine is not None else self.config.mechanism,
+                "solver": self.config.solver if self.glue.engine is None else self.glue.engine.method,
                 "round_seconds": self.settings.round_seconds}

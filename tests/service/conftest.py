@@ -61,7 +61,7 @@ class Api:
 def make_api(tmp_path: Path, **settings: Any) -> Iterator[Api]:
     settings.setdefault("db", tmp_path / "market.db")
     settings.setdefault("step_seconds", 60.0)
-    settings.setdefault("market", {"time_limit": 1.0})
+    settings.setdefault("market", {})
     app = create_app(Settings(**settings))
     store = app.state.service.store
     tokens = {"ops": add_token(store, "ops", admin=True), "alice": add_token(store, "alice"),

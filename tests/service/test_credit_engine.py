@@ -1,4 +1,4 @@
-"""``serve`` with ``market.engine: credit``: rounds cleared by the simulator's market engine.
+"""``serve`` with ``market.engine: credit`` (the default): rounds cleared by the simulator's market engine.
 
 Each round the service maps its stored tasks into :class:`gensolver.market.pool.TablePool`
 and calls :class:`gensolver.market.engine.CreditEngine`. The test replays the same tasks
@@ -10,6 +10,7 @@ independently of both.
 from __future__ import annotations
 
 import json
+import subprocess
 
 import httpx
 
@@ -20,12 +21,13 @@ from gensolver.service.market_glue import task_from_dict
 from gensolver.service.settings import parse_gpus
 from gensolver.sim import simulate
 
-from .conftest import gentask, make_api, token_direct
+from .conftest import GENSOLVER, gentask, make_api, token_direct
 from .test_market import overfilled
 
 
-def _replay(tasks: dict, gpus: str, lease: int, rounds: int) -> list[tuple[dict, dict]]:
-    """Per round, ``({task: (gpus, memory)}, {task: charge})`` of the engine run in memory."""
+def _replay(tasks: dict, gpus: str, lease: int, rounds: int, *, forget_at: int = -1) -> list[tuple[dict, dict]]:
+    """Per round, ``({task: (gpus, memory)}, {task: charge})`` of the engine run in memory
+    (``forget_at``: before that round, a fresh engine that keeps only the balances)."""
     eng = CreditEngine()
     eng.lease = lease
     rem = {k: float(t.duration) for k, t in tasks.items()}
@@ -33,6 +35,10 @@ def _replay(tasks: dict, gpus: str, lease: int, rounds: int) -> list[tuple[dict,
     out = []
     for n in range(rounds):
         now = n * lease
+        if n == forget_at:
+            balances, eng = dict(eng.bank.balances), CreditEngine()
+            eng.lease = lease
+            eng.bank.balances.update(balances)
         for k in list(placed):  # the service's model of progress between rounds
             rem[k] -= lease * task_speed(tasks[k], placed[k][1])
             if rem[k] <= 1e-9:
@@ -53,7 +59,8 @@ def _replay(tasks: dict, gpus: str, lease: int, rounds: int) -> list[tuple[dict,
 
 def test_serve_clears_rounds_with_the_credit_engine(tmp_path):
     gpus, lease = "n0:2x80", 5
-    for api in make_api(tmp_path, gpus=gpus, market={"engine": "credit", "lease": lease}):
+    for api in make_api(tmp_path, gpus=gpus, market={"lease": lease}):  # the default engine
+        assert api.client.get("/healthz").json()["engine"] == "credit"
         for k in range(4):
             api.client.post("/v1/tasks", json=gentask(f"a{k}", preferred="50Gi", duration=f"{5 + 3 * k}m", value=50 + k),
                             headers=api.h("alice"))
@@ -140,3 +147,70 @@ def test_a_workload_through_real_serve_matches_simulate(tmp_path, server_factory
         assert got.keys() == charges.keys() and all(abs(got[k] - charges[k]) < 1e-9 for k in charges), doc["round"]
         compared += bool(placed)
     assert compared >= 4, "rounds with tasks running"
+
+
+def _submit(api, lease: int) -> dict:
+    for k in range(4):
+        api.client.post("/v1/tasks", json=gentask(f"a{k}", preferred="50Gi", duration=f"{5 + 3 * k}m", value=50 + k),
+                        headers=api.h("alice"))
+        api.client.post("/v1/tasks", json=gentask(f"b{k}", preferred="40Gi", duration=f"{12 - 2 * k}m", value=40,
+                                                  urgency=0.9), headers=api.h("bob"))
+    listed = api.client.get("/v1/tasks", headers=api.h("ops")).json()["tasks"]
+    return {t["key"]: task_from_dict(t["task"]) for t in listed}
+
+
+def test_a_restarted_service_clears_as_if_it_never_stopped(tmp_path):
+    """The engine's memory (tasks seen, prices, calibration) is committed with each round: a
+    service restarted between rounds clears the rest as the engine run in one piece does."""
+    gpus, lease = "n0:2x80", 5
+    docs = []
+    for part, rounds in enumerate((4, 8)):
+        gen = make_api(tmp_path, gpus=gpus, market={"lease": lease})
+        api = next(gen)
+        try:
+            if part == 0:
+                tasks = _submit(api, lease)
+            for _ in range(rounds):
+                r = api.client.post("/v1/rounds", headers=api.h("ops"))
+                assert r.status_code == 201, r.text
+                docs.append(r.json())
+        finally:
+            gen.close()
+    expected = _replay(tasks, gpus, lease, len(docs))
+    priced = 0
+    for doc, (placed, charges) in zip(docs, expected):
+        assert {a["task"]: (a["gpus"], a["memory"]) for a in doc["assignments"]} == placed, doc["round"]
+        got = {p["task"]: p["charge"] for p in doc["payments"] if p["charge"] > 0}
+        assert got.keys() == charges.keys() and all(abs(got[k] - charges[k]) < 1e-9 for k in charges), doc["round"]
+        priced += doc["round"] > 4 and any(v > 0 for v in doc["prices"].values())
+    assert priced > 0, "prices after the restart carry the smoothed prices from before it"
+
+
+def test_the_replay_notices_a_lost_engine_memory(tmp_path):
+    """The check above can fail: an engine that keeps only the balances at round 5 (as the
+    service did before the engine's memory was stored) charges differently from the engine
+    run in one piece."""
+    gpus, lease = "n0:2x80", 5
+    for api in make_api(tmp_path, gpus=gpus, market={"lease": lease}):
+        tasks = _submit(api, lease)
+    whole = _replay(tasks, gpus, lease, 12)
+    cut = _replay(tasks, gpus, lease, 12, forget_at=4)
+    assert whole[:4] == cut[:4] and whole != cut
+
+
+def test_auction_options_need_the_deprecated_engine(tmp_path):
+    """An option of the auction given to the credit engine would be ignored: it is refused,
+    naming the field, before anything is written; so is a bad credit engine option."""
+    for market, field in (({"mechanism": "vcg"}, "market.mechanism"), ({"time_limit": 0.2}, "market.time_limit"),
+                          ({"credit": {"clearing": "fast"}}, "MarketConfig.credit"),
+                          ({"engine": "auction", "credit": {"smith": 0.5}}, "MarketConfig.credit")):
+        out = subprocess.run(GENSOLVER + ["serve", "--db", str(tmp_path / "refused.db"), "--port", "1",
+                                          "--market", json.dumps(market)], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and field in out.stderr and "Traceback" not in out.stderr, (market, out.stderr)
+    assert not (tmp_path / "refused.db").exists()
+
+
+def test_credit_engine_options_reach_the_engine(tmp_path):
+    for api in make_api(tmp_path, market={"lease": 5, "credit": {"clearing": "solver", "smith": 0.5}}):
+        eng = api.service.glue.engine
+        assert (eng.clearing, eng.smith, eng.lease) == ("solver", 0.5, 5)

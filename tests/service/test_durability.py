@@ -24,7 +24,7 @@ def test_kill_9_during_submissions_and_rounds_loses_nothing(tmp_path, server_fac
     db = tmp_path / "market.db"
     ops, alice, bob = token_cli(db, "ops", admin=True), token_direct(db, "alice"), token_direct(db, "bob")
     H = {name: {"Authorization": f"Bearer {tok}"} for name, tok in (("ops", ops), ("alice", alice), ("bob", bob))}
-    srv = server_factory("--round-seconds", "0.05", "--gpus", "n0:2x80", "--market", '{"time_limit": 0.2}', db=db)
+    srv = server_factory("--round-seconds", "0.05", "--gpus", "n0:2x80", db=db)
     accepted: set[str] = set()
     lock = threading.Lock()
     stop = threading.Event()
@@ -63,7 +63,7 @@ def test_kill_9_during_submissions_and_rounds_loses_nothing(tmp_path, server_fac
         w.join(timeout=10)
     assert len(accepted) >= 40
 
-    again = server_factory("--gpus", "n0:2x80", "--market", '{"time_limit": 0.2}', db=db)
+    again = server_factory("--gpus", "n0:2x80", db=db)
     with httpx.Client(base_url=again.url, timeout=60.0) as c:
         stored = {t["id"] for t in c.get("/v1/tasks?limit=5000", headers=H["ops"]).json()["tasks"]}
         assert accepted <= stored, sorted(accepted - stored)[:5]
@@ -89,7 +89,7 @@ def test_restart_keeps_rounds_tasks_and_credits(tmp_path, server_factory):
     ops, alice = token_direct(db, "ops", admin=True), token_direct(db, "alice")
     H = {"Authorization": f"Bearer {ops}"}
     A = {"Authorization": f"Bearer {alice}"}
-    srv = server_factory("--market", '{"time_limit": 0.2}', db=db)
+    srv = server_factory(db=db)
     with httpx.Client(base_url=srv.url, timeout=60.0) as c:
         for k in range(6):
             assert c.post("/v1/tasks", json=gentask(f"t{k}", preferred="50Gi", duration="30m", value=20 + k),
@@ -99,7 +99,7 @@ def test_restart_keeps_rounds_tasks_and_credits(tmp_path, server_factory):
         tasks = c.get("/v1/tasks", headers=H).json()["tasks"]
         tenant = c.get("/v1/tenants/alice", headers=A).json()
     srv.kill9()
-    again = server_factory("--market", '{"time_limit": 0.2}', db=db)
+    again = server_factory(db=db)
     with httpx.Client(base_url=again.url, timeout=60.0) as c:
         assert c.get("/v1/rounds/1", headers=H).json() == first
         assert c.get("/v1/tasks", headers=H).json()["tasks"] == tasks

@@ -47,7 +47,7 @@ CHECKS = [not_a_server_error_but_a_documented_wall_bound, response_schema_confor
 # schemathesis builds one test per operation at collection time, so the app is made then, on a
 # temporary database removed at the end of the module (from_fixture does not work with this pytest)
 _DIR = Path(tempfile.mkdtemp(prefix="gensolver-fuzz-"))
-APP = create_app(Settings(db=_DIR / "m.db", market={"time_limit": 0.2}, max_solve_seconds=0.5))
+APP = create_app(Settings(db=_DIR / "m.db", max_solve_seconds=0.5))
 TOKEN = add_token(APP.state.service.store, "ops", admin=True)
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 

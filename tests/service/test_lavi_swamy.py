@@ -10,7 +10,7 @@ import httpx
 
 from .conftest import GENSOLVER, gentask, token_direct
 
-MARKET = json.dumps({"mechanism": "lavi-swamy", "time_limit": 1000.0, "lease": 5})
+MARKET = json.dumps({"engine": "auction", "mechanism": "lavi-swamy", "time_limit": 1000.0, "lease": 5})
 
 
 def serve_fails(tmp_path, *args: str) -> subprocess.CompletedProcess:
@@ -21,7 +21,7 @@ def serve_fails(tmp_path, *args: str) -> subprocess.CompletedProcess:
 def test_lavi_swamy_without_a_fixed_alpha_is_refused(tmp_path):
     out = serve_fails(tmp_path, "--market", MARKET)
     assert out.returncode == 2 and "market.alpha" in out.stderr and "Traceback" not in out.stderr
-    out = serve_fails(tmp_path, "--market", json.dumps({"mechanism": "lavi-swamy", "alpha": 3}), "--alpha", "2")
+    out = serve_fails(tmp_path, "--market", json.dumps({"engine": "auction", "mechanism": "lavi-swamy", "alpha": 3}), "--alpha", "2")
     assert out.returncode == 2 and "disagree" in out.stderr
     out = serve_fails(tmp_path, "--market", MARKET, "--alpha", "0.5")
     assert out.returncode == 2 and "alpha" in out.stderr

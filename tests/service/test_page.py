@@ -76,7 +76,7 @@ def test_live_page_draws_rounds_allocations_credits_and_queue(tmp_path, server_f
     ops = token_direct(db, "ops", admin=True)
     alice = token_direct(db, "alice")
     H, A = {"Authorization": f"Bearer {ops}"}, {"Authorization": f"Bearer {alice}"}
-    srv = server_factory("--gpus", "n0:2x80", "--market", '{"time_limit": 0.5}', db=db)
+    srv = server_factory("--gpus", "n0:2x80", db=db)
     with httpx.Client(base_url=srv.url, timeout=10) as c:
         for k in range(4):
             c.post("/v1/tasks", json=gentask(f"a{k}", preferred="30Gi", duration="8m", value=30 + k), headers=A)

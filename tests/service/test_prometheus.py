@@ -80,7 +80,7 @@ def test_prometheus_reads_the_service_metrics(tmp_path, server_factory, promethe
     H = {"Authorization": f"Bearer {ops}"}
     A = {"Authorization": f"Bearer {token_direct(db, 'alice')}"}
     B = {"Authorization": f"Bearer {token_direct(db, 'bob')}"}
-    srv = server_factory("--gpus", "n0:1x80", "--market", '{"time_limit": 0.5}', db=db)
+    srv = server_factory("--gpus", "n0:1x80", db=db)
     prom = prometheus(f"127.0.0.1:{srv.port}", ops)  # the operator's token: per-tenant series too
     with httpx.Client(base_url=srv.url, timeout=10) as c:
         for k in range(3):

@@ -21,7 +21,7 @@ import pytest
 from .conftest import gentask, token_direct
 from .test_market import overfilled
 
-ARGS = ("--gpus", "n0:2x80", "--market", '{"time_limit": 0.2}')
+ARGS = ("--gpus", "n0:2x80")
 
 
 def _post(url: str, path: str, headers: dict, **kw: Any) -> httpx.Response | None:

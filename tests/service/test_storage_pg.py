@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 
 import pytest
 
@@ -14,6 +15,7 @@ from .test_api import test_every_list_pages_by_cursor as _pages
 from .test_api import test_names_are_per_tenant_and_freed_on_cancel as _names
 from .test_api import test_submit_is_all_or_nothing_and_retries_are_safe as _submit
 from .test_api import test_tenants_see_only_their_own as _tenants
+from .test_market import MARKETS
 from .test_market import test_feedback_replaces_the_progress_model as _feedback
 from .test_market import test_rounds_respect_capacity_and_account_every_credit as _rounds
 from .test_quotas import test_a_retried_round_returns_the_first_answer as _retried_round
@@ -90,11 +92,14 @@ def test_a_bad_postgres_url_is_a_store_error(pg_server):
         open_store(pg_server.url("no_such_database"))
 
 
-@pytest.fixture(params=["pay-as-bid", "vcg"])
+@pytest.fixture(params=["credit", "vcg"])
 def pg_market_api(request, tmp_path, pg_url):
-    yield from make_api(tmp_path, db=pg_url, gpus="n0:2x80",
-                        market={"mechanism": request.param, "time_limit": 1.0, "lease": 5,
-                                "budget": 500.0, "refill": 100.0, "refill_every": 10})
+    with warnings.catch_warnings():  # the auction is deprecated (tests/service/test_market.py checks the warning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        gen = make_api(tmp_path, db=pg_url, gpus="n0:2x80", market=MARKETS[request.param])
+        api = next(gen)
+    yield api
+    gen.close()
 
 
 # the service's key tests, run again with the state on PostgreSQL
