@@ -104,8 +104,7 @@ def test_the_lease_outlasts_the_period():
 #: a short period, a lease far longer than a loaded machine's tick (a false handover would need
 #: the leader to miss every renewal for LEASE seconds)
 PERIOD, LEASE = 0.25, 15.0
-REPLICA_ARGS = ("--gpus", "n0:2x80", "--round-seconds", str(PERIOD), "--round-lease-seconds", str(LEASE),
-                "--market", '{"time_limit": 0.05}')
+REPLICA_ARGS = ("--gpus", "n0:2x80", "--round-seconds", str(PERIOD), "--round-lease-seconds", str(LEASE))
 
 
 class Ledger:
