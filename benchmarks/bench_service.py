@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import statistics
@@ -186,8 +187,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer requests")
     ap.add_argument("--synchronous", default="full", choices=["full", "normal"])
-    ap.add_argument("--mechanism", default="pay-as-bid")
+    ap.add_argument("--mechanism", default=None,
+                    help="clear rounds with the deprecated auction and this mechanism (default: the credit engine)")
     args = ap.parse_args()
+    market = {} if args.mechanism is None else {"engine": "auction", "mechanism": args.mechanism}
     n_solve, n_tasks, clients = (100, 500, 50) if args.quick else (500, 2000, 50)
     with tempfile.TemporaryDirectory() as tmp:
         results = {}
@@ -198,7 +201,7 @@ def main() -> None:
             tokens = [add_token(store, f"tenant{i}") for i in range(10)]
             store.close()
             srv = Server(db, "--synchronous", args.synchronous, "--gpus", "node0:8x80,node1:8x80",
-                         "--market", f'{{"mechanism": "{args.mechanism}"}}')
+                         "--market", json.dumps(market))
             try:
                 if part == "solve":
                     results[part] = bench_solve(srv.url, tokens[0], n_solve)
@@ -212,7 +215,7 @@ def main() -> None:
             finally:
                 srv.stop()
     s, m, r = results["solve"], results["submit"], results["round"]
-    print(f"# bench_service ({os.cpu_count()} CPUs, synchronous={args.synchronous}, mechanism={args.mechanism})\n")
+    print(f"# bench_service ({os.cpu_count()} CPUs, synchronous={args.synchronous}, mechanism={args.mechanism or 'credit engine'})\n")
     print("| measure | value | goal |\n|---|---|---|")
     print(f"| POST /v1/solve 2 bids: latency p50 | {s['latency_p50_ms']:.2f} ms | |")
     print(f"| solve time reported (p50) / in process (p50) | {s['solve_reported_p50_ms']:.2f} / {s['solve_in_process_p50_ms']:.2f} ms | |")

@@ -180,7 +180,7 @@ def test_live_page_polls_with_etags_and_redraws_only_on_change(tmp_path, server_
     ops = token_direct(db, "ops", admin=True)
     alice = token_direct(db, "alice")
     H, A = {"Authorization": f"Bearer {ops}"}, {"Authorization": f"Bearer {alice}"}
-    srv = server_factory("--gpus", "n0:2x80", "--market", '{"time_limit": 0.5}', db=db)
+    srv = server_factory("--gpus", "n0:2x80", db=db)
     with httpx.Client(base_url=srv.url, timeout=30) as c:
         for k in range(3):
             c.post("/v1/tasks", json=gentask(f"a{k}", preferred="30Gi", duration="8m", value=30 + k), headers=A)
