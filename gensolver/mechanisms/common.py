@@ -81,7 +81,7 @@ def solve_wdp(
     if instance.n_bids == 0:
         import numpy as np
 
-        from ..solvers.result import finish
+        from ..solvers.engine import finish
 
         return finish(instance, np.zeros(0), method=str(solver), proven_optimal=True, bound=0.0, build=0.0, solve=0.0)
     return solve(instance, method=solver, time_limit=time_limit, threads=threads, options=options or None)

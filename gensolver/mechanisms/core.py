@@ -208,43 +208,12 @@ def core(
     won = winning_bids(instance, alloc)
     winners = list(won)
     vcg_p = np.array([base.payments[i] for i in winners], dtype=float)
-    hi = np.array([won[i].value for i in winners], dtype=float)
-    lo = np.minimum(vcg_p, hi)
-    tol = 1e-7 * max(1.0, alloc.welfare)
-    rows: list[tuple[np.ndarray, float]] = []
-    p = vcg_p.copy()
-    exact = base.exact
-    certified = False
-    iterations = 0
-    coalitions: list[list[str]] = []
-    beaten: dict[str, Any] | None = None
-    while winners and iterations < int(opts["max_iterations"]):
-        iterations += 1
-        pay = dict(zip(winners, p.tolist()))
-        sep = separate(instance, won, pay, solver=solver, time_limit=time_limit, threads=opts["threads"],
-                       deterministic=det and time_limit is not None)
-        z, z_bound, coalition, value = sep.z, sep.z_bound, sep.coalition, sep.coalition_value
-        revenue = float(p.sum())
-        if z_bound <= revenue + tol:
-            certified = True
-            break
-        if z <= revenue + tol:  # not proven either way: stop, flag as inexact
-            exact = False
-            break
-        cset = set(coalition)
-        coef = np.array([0.0 if i in cset else 1.0 for i in winners])
-        rhs = value - sum(won[i].value for i in winners if i in cset)
-        if rhs > float(coef @ hi) + tol:
-            # the coalition's allocation is worth more than x* (a main solve stopped by its
-            # budget, or a heuristic): no payments within the bids block it, the core of x*
-            # is empty; stop with the last point rather than hand the LP an infeasible row
-            beaten = {"welfare": value, "bidders": sorted(cset), "bids": sorted(sep.bids)}
-            break
-        rows.append((coef, min(rhs, float(coef @ hi))))
-        coalitions.append(sorted(cset))
-        p = _lp_qp(winners, rows, lo, hi, vcg_p)
-    else:
-        certified = not winners
+    gen = _constraint_generation(instance, won, vcg_p, solver=solver, time_limit=time_limit,
+                                 threads=opts["threads"], deterministic=det, welfare=alloc.welfare,
+                                 max_iterations=int(opts["max_iterations"]))
+    p, rows, coalitions, beaten, iterations = gen.payments, gen.rows, gen.coalitions, gen.beaten, gen.iterations
+    exact = base.exact and gen.proved
+    certified = gen.certified
     msgs = []
     if beaten is not None:
         exact = False
@@ -270,3 +239,63 @@ def core(
         bounds = {i: (min(base.payment_bounds[i][0], won[i].value), won[i].value) for i in winners}
     return make_outcome("core", instance, alloc, payments, bounds=bounds, exact=exact, message="; ".join(msgs),
                         details=details)
+
+
+class _Generation(NamedTuple):
+    """Where constraint generation stopped (:func:`_constraint_generation`)."""
+
+    payments: np.ndarray
+    rows: list[tuple[np.ndarray, float]]
+    coalitions: list[list[str]]
+    beaten: dict[str, Any] | None
+    iterations: int
+    certified: bool
+    proved: bool
+
+
+def _constraint_generation(instance: Instance, won: Mapping[str, Bid], vcg_p: np.ndarray, *,
+                           solver: str | Callable[..., Any], time_limit: float | None, threads: int | None,
+                           deterministic: bool, welfare: float, max_iterations: int) -> _Generation:
+    """Day & Raghavan's loop from the VCG point: separate the most blocking coalition, add its
+    core row, re-solve the payment LP/QP, until no coalition blocks (``certified``), the
+    separation is not proved either way (``proved`` false), a coalition's allocation beats the
+    winners' (``beaten``: the core of the allocation is empty) or ``max_iterations``."""
+    winners = list(won)
+    hi = np.array([won[i].value for i in winners], dtype=float)
+    lo = np.minimum(vcg_p, hi)
+    tol = 1e-7 * max(1.0, welfare)
+    rows: list[tuple[np.ndarray, float]] = []
+    p = vcg_p.copy()
+    proved = True
+    certified = False
+    iterations = 0
+    coalitions: list[list[str]] = []
+    beaten: dict[str, Any] | None = None
+    while winners and iterations < max_iterations:
+        iterations += 1
+        pay = dict(zip(winners, p.tolist()))
+        sep = separate(instance, won, pay, solver=solver, time_limit=time_limit, threads=threads,
+                       deterministic=deterministic and time_limit is not None)
+        z, z_bound, coalition, value = sep.z, sep.z_bound, sep.coalition, sep.coalition_value
+        revenue = float(p.sum())
+        if z_bound <= revenue + tol:
+            certified = True
+            break
+        if z <= revenue + tol:  # not proven either way: stop, flag as inexact
+            proved = False
+            break
+        cset = set(coalition)
+        coef = np.array([0.0 if i in cset else 1.0 for i in winners])
+        rhs = value - sum(won[i].value for i in winners if i in cset)
+        if rhs > float(coef @ hi) + tol:
+            # the coalition's allocation is worth more than x* (a main solve stopped by its
+            # budget, or a heuristic): no payments within the bids block it, the core of x*
+            # is empty; stop with the last point rather than hand the LP an infeasible row
+            beaten = {"welfare": value, "bidders": sorted(cset), "bids": sorted(sep.bids)}
+            break
+        rows.append((coef, min(rhs, float(coef @ hi))))
+        coalitions.append(sorted(cset))
+        p = _lp_qp(winners, rows, lo, hi, vcg_p)
+    else:
+        certified = not winners
+    return _Generation(p, rows, coalitions, beaten, iterations, certified, proved)

@@ -44,8 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ..solvers.formulation.problem import MatrixProblem
-from ..solvers.heuristics import first_fit_matrix, los_order
+from ..solvers.engine import MatrixProblem, first_fit_matrix, los_order
 
 __all__ = ["Decomposition", "decompose", "ORACLES"]
 
@@ -108,7 +107,7 @@ class _CoverMaster:
     def __init__(self, b: np.ndarray) -> None:
         import highspy
 
-        from ..solvers.exact.common import new_highs
+        from ..solvers.engine import new_highs
 
         self._hs = highspy
         h = new_highs()
@@ -229,7 +228,7 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
         calls += 1
         best = max(float(w @ x) for x in cands)
         if best <= 1.0 + 1e-9 and oracle == "auto":
-            from ..solvers.anytime.driver import anytime_solve
+            from ..solvers.engine import anytime_solve
 
             left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
             if left is None or left > 0.05:

@@ -37,8 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..model.tolerances import payment_tolerance
-from ..solvers.anytime.column_generation import highs_rerun
-from ..solvers.formulation.problem import MatrixProblem, fit_mask
+from ..solvers.engine import MatrixProblem, fit_mask, highs_rerun
 
 __all__ = ["LpSolution", "RestrictedLp", "fits_alone", "FractionalVcg", "fractional_vcg"]
 
@@ -84,7 +83,7 @@ class _HighsMaster:
     def __init__(self, P: MatrixProblem) -> None:
         import highspy
 
-        from ..solvers.exact.common import new_highs
+        from ..solvers.engine import new_highs
 
         self._hs = highspy
         self.P = P

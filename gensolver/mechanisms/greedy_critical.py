@@ -52,8 +52,7 @@ import numpy as np
 from ..errors import InputError, check_options
 from ..model import Instance
 from ..model.tolerances import boundary_guard, capacity_limit
-from ..solvers.approximation.greedy import first_fit, greedy_keys, greedy_order
-from ..solvers.result import finish
+from ..solvers.engine import finish, first_fit, greedy_keys, greedy_order
 from .common import check_call, check_solver_and_limit, make_outcome
 from .outcome import Outcome
 

@@ -81,8 +81,7 @@ import numpy as np
 from ..errors import check_options, check_seed
 from ..model import Instance
 from ..model.canonical import canonical
-from ..solvers.formulation.problem import from_instance
-from ..solvers.result import finish
+from ..solvers.engine import finish, from_instance
 from .common import check_call, make_outcome
 from .decomposition import ORACLES, decompose, decomposition_summary
 from .fractional import fractional_vcg

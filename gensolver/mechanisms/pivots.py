@@ -26,14 +26,21 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..model.tolerances import payment_tolerance
-from ..solvers.anytime.budget import WORK_PER_NNZ_GREEDY, WorkClock
-from ..solvers.anytime.column_generation import LpState, column_generation
-from ..solvers.anytime.driver import anytime_solve
-from ..solvers.anytime.exact_restricted import solve_exact_restricted
-from ..solvers.formulation.bounds import owner_best_alone, trivial_bound
-from ..solvers.formulation.problem import MatrixProblem
-from ..solvers.formulation.scales import DEFAULT_MIP_GAP
-from ..solvers.heuristics import first_fit_matrix, los_order, upgrade_swaps
+from ..solvers.engine import (
+    DEFAULT_MIP_GAP,
+    WORK_PER_NNZ_GREEDY,
+    LpState,
+    MatrixProblem,
+    WorkClock,
+    anytime_solve,
+    column_generation,
+    first_fit_matrix,
+    los_order,
+    owner_best_alone,
+    solve_exact_restricted,
+    trivial_bound,
+    upgrade_swaps,
+)
 
 __all__ = ["PivotResult", "PivotBudget", "SolutionPool", "lp_state", "pivot_solve", "run_pivots",
            "owner_best_alone", "MIN_PIVOT_SOLVE"]

@@ -85,9 +85,7 @@ from ..model import Bid, Instance, Slot
 from ..model.tolerances import payment_tolerance
 from ..model.validate import mark_validated
 from ..solvers import Status
-from ..solvers.formulation.bounds import trivial_bound
-from ..solvers.formulation.problem import from_instance
-from ..solvers.formulation.scales import DEFAULT_MIP_GAP
+from ..solvers.engine import DEFAULT_MIP_GAP, from_instance, trivial_bound
 from .common import check_call, make_outcome, solve_wdp, winning_bids
 from .outcome import Outcome
 from .pivots import (
@@ -148,8 +146,7 @@ def _main_auto(instance: Instance, P: Any, *, time_limit: float | None, threads:
                deterministic: bool) -> tuple[Any, Any]:
     """The main solve with the anytime engine (as :func:`gensolver.solvers.auto.solve_auto`),
     keeping its LP, incumbents and work for the pivots."""
-    from ..solvers.anytime.driver import anytime_solve
-    from ..solvers.result import finish
+    from ..solvers.engine import anytime_solve, finish
 
     t0 = time.perf_counter()
     res = anytime_solve(P, time_limit=time_limit, threads=threads, deterministic=deterministic)
