@@ -4,10 +4,11 @@ The solver of a front end is ``method`` everywhere (:func:`gensolver.solve`,
 :func:`gensolver.mechanisms.run_mechanism`, :mod:`gensolver.verify`); ``solver=`` is the old
 name, accepted until the next release.
 
-Every deprecation of the package is a :class:`GensolverDeprecationWarning` (a
-:class:`DeprecationWarning`), so a filter can single out the package's own: the test suite turns
-it into an error (``filterwarnings`` in ``pyproject.toml``), which keeps the package and its
-tests off the old names, while the tests of the aliases catch it with ``pytest.warns``.
+The deprecated aliases of names and arguments (``solver=`` here, ``gensolver.executor.Executor``)
+warn with :class:`GensolverDeprecationWarning` (a :class:`DeprecationWarning`), so a filter can
+single them out: the test suite turns it into an error (``filterwarnings`` in ``pyproject.toml``),
+which keeps the package and its tests off the old names, while the tests of the aliases catch it
+with ``pytest.warns``.
 
 Examples
 --------
