@@ -6,7 +6,10 @@ stops every one of them at the end. It needs root and the Debian packages ``slur
 why, only when they are missing or do not start.
 
 The node is the machine's real short host name, with 64 GPUs (room for the bundled plans at
-once) and 100 shards per GPU as generic resources. There is no GPU: ``gres.conf`` has ``AutoDetect=off`` and points each GPU at an empty
+once) and 100 shards per GPU as generic resources. Two more nodes, :data:`EXTRA_NODES` with
+:data:`EXTRA_GPUS` GPUs each, are further ``slurmd`` daemons on the same host (``slurmd -N
+NAME``, each with its own port, spool, pid and log file through ``%n``; Slurm's way to emulate
+several nodes on one machine), so that a gang runs over two nodes with ``srun``. There is no GPU: ``gres.conf`` has ``AutoDetect=off`` and points each GPU at an empty
 placeholder file. (Slurm 22.05 accepts a count-only ``Name=gpu Count=8``, but refuses shards
 without ``File=`` - "SHARING configuration lacks File specification" - so the GPUs get files.)
 ``sacct`` needs the accounting database, hence MariaDB and slurmdbd, on 127.0.0.1 only.
@@ -30,6 +33,9 @@ import pytest
 #: enough placeholder GPUs for every bundled plan at once (8 devices each)
 GPUS = 64
 SHARDS_PER_GPU = 100
+#: further nodes (slurmd daemons on this host) for gangs over several nodes, and their GPUs each
+EXTRA_NODES = ("gsnode1", "gsnode2")
+EXTRA_GPUS = 2
 DAEMONS = ("munged", "mariadb-install-db", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sbatch", "sacct", "scancel",
            "sinfo", "squeue")
 
@@ -41,6 +47,7 @@ class SlurmCluster:
     root: Path
     node: str
     env: dict[str, str]
+    extra_nodes: tuple[str, ...] = EXTRA_NODES
     gpus: int = GPUS
     shards_per_gpu: int = SHARDS_PER_GPU
 
@@ -135,11 +142,18 @@ def _stop_steps(root: Path) -> None:
 
 
 def _configure(root: Path, node: str) -> dict[str, int]:
-    ports = dict(zip(("ctld", "slurmd", "dbd", "db"), _free_ports(4)))
+    names = ("ctld", "slurmd", "dbd", "db", *EXTRA_NODES)
+    ports = dict(zip(names, _free_ports(len(names))))
     for d in ("state", "spool", "log", "dev", "db", "jobs"):
         (root / d).mkdir()
-    for k in range(GPUS):
+    for name in (node, *EXTRA_NODES):
+        (root / "spool" / name).mkdir()
+    for k in range(GPUS + EXTRA_GPUS * len(EXTRA_NODES)):
         (root / "dev" / f"gpu{k}").touch()
+    extra = "".join(f"NodeName={name} NodeHostname={node} NodeAddr=127.0.0.1 Port={ports[name]} CPUs=8 RealMemory=1000 "
+                    f"Gres=gpu:{EXTRA_GPUS} State=UNKNOWN\n" for name in EXTRA_NODES)
+    extra_gres = "".join(f"NodeName={name} Name=gpu File={root}/dev/gpu[{GPUS + EXTRA_GPUS * k}-"
+                         f"{GPUS + EXTRA_GPUS * (k + 1) - 1}]\n" for k, name in enumerate(EXTRA_NODES))
     (root / "munge.key").write_bytes(os.urandom(1024))
     (root / "munge.key").chmod(0o600)
     sock = root / "munge.sock"
@@ -154,11 +168,11 @@ AuthType=auth/munge
 AuthInfo=socket={sock}
 CredType=cred/munge
 StateSaveLocation={root}/state
-SlurmdSpoolDir={root}/spool
+SlurmdSpoolDir={root}/spool/%n
 SlurmctldPidFile={root}/slurmctld.pid
-SlurmdPidFile={root}/slurmd.pid
+SlurmdPidFile={root}/slurmd-%n.pid
 SlurmctldLogFile={root}/log/slurmctld.log
-SlurmdLogFile={root}/log/slurmd.log
+SlurmdLogFile={root}/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -180,13 +194,13 @@ MinJobAge=600
 InactiveLimit=0
 KillWait=2
 NodeName={node} NodeAddr=127.0.0.1 CPUs=256 RealMemory=1000 Gres=gpu:{GPUS},shard:{GPUS * SHARDS_PER_GPU} State=UNKNOWN
-PartitionName=gensolver Nodes={node} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+{extra}PartitionName=gensolver Nodes={node},{','.join(EXTRA_NODES)} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 """)
     (root / "gres.conf").write_text(f"""\
 AutoDetect=off
 NodeName={node} Name=gpu File={root}/dev/gpu[0-{GPUS - 1}]
 NodeName={node} Name=shard Count={GPUS * SHARDS_PER_GPU} File={root}/dev/gpu[0-{GPUS - 1}]
-""")
+{extra_gres}""")
     (root / "slurmdbd.conf").write_text(f"""\
 AuthType=auth/munge
 AuthInfo=socket={sock}
@@ -224,14 +238,15 @@ def _start(root: Path, node: str, ports: dict[str, int], env: dict[str, str], pr
     _wait("slurmdbd", lambda: _port_open(ports["dbd"]), 30, root)
     run("slurmctld", "-i")
     _wait("slurmctld", lambda: _port_open(ports["ctld"]), 30, root)
-    run("slurmd", "-N", node)
+    for name in (node, *EXTRA_NODES):
+        run("slurmd", "-N", name)
 
     def idle() -> bool:
         out = subprocess.run(["sinfo", "--noheader", "--Node", "--format=%N|%T"], capture_output=True, text=True,
                              env=env, timeout=10)
-        return out.returncode == 0 and f"{node}|idle" in out.stdout.split()
+        return out.returncode == 0 and all(f"{name}|idle" in out.stdout.split() for name in (node, *EXTRA_NODES))
 
-    _wait("the node (sinfo idle)", idle, 30, root)
+    _wait("the nodes (sinfo idle)", idle, 30, root)
 
 
 @pytest.fixture(scope="session")
@@ -259,7 +274,8 @@ def slurm(tmp_path_factory: pytest.TempPathFactory):
         yield cluster
         _drain(cluster)
     finally:
-        _stop([root / f for f in ("slurmd.pid", "slurmctld.pid", "slurmdbd.pid", "mariadb.pid", "munged.pid")])
+        _stop([root / f"slurmd-{name}.pid" for name in (node, *EXTRA_NODES)]
+              + [root / f for f in ("slurmctld.pid", "slurmdbd.pid", "mariadb.pid", "munged.pid")])
         _stop_steps(root)
         for proc in procs:  # reap mariadbd (started here, not daemonised)
             try:

@@ -386,3 +386,39 @@ def test_a_run_waiting_for_its_start_holds_no_gpu(slurm, tmp_path: Path, monkeyp
     assert (outside["State"], run["State"]) == ("COMPLETED", "COMPLETED"), (outside, run)
     assert _epoch(outside["End"]) <= _epoch(run["Start"]), (outside, run)
     assert _epoch(outside["Start"]) < math.floor(t0 + 20) <= _epoch(run["Start"]), (outside, run, t0)
+
+
+def test_a_gang_over_two_nodes_runs_on_both_in_the_planned_order(slurm, tmp_path: Path, monkeypatch,
+                                                                   capsys) -> None:
+    """A gang on two GPUs of each of two nodes (two more slurmd daemons of the test cluster), then a
+    task on one of them: ``gensolver run --backend slurm`` exits 0; sacct shows the gang on both
+    nodes with 4 GPUs, the command ran once per node (its rank from srun), the next task started
+    after the gang in the plan's order, and nothing held its grant past its planned end + 5 s."""
+    from gensolver.executor import write_plan
+    from tests.executor.helpers import plan_of
+
+    n1, n2 = slurm.extra_nodes
+    marker = tmp_path / "seen"
+    marker.mkdir()
+    note = ["sh", "-c", f'echo "$SLURM_NODEID $GENSOLVER_GANG_SIZE" > "{marker}/$GENSOLVER_TASK.$SLURMD_NODENAME"']
+    gpus = [f"{n}/g{k}" for n in (n1, n2) for k in range(2)]
+    plan = plan_of({d: 40 for d in gpus}, {"gang": {"at": [(d, 0, 2) for d in gpus], "memory": 40, "command": note},
+                                          "next": {"at": [(f"{n2}/g0", 3, 6)], "memory": 40, "command": note}})
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--time-scale", "3",
+                         "--grace", "1", "--json", "--journal", str(tmp_path / "j.journal"))
+    assert rc == 0, out + err
+    jobs = {j["key"]: j["job"] for j in json.loads(out)["jobs"]}
+    rows = _sacct(slurm, list(jobs.values()))
+    gang, after = rows[jobs["gang.0"]], rows[jobs["next.0"]]
+    assert (gang["State"], after["State"]) == ("COMPLETED", "COMPLETED"), (gang, after)
+    assert gang["NodeList"] == f"{n1.rstrip('0123456789')}[{n1[-1]}-{n2[-1]}]" and after["NodeList"] == n2, (gang, after)
+    tres = dict(p.split("=", 1) for p in gang["AllocTRES"].split(",") if "=" in p)
+    assert tres.get("gres/gpu") == "4" and tres.get("node") == "2", gang["AllocTRES"]
+    assert sorted((p.name, p.read_text().split()) for p in marker.iterdir()) == [
+        (f"gang.{n1}", ["0", "2"]), (f"gang.{n2}", ["1", "2"]), (f"next.{n2}", ["0"])]
+    t0 = float(_journal(tmp_path / "j.journal")[0]["t0"])
+    assert _epoch(gang["Start"]) <= _epoch(after["Start"]) and _epoch(after["Start"]) >= math.floor(t0 + 9)
+    for row, end in ((gang, 2), (after, 6)):
+        assert _epoch(row["End"]) <= t0 + end * 3 + HOLD, (row, t0)
