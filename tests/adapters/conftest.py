@@ -9,9 +9,10 @@ The node is the machine's real short host name, with 64 GPUs (room for the bundl
 once) and 100 shards per GPU as generic resources. Two more nodes, :data:`EXTRA_NODES` with
 :data:`EXTRA_GPUS` GPUs each, are further ``slurmd`` daemons on the same host (``slurmd -N
 NAME``, each with its own port, spool, pid and log file through ``%n``; Slurm's way to emulate
-several nodes on one machine), so that a gang runs over two nodes with ``srun``. There is no GPU: ``gres.conf`` has ``AutoDetect=off`` and points each GPU at an empty
-placeholder file. (Slurm 22.05 accepts a count-only ``Name=gpu Count=8``, but refuses shards
-without ``File=`` - "SHARING configuration lacks File specification" - so the GPUs get files.)
+several nodes on one machine), so that a gang runs over two nodes with ``srun``. There is no
+GPU: ``gres.conf`` has ``AutoDetect=off`` and points each GPU at an empty placeholder file.
+(Slurm 22.05 accepts a count-only ``Name=gpu Count=8``, but refuses shards without ``File=``
+- "SHARING configuration lacks File specification" - so the GPUs get files.)
 ``sacct`` needs the accounting database, hence MariaDB and slurmdbd, on 127.0.0.1 only.
 Scheduling runs every second (``sched_interval=1``) so that ``--begin`` times hold within a
 second or two.
