@@ -23,7 +23,6 @@ MARGIN = 25
 ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     # being edited by the mechanism work at the same time; split by its named steps next
     ("mechanisms/lavi_swamy.py", "lavi_swamy"): (166 + MARGIN, "owned by the mechanism work (decomposition)"),
-    ("mechanisms/decomposition.py", "decompose"): (141 + MARGIN, "owned by the mechanism work (decomposition)"),
     # CLI commands whose files other work edits now (signals, execution)
     ("cli/run_cmd.py", "run_command"): (186 + MARGIN, "signal handling is being added to it; split into its backends next"),
     ("cli/slurm_run.py", "run_slurm"): (102 + MARGIN, "owned by the adapters work"),

@@ -245,27 +245,46 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
         if add(cands, w) == 0:
             converged = best <= 1.0 + 1e-9
             break
-    # exact coverage: the master covers x* only up to HiGHS's feasibility tolerance (an entry
-    # of x* below it may not be covered at all), so each shortfall is made up by the column of
-    # that bid alone (columns[e] is bid e alone); then alpha >= sum(lam)
+    lam = _cover_exactly(columns, lam, xs)
+    V = math.fsum(lam)
+    a = V if alpha is None else max(float(alpha), V)
+    keys, probs = _lottery(columns, lam, xs, a)
+    null = max(0.0, 1.0 - math.fsum(probs))
+    allocations = tuple(S[np.asarray(k, dtype=np.int64)] for k in keys)
+    return Decomposition(allocations, probs, null, float(a), float(V), floor, float(worst), float(last), converged,
+                         calls, len(columns), time.perf_counter() - t0)
+
+
+def _cover_exactly(columns: list[np.ndarray], lam: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """The master's weights raised so that they cover ``xs`` exactly.
+
+    The master covers x* only up to HiGHS's feasibility tolerance (an entry of x* below it may
+    not be covered at all), so each shortfall is made up by the column of that bid alone
+    (``columns[e]`` is bid ``e`` alone); then alpha >= sum(lam).
+    """
     lam = np.maximum(np.asarray(lam, dtype=np.float64).copy(), 0.0)
-    M_cov = np.zeros(S.size)
+    M_cov = np.zeros(xs.size)
     for k, rows in enumerate(columns):
         if lam[k] > 0:
             M_cov[rows] += lam[k]
     short = xs - M_cov
     fill = np.flatnonzero(short > 0)
     lam[fill] += short[fill]
-    V = math.fsum(lam)
-    a = V if alpha is None else max(float(alpha), V)
-    # probabilities lam / a; trim the surplus sum_l pi_l x^l_e - x*_e / a bid by bid
+    return lam
+
+
+def _lottery(columns: list[np.ndarray], lam: np.ndarray, xs: np.ndarray,
+             a: float) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """The allocations (support positions) and probabilities of the lottery: ``lam / a``, with
+    the surplus ``sum_l pi_l x^l_e - x*_e / a`` trimmed bid by bid, then equal allocations
+    merged; most likely first."""
     allocs: list[tuple[float, set[int]]] = [(float(lam[k]) / a, set(rows.tolist())) for k, rows in enumerate(columns)
                                             if lam[k] > 0]
     holders: dict[int, list[int]] = {}
     for k, (_, rows_set) in enumerate(allocs):
         for e in rows_set:
             holders.setdefault(e, []).append(k)
-    for e in range(S.size):
+    for e in range(xs.size):
         ks = holders.get(e, [])
         surplus = math.fsum(allocs[k][0] for k in ks) - xs[e] / a
         # drop e from the least likely allocations first (fewest splits of large ones)
@@ -289,11 +308,7 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
             key = tuple(sorted(rows_set))
             merged[key] = merged.get(key, 0.0) + p
     keys = sorted(merged, key=lambda k: -merged[k])
-    probs = np.array([merged[k] for k in keys])
-    null = max(0.0, 1.0 - math.fsum(probs))
-    allocations = tuple(S[np.asarray(k, dtype=np.int64)] for k in keys)
-    return Decomposition(allocations, probs, null, float(a), float(V), floor, float(worst), float(last), converged,
-                         calls, len(columns), time.perf_counter() - t0)
+    return keys, np.array([merged[k] for k in keys])
 
 
 def decomposition_summary(dec: Decomposition) -> dict[str, Any]:
