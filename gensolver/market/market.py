@@ -153,9 +153,17 @@ class Market:
         self.ledger.append(CreditEntry(float(now), tenant, float(amount), reason, task))
 
     def refill(self, now: float) -> None:
-        """Apply every scheduled refill due by ``now`` (one per ``refill_every`` steps)."""
+        """Apply every scheduled refill due by ``now`` (one per ``refill_every`` steps).
+
+        Once every balance is at the cap (or the refill is 0), the refills still due credit
+        nothing and are counted in one step: the work is bounded by ``budget_cap / refill``
+        refills, never by the time elapsed (an outage of 10**15 steps costs no more).
+        """
         due = int(math.floor(now / self.config.refill_every + 1e-9))
         while self._refills_done < due:
+            if self.config.refill <= 0 or all(b >= self.config.budget_cap for b in self.balances.values()):
+                self._refills_done = due
+                break
             self._refills_done += 1
             for name in sorted(self.balances):
                 room = max(0.0, self.config.budget_cap - self.balances[name])

@@ -18,9 +18,9 @@ def T(tid: str, memory: float, dur: int, release: int = 0) -> Task:
     return Task(tid, memory, memory, dur, value=float(dur), release=release, compute=1.0, urgency=0.0)
 
 
-#: the auction policy at 10**15 still does work linear in the outage inside the market (its rounds),
-#: left to the market's owners; the engine's part is checked at 10**6 for it
-CASES = [(p, 1_000_000) for p in POLICIES] + [(p, 10**15) for p in POLICIES if p != "auction"]
+#: every queue and market policy, the auction too: its market's budget refills once applied one
+#: refill per ``refill_every`` steps of the outage (10**15: a hang; see tests/market/test_refill_work.py)
+CASES = [(p, end) for p in [*POLICIES, "market"] for end in (1_000_000, 10**15)]
 
 
 @pytest.mark.parametrize(("policy", "end"), CASES)
