@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ..solvers.engine import MatrixProblem, first_fit_matrix, los_order
+from ..solvers.engine import MatrixProblem, first_fit_matrix, highs_rows_model, los_order
 
 __all__ = ["Decomposition", "decompose", "ORACLES"]
 
@@ -107,23 +107,9 @@ class _CoverMaster:
     def __init__(self, b: np.ndarray) -> None:
         import highspy
 
-        from ..solvers.engine import new_highs
-
         self._hs = highspy
-        h = new_highs()
-        h.setOptionValue("solver", "simplex")
-        h.setOptionValue("simplex_strategy", 4)
-        h.setOptionValue("presolve", "off")
-        lp = highspy.HighsLp()
-        lp.num_col_ = 0
-        lp.num_row_ = int(b.size)
-        lp.row_lower_ = b.astype(np.float64)
-        lp.row_upper_ = np.full(b.size, highspy.kHighsInf)
-        lp.sense_ = highspy.ObjSense.kMinimize
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.zeros(1, dtype=np.int32)
-        h.passModel(lp)
-        self.h = h
+        self.h = highs_rows_model(b, np.full(b.size, highspy.kHighsInf), maximize=False,
+                                  options={"solver": "simplex", "simplex_strategy": 4, "presolve": "off"})
         self.n = 0
 
     def add(self, rows: list[np.ndarray]) -> None:

@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..model.tolerances import payment_tolerance
-from ..solvers.engine import MatrixProblem, fit_mask, highs_rerun
+from ..solvers.engine import MatrixProblem, add_packing_columns, fit_mask, highs_packing_master, highs_rerun
 
 __all__ = ["LpSolution", "RestrictedLp", "fits_alone", "FractionalVcg", "fractional_vcg"]
 
@@ -83,36 +83,16 @@ class _HighsMaster:
     def __init__(self, P: MatrixProblem) -> None:
         import highspy
 
-        from ..solvers.engine import new_highs
-
         self._hs = highspy
         self.P = P
-        h = new_highs()
-        h.setOptionValue("solver", "simplex")
-        h.setOptionValue("presolve", "off")
-        lp = highspy.HighsLp()
-        lp.num_col_ = 0
-        lp.num_row_ = P.cap.size + P.n_owners
-        lp.row_lower_ = np.full(lp.num_row_, -highspy.kHighsInf)
-        lp.row_upper_ = np.concatenate([P.cap, np.ones(P.n_owners)]).astype(np.float64)
-        lp.sense_ = highspy.ObjSense.kMaximize
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.zeros(1, dtype=np.int32)
-        h.passModel(lp)
-        self.h = h
+        self.h = highs_packing_master(P, {"solver": "simplex", "presolve": "off"})
         self.cols = np.zeros(0, dtype=np.int64)
 
     def add(self, new: np.ndarray) -> None:
         new = np.asarray(new, dtype=np.int64)
         if new.size == 0:
             return
-        P = self.P
-        X = sp.csc_matrix((np.ones(new.size), (P.owner[new], np.arange(new.size))), shape=(P.n_owners, new.size))
-        M = sp.vstack([P.A[:, new].tocsc(), X], format="csc")
-        M.sort_indices()
-        self.h.addCols(int(new.size), P.values[new].astype(np.float64), np.zeros(new.size),
-                       np.full(new.size, self._hs.kHighsInf), int(M.nnz), M.indptr[:-1].astype(np.int32),
-                       M.indices.astype(np.int32), M.data.astype(np.float64))
+        add_packing_columns(self.h, self.P, new)
         self.cols = np.concatenate([self.cols, new])
 
     def fix(self, positions: np.ndarray, zero: bool) -> None:

@@ -50,6 +50,9 @@ Anytime search, relaxations and exact restricted solves
     The exact MIP over a subset of columns (CP-SAT when the data scale to integers, else HiGHS).
 :func:`new_highs`, :func:`highs_rerun`
     A quiet ``highspy.Highs`` object, and re-running one within a time limit.
+:func:`highs_rows_model`, :func:`highs_packing_master`, :func:`add_packing_columns`
+    A HiGHS LP built column by column: rows without columns yet, the LP relaxation of a
+    :class:`MatrixProblem` (capacity and XOR rows), and its columns appended in place.
 
 Answers
 -------
@@ -65,7 +68,7 @@ from .anytime.column_generation import LpState, column_generation, highs_rerun
 from .anytime.driver import anytime_solve
 from .anytime.exact_restricted import solve_exact_restricted
 from .approximation.greedy import first_fit, greedy_keys, greedy_order
-from .exact.common import new_highs
+from .exact.common import add_packing_columns, highs_packing_master, highs_rows_model, new_highs
 from .formulation.bounds import owner_best_alone, trivial_bound
 from .formulation.problem import MatrixProblem, fit_mask, from_instance
 from .formulation.scales import DEFAULT_MIP_GAP
@@ -92,6 +95,9 @@ __all__ = [
     "LpState",
     "solve_exact_restricted",
     "new_highs",
+    "highs_rows_model",
+    "highs_packing_master",
+    "add_packing_columns",
     "highs_rerun",
     "finish",
 ]

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ..exact.common import new_highs
+from ..exact.common import add_packing_columns, highs_packing_master
 from ..formulation.bounds import dual_bound, lagrangian_bound, reduced_costs
 from ..formulation.problem import MatrixProblem
 from .budget import WORK_PER_NNZ_IPM, WORK_PER_NNZ_PRICING, WorkClock
@@ -91,31 +91,15 @@ class _HighsMaster:
     ``addCols`` (no rebuild of the model) and the LP is re-solved by interior point."""
 
     def __init__(self, P: MatrixProblem, cols: np.ndarray, vertex_duals: bool = False) -> None:
-        import highspy
-
-        self._hs = highspy
         self.P = P
         self.cols = np.zeros(0, dtype=np.int64)
-        R = P.cap.size
-        h = new_highs()
         # interior point without crossover: on these degenerate masters it is several times
         # faster than simplex re-optimisation, and its central duals price better columns
-        # (primal-dual column generation, Gondzio et al. 2013); any y >= 0 gives a valid bound
-        h.setOptionValue("solver", "ipm")
-        # crossover on request: vertex duals give an exact dual objective (VCG pivots compare
-        # it with incumbents to the last digit); interior duals lose ~1e-5 in sum(max(rc, 0))
-        h.setOptionValue("run_crossover", "on" if vertex_duals else "off")
-        # no "threads" option: HiGHS fixes its thread pool at the first run in the process
-        lp = highspy.HighsLp()
-        lp.num_col_ = 0
-        lp.num_row_ = R + P.n_owners
-        lp.row_lower_ = np.full(R + P.n_owners, -highspy.kHighsInf)
-        lp.row_upper_ = np.concatenate([P.cap, np.ones(P.n_owners)]).astype(np.float64)
-        lp.sense_ = highspy.ObjSense.kMaximize
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.zeros(1, dtype=np.int32)
-        h.passModel(lp)
-        self.h = h
+        # (primal-dual column generation, Gondzio et al. 2013); any y >= 0 gives a valid bound.
+        # Crossover on request: vertex duals give an exact dual objective (VCG pivots compare
+        # it with incumbents to the last digit); interior duals lose ~1e-5 in sum(max(rc, 0)).
+        # No "threads" option: HiGHS fixes its thread pool at the first run in the process.
+        self.h = highs_packing_master(P, {"solver": "ipm", "run_crossover": "on" if vertex_duals else "off"})
         self.nnz = 0
         self.add(cols)
 
@@ -123,19 +107,8 @@ class _HighsMaster:
         new = np.asarray(new, dtype=np.int64)
         if new.size == 0:
             return
-        P = self.P
-        Ac = P.A[:, new].tocsc()
-        X = sp.csc_matrix((np.ones(new.size), (P.owner[new], np.arange(new.size))), shape=(P.n_owners, new.size))
-        M = sp.vstack([Ac, X], format="csc")
-        M.sort_indices()
-        # no column upper bound (x <= 1 follows from the XOR row): a bound's dual would not be
-        # seen by the row duals that price columns
-        self.h.addCols(int(new.size), P.values[new].astype(np.float64), np.zeros(new.size),
-                       np.full(new.size, self._hs.kHighsInf),
-                       int(M.nnz), M.indptr[:-1].astype(np.int32), M.indices.astype(np.int32),
-                       M.data.astype(np.float64))
+        self.nnz += add_packing_columns(self.h, self.P, new)
         self.cols = np.concatenate([self.cols, new])
-        self.nnz += int(M.nnz)
 
     def work(self) -> float:
         """Work units of the last solve: interior-point iterations x non-zeros of the master."""

@@ -8,9 +8,10 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
+import scipy.sparse as sp
 
 from ...errors import InputError
 from ...model import Instance
@@ -27,7 +28,7 @@ from ..formulation.scales import (
 from ..result import BackendAnswer, feasibility_violation
 
 __all__ = ["rows_of", "has_large_rows", "guarded_solve", "hint_vector",
-           "new_highs", "quiet_native_output",
+           "new_highs", "highs_rows_model", "highs_packing_master", "add_packing_columns", "quiet_native_output",
            # the scales live in gensolver.solvers.formulation.scales; re-exported for the backends
            "DEFAULT_MIP_GAP", "LARGE_ROW", "TIGHT_MARGIN", "objective_lift", "power_of_two_scales", "row_lift",
            "within_mip_gap"]
@@ -149,6 +150,61 @@ def new_highs() -> Any:
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     return h
+
+
+
+def highs_rows_model(row_lower: np.ndarray, row_upper: np.ndarray, *, maximize: bool,
+                     options: Mapping[str, Any] | None = None) -> Any:
+    """A :func:`new_highs` object holding an LP with rows ``row_lower <= A x <= row_upper`` and no
+    columns yet (column-wise: columns come with ``addCols``), maximised or minimised.
+
+    ``options`` (HiGHS option name -> value) are set, in order, before the model is passed.
+    """
+    import highspy
+
+    h = new_highs()
+    for name, value in (options or {}).items():
+        h.setOptionValue(name, value)
+    lp = highspy.HighsLp()
+    lp.num_col_ = 0
+    lp.num_row_ = int(np.size(row_lower))
+    lp.row_lower_ = np.asarray(row_lower, dtype=np.float64)
+    lp.row_upper_ = np.asarray(row_upper, dtype=np.float64)
+    lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.zeros(1, dtype=np.int32)
+    h.passModel(lp)
+    return h
+
+
+def highs_packing_master(P: MatrixProblem, options: Mapping[str, Any] | None = None) -> Any:
+    """The LP relaxation of ``P`` with no columns yet: ``max v.x  s.t.  A x <= cap``, one XOR row
+    ``sum_{owner(j)=i} x_j <= 1`` per owner, in a :func:`highs_rows_model`; columns come with
+    :func:`add_packing_columns`."""
+    import highspy
+
+    n_rows = P.cap.size + P.n_owners
+    return highs_rows_model(np.full(n_rows, -highspy.kHighsInf),
+                            np.concatenate([P.cap, np.ones(P.n_owners)]).astype(np.float64),
+                            maximize=True, options=options)
+
+
+def add_packing_columns(h: Any, P: MatrixProblem, new: np.ndarray) -> int:
+    """Append the columns ``new`` of ``P`` (their ``A`` entries and XOR row, value as cost,
+    bounds ``[0, inf)``) to a :func:`highs_packing_master`; returns their number of non-zeros.
+
+    No column upper bound: ``x <= 1`` follows from the XOR row, and a bound's dual would not be
+    seen by the row duals that price columns.
+    """
+    import highspy
+
+    X = sp.csc_matrix((np.ones(new.size), (P.owner[new], np.arange(new.size))), shape=(P.n_owners, new.size))
+    M = sp.vstack([P.A[:, new].tocsc(), X], format="csc")
+    M.sort_indices()
+    h.addCols(int(new.size), P.values[new].astype(np.float64), np.zeros(new.size),
+              np.full(new.size, highspy.kHighsInf), int(M.nnz), M.indptr[:-1].astype(np.int32),
+              M.indices.astype(np.int32), M.data.astype(np.float64))
+    return int(M.nnz)
 
 
 def guarded_solve(instance: Instance, P: MatrixProblem, solve_once: Callable[..., BackendAnswer], *,
