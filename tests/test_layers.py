@@ -70,11 +70,17 @@ def test_mechanisms_reach_the_solvers_only_through_the_engine(tmp_path: Path) ->
     proc = _run(tmp_path, tmp_path)
     assert proc.returncode != 0
     assert "gensolver.mechanisms.pivots -> gensolver.solvers.heuristics" in proc.stdout
+    (pkg / "mechanisms" / "pivots.py").write_text("")
+    (pkg / "cli" / "solve_cmd.py").write_text("from gensolver.solvers.registry import get_method\n")
+    proc = _run(tmp_path, tmp_path)
+    assert proc.returncode != 0
+    assert "gensolver.cli.solve_cmd -> gensolver.solvers.registry" in proc.stdout
 
 
 def test_the_engine_contract_forbids_every_inner_solver_module() -> None:
     """A new module or subpackage of ``gensolver/solvers`` is the engine's inside until it is
-    made public (re-exported by ``gensolver.solvers.engine``): the contract must name it."""
+    made public (re-exported by ``gensolver.solvers.engine``), and a new layer above the solvers
+    is bound by the rule: the contract must name both."""
     tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     (engine,) = [c for c in config if c["id"] == "solver-engine"]
@@ -82,4 +88,8 @@ def test_the_engine_contract_forbids_every_inner_solver_module() -> None:
                    if (child.suffix == ".py" or (child / "__init__.py").exists())
                    and child.stem not in ("__init__", "engine"))
     assert sorted(engine["forbidden_modules"]) == inner
+    (layers,) = [c for c in config if c["id"] == "layers"]
+    names = [name.strip() for line in layers["layers"] for name in line.split("|")]
+    above = sorted(f"gensolver.{name}" for name in names[:names.index("solvers")])
+    assert sorted(engine["source_modules"]) == above
     assert engine["allow_indirect_imports"] is True  # the engine itself imports its inside
