@@ -335,7 +335,7 @@ def solve_budget(method: str, mechanism: str | None) -> str:
 
 
 def solve_document(doc: Any, *, method: str, time_limit: float, mechanism: str | None,
-                   work: float | None = None) -> dict[str, Any]:
+                   work: float | None = None, alpha: float | None = None) -> dict[str, Any]:
     """``POST /v1/solve``: the answer ``gensolver solve --json`` prints for the same instance.
 
     ``work`` (work units) is the budget of method ``auto`` (``options={"deterministic": True}``)
@@ -343,15 +343,22 @@ def solve_document(doc: Any, *, method: str, time_limit: float, mechanism: str |
     ``auto``, ``lavi-swamy``): the answer is then the same on an idle and on a loaded machine.
     Other methods get ``WALL_SHARE * time_limit`` wall-clock seconds. The caller bounds the
     whole call by ``time_limit`` wall-clock seconds. The answer's ``limits`` says which budget ran.
+    ``alpha`` (``lavi-swamy`` only, a finite number >= 1) fixes the lottery's scaling before the
+    reports, as ``gensolver solve --alpha`` does; the answer's ``truthful`` says whether it held.
 
     Raises
     ------
     InstanceError
         A document the instance reader refuses (pointer into the body).
     BadRequest
-        An unknown or unusable method or mechanism, or options a mechanism refuses.
+        An unknown or unusable method or mechanism, options a mechanism refuses, or a bad
+        ``alpha`` (field ``query.alpha``).
     """
     check_solve_options(method, mechanism)
+    if alpha is not None and mechanism != "lavi-swamy":
+        raise BadRequest(f"alpha is only for mechanism lavi-swamy (got mechanism {mechanism!r})", field="query.alpha")
+    if alpha is not None and not (math.isfinite(alpha) and alpha >= 1.0):
+        raise BadRequest(f"alpha must be a finite number >= 1, got {alpha!r}", field="query.alpha")
     instance = from_dict(doc)
     budget = solve_budget(method, mechanism)
     units = time_limit if work is None else work
@@ -360,7 +367,8 @@ def solve_document(doc: Any, *, method: str, time_limit: float, mechanism: str |
     outcome = None
     try:
         if mechanism is not None:
-            outcome = run_mechanism(instance, mechanism=mechanism, method=method, time_limit=limit)
+            opts = None if alpha is None else {"alpha": float(alpha)}
+            outcome = run_mechanism(instance, mechanism=mechanism, method=method, time_limit=limit, options=opts)
             result = outcome.allocation
         elif method == "auto":
             result = solve(instance, method=method, time_limit=limit, options={"deterministic": True})

@@ -127,6 +127,10 @@ async def post_solve(request: Request, who: Principal = Depends(principal),
                                                  "and lavi-swamy (at most the server's --max-solve-work, its default)"),
                      mechanism: Optional[str] = Query(
                          None, min_length=1, max_length=64, description="also price with this mechanism (vcg, core, ...)"),
+                     alpha: Optional[float] = Query(
+                         None, description="mechanism lavi-swamy only: the scaling of the lottery (a finite number "
+                                           ">= 1), fixed before the reports, so the lottery is truthful in "
+                                           "expectation; without it alpha comes from the reports (truthful: false)"),
                      ) -> Any:
     settings = request.app.state.settings
     time_limit = _bounded(time_limit, settings.max_solve_seconds, "query.time_limit", "seconds")
@@ -145,7 +149,7 @@ async def post_solve(request: Request, who: Principal = Depends(principal),
             del running[who.tenant]
 
     job = asyncio.ensure_future(run_in_threadpool(solve_document, doc, method=method, time_limit=time_limit,
-                                                  mechanism=mechanism, work=work))
+                                                  mechanism=mechanism, work=work, alpha=alpha))
     done, _ = await asyncio.wait({job}, timeout=time_limit)
     if not done:
         # the solve keeps its thread until its budget ends and keeps counting against the
