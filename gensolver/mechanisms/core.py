@@ -18,16 +18,30 @@ Algorithm (Day & Raghavan 2007 constraint generation)
 2. Start from ``p = p_vcg`` and no core constraints.
 3. Separation: solve the welfare problem with every winner's bids reduced by its current
    surplus ``v_i(x*) - p_i`` (a MILP, with the same solver). Its optimum ``z`` equals the most
-   violated core constraint's left side; if ``z <= sum(p)`` (tolerance ``1e-7 * max(1, W*)``)
-   ``p`` is in the core: stop. Otherwise the bidders of its solution form a blocking coalition
+   violated core constraint's left side; if ``z <= sum(p)`` (absolute tolerance a quarter of
+   the payment tolerance) ``p`` is in the core: stop. Otherwise the bidders of its solution form a blocking coalition
    ``C``; add ``sum_{i in W \\ C} p_i >= V(C) - sum_{i in W cap C} v_i(x*)``.
 4. Day–Cramton tie-break: an LP (:func:`scipy.optimize.linprog`, HiGHS) minimises
    ``sum(p)`` over the constraints and ``p_vcg <= p <= v(x*)``, giving revenue ``R``; a QP
    (:func:`scipy.optimize.minimize`, SLSQP) minimises ``||p - p_vcg||^2`` with
    ``sum(p) = R`` fixed. Go to 3 with the new ``p``.
 
-If any solve is not proven optimal, ``exact`` is ``False``; a separation solve whose bound
-proves ``z <= sum(p)`` still certifies the core. When the allocation is not efficient (a main
+Exact payments
+--------------
+``exact=True`` means every payment is within ``exact_tolerance`` (``details["payment_tolerance"]``,
+the VCG stage's :func:`~gensolver.model.tolerances.payment_tolerance`) of the definition's:
+
+- the VCG payments are proved to it (:func:`~gensolver.mechanisms.vcg.vcg`);
+- core membership is proved by a separation bound within a quarter of it, absolute (a bound
+  proved only to a backend's relative gap is re-solved once with a gap worth that much, on
+  CP-SAT for ``"auto"``);
+- the LP and QP points are replaced by the exact rational point of the rows found, proved by
+  its KKT conditions (:func:`~gensolver.mechanisms.core_certify.certify_core_point`), which is
+  then separated in turn. A degenerate face the certificate cannot settle, or more than
+  :data:`~gensolver.mechanisms.core_certify.MAX_CERTIFIED` winners, leave ``exact=False``.
+
+If any solve is not proven, ``exact`` is ``False`` and ``payment_bounds`` hold the interval
+between the VCG lower bounds and the bids. When the allocation is not efficient (a main
 solve stopped by its budget, or a heuristic method), a separation solve can find a coalition
 whose allocation is worth more than ``x*``: no payments within the bids block it (the core of
 ``x*`` is empty), so the loop stops there with the last point, ``exact=False``, and the better
@@ -53,6 +67,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Executor
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
@@ -60,9 +75,12 @@ from scipy.optimize import linprog, minimize
 
 from ..errors import check_options
 from ..model import Bid, Instance
+from ..model.tolerances import payment_tolerance
 from ..model.validate import mark_validated
 from ..solvers import Status, solve
+from ..solvers.engine import DEFAULT_MIP_GAP
 from .common import check_call, make_outcome, solve_wdp, winning_bids
+from .core_certify import MAX_CERTIFIED, certify_core_point
 from .outcome import Outcome
 from .vcg import vcg
 
@@ -97,6 +115,7 @@ def separate(
     time_limit: float | None = None,
     threads: int | None = None,
     deterministic: bool = False,
+    mip_gap: float | None = None,
 ) -> Separation:
     """Most violated core constraint at ``payments`` (Day & Raghavan's separation MILP).
 
@@ -117,7 +136,7 @@ def separate(
     if deterministic:  # ``time_limit`` in work units of the anytime engine: load-independent
         res = solve(reduced, method="auto", time_limit=time_limit, threads=threads, options={"deterministic": True})
     else:
-        res = solve_wdp(reduced, solver=solver, time_limit=time_limit, threads=threads)
+        res = solve_wdp(reduced, solver=solver, time_limit=time_limit, threads=threads, mip_gap=mip_gap)
     index = reduced.bid_index
     coalition: list[str] = []
     chosen: list[str] = []
@@ -135,10 +154,11 @@ def separate(
 
 
 def _lp_qp(winners: list[str], rows: list[tuple[np.ndarray, float]], lo: np.ndarray, hi: np.ndarray,
-           vcg_p: np.ndarray) -> np.ndarray:
+           vcg_p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The minimum-revenue LP point and the QP point nearest ``vcg_p`` at that revenue."""
     n = len(winners)
     if not rows:
-        return vcg_p.copy()
+        return vcg_p.copy(), vcg_p.copy()
     A = -np.array([r[0] for r in rows])
     b = -np.array([r[1] for r in rows])
     lp = linprog(np.ones(n), A_ub=A, b_ub=b, bounds=list(zip(lo, hi)), method="highs")
@@ -158,7 +178,92 @@ def _lp_qp(winners: list[str], rows: list[tuple[np.ndarray, float]], lo: np.ndar
     if np.max(A @ p - b, initial=-np.inf) > np.max(A @ p0 - b, initial=-np.inf) + 1e-7 * max(1.0, revenue) or \
             p.sum() > revenue + 1e-7 * max(1.0, revenue):
         p = p0
-    return p
+    return p0, p
+
+
+def _constraint_matrix(rows: list[tuple[np.ndarray, float]], lo: np.ndarray,
+                       hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every constraint of the core LP as ``G p >= h``: the core rows, ``p >= lo``, ``-p >= -hi``."""
+    n = len(lo)
+    eye = np.eye(n)
+    G = np.vstack([np.array([r[0] for r in rows]).reshape(-1, n), eye, -eye])
+    h = np.concatenate([np.array([r[1] for r in rows], dtype=float), lo, -hi])
+    return G, h
+
+
+@dataclass
+class _Generation:
+    """What constraint generation ended with."""
+
+    p: np.ndarray
+    p_lp: np.ndarray
+    rows: list[tuple[np.ndarray, float]] = field(default_factory=list)
+    coalitions: list[list[str]] = field(default_factory=list)
+    iterations: int = 0
+    certified: bool = False
+    beaten: dict[str, Any] | None = None
+    #: ``p`` is the exact point of ``rows`` (:func:`certify_core_point`)
+    point_exact: bool = False
+
+
+def _generate(instance: Instance, won: Mapping[str, Bid], lo: np.ndarray, hi: np.ndarray, vcg_p: np.ndarray, *,
+              solver: str | Callable[..., Any], time_limit: float | None, threads: int | None, deterministic: bool,
+              max_iterations: int, tol: float,
+              certify: Callable[[list[tuple[np.ndarray, float]], np.ndarray, np.ndarray], np.ndarray | None] | None,
+              ) -> _Generation:
+    """Day & Raghavan's loop (steps 2-4 of the module docstring); ``tol`` is absolute.
+
+    With ``certify`` (rows, LP point, QP point -> the exact point of the rows, or ``None``), a
+    point the separation accepts is replaced by the exact point of the rows, which is then
+    separated in turn: the floating-point point may be in the core while the exact one of the
+    same rows is not."""
+    winners = list(won)
+    g = _Generation(vcg_p.copy(), vcg_p.copy())
+    while winners and g.iterations < max_iterations:
+        g.iterations += 1
+        sep = separate(instance, won, dict(zip(winners, g.p.tolist())), solver=solver, time_limit=time_limit,
+                       threads=threads, deterministic=deterministic)
+        revenue = float(g.p.sum())
+        if sep.z_bound <= revenue + tol:
+            if certify is None or not g.rows or g.point_exact:
+                g.certified = True
+                return g
+            point = certify(g.rows, g.p_lp, g.p)
+            if point is None:  # in the core, but not the exact point
+                g.certified = True
+                return g
+            g.point_exact = True
+            if np.array_equal(point, g.p):
+                g.certified = True
+                return g
+            g.p = point  # separate the exact point
+            continue
+        if sep.z <= revenue + tol and deterministic:  # not proven either way: stop, flag as inexact
+            return g
+        if sep.z <= revenue + tol:
+            # proved only to the backend's relative gap: once more with a gap worth ``tol`` at
+            # this scale on an exact backend that takes it ("auto": CP-SAT)
+            exact_solver = "cpsat" if solver == "auto" else solver
+            sep = separate(instance, won, dict(zip(winners, g.p.tolist())), solver=exact_solver,
+                           time_limit=time_limit, threads=threads,
+                           mip_gap=min(DEFAULT_MIP_GAP, tol / max(1.0, abs(sep.z_bound))))
+            g.certified = sep.z_bound <= revenue + tol
+            return g
+        cset = set(sep.coalition)
+        coef = np.array([0.0 if i in cset else 1.0 for i in winners])
+        rhs = sep.coalition_value - sum(won[i].value for i in winners if i in cset)
+        if rhs > float(coef @ hi) + tol:
+            # the coalition's allocation is worth more than x* (a main solve stopped by its
+            # budget, or a heuristic): no payments within the bids block it, the core of x*
+            # is empty; stop with the last point rather than hand the LP an infeasible row
+            g.beaten = {"welfare": sep.coalition_value, "bidders": sorted(cset), "bids": sorted(sep.bids)}
+            return g
+        g.rows.append((coef, min(rhs, float(coef @ hi))))
+        g.point_exact = False
+        g.coalitions.append(sorted(cset))
+        g.p_lp, g.p = _lp_qp(winners, g.rows, lo, hi, vcg_p)
+    g.certified = not winners
+    return g
 
 
 def core(
@@ -208,20 +313,32 @@ def core(
     won = winning_bids(instance, alloc)
     winners = list(won)
     vcg_p = np.array([base.payments[i] for i in winners], dtype=float)
-    gen = _constraint_generation(instance, won, vcg_p, solver=solver, time_limit=time_limit,
-                                 threads=opts["threads"], deterministic=det, welfare=alloc.welfare,
-                                 max_iterations=int(opts["max_iterations"]))
-    p, rows, coalitions, beaten, iterations = gen.payments, gen.rows, gen.coalitions, gen.beaten, gen.iterations
-    exact = base.exact and gen.proved
-    certified = gen.certified
+    hi = np.array([won[i].value for i in winners], dtype=float)
+    lo = np.minimum(vcg_p, hi)
+    ptol = float(base.details.get("payment_tolerance", payment_tolerance(alloc.welfare)))
+    def certify(rows: list[tuple[np.ndarray, float]], p_lp: np.ndarray, p_qp: np.ndarray) -> np.ndarray | None:
+        G, h = _constraint_matrix(rows, lo, hi)
+        return certify_core_point(G, h, vcg_p, p_lp, p_qp, slack=ptol / 4)
+
+    gen = _generate(instance, won, lo, hi, vcg_p, solver=solver, time_limit=time_limit, threads=opts["threads"],
+                    deterministic=det and time_limit is not None, max_iterations=int(opts["max_iterations"]),
+                    tol=ptol / 4, certify=certify if base.exact and len(winners) <= MAX_CERTIFIED else None)
+    p, rows, coalitions, iterations, beaten = gen.p, gen.rows, gen.coalitions, gen.iterations, gen.beaten
+    exact = base.exact and gen.certified
+    why_inexact = "" if gen.certified else \
+        "core membership not certified (iteration limit or separation not proven optimal)"
+    if exact and rows and not gen.point_exact:
+        exact = False
+        why_inexact = (f"core point not certified exactly (more than {MAX_CERTIFIED} winners)"
+                       if len(winners) > MAX_CERTIFIED else "core point not certified exactly (degenerate LP or QP face)")
     msgs = []
     if beaten is not None:
         exact = False
         msgs.append(f"the allocation is not efficient: the separation found one worth {beaten['welfare']:.10g} > "
                     f"{alloc.welfare:.10g}, so its core is empty; payments are the last core-LP point")
-    elif not certified:
+    elif why_inexact:
         exact = False
-        msgs.append("core membership not certified (iteration limit or separation not proven optimal)")
+        msgs.append(why_inexact)
     if base.message:
         msgs.append(f"VCG: {base.message}")
     payments = dict(zip(winners, p.tolist()))
@@ -233,69 +350,10 @@ def core(
         "seconds": time.perf_counter() - t0,
         "budget": "none" if time_limit is None else "work units" if det else "wall clock",
         "better_allocation": beaten,
+        "payment_tolerance": ptol,
     }
     bounds = None
     if not exact:  # core payments are between the VCG payments and the bids
         bounds = {i: (min(base.payment_bounds[i][0], won[i].value), won[i].value) for i in winners}
     return make_outcome("core", instance, alloc, payments, bounds=bounds, exact=exact, message="; ".join(msgs),
                         details=details)
-
-
-class _Generation(NamedTuple):
-    """Where constraint generation stopped (:func:`_constraint_generation`)."""
-
-    payments: np.ndarray
-    rows: list[tuple[np.ndarray, float]]
-    coalitions: list[list[str]]
-    beaten: dict[str, Any] | None
-    iterations: int
-    certified: bool
-    proved: bool
-
-
-def _constraint_generation(instance: Instance, won: Mapping[str, Bid], vcg_p: np.ndarray, *,
-                           solver: str | Callable[..., Any], time_limit: float | None, threads: int | None,
-                           deterministic: bool, welfare: float, max_iterations: int) -> _Generation:
-    """Day & Raghavan's loop from the VCG point: separate the most blocking coalition, add its
-    core row, re-solve the payment LP/QP, until no coalition blocks (``certified``), the
-    separation is not proved either way (``proved`` false), a coalition's allocation beats the
-    winners' (``beaten``: the core of the allocation is empty) or ``max_iterations``."""
-    winners = list(won)
-    hi = np.array([won[i].value for i in winners], dtype=float)
-    lo = np.minimum(vcg_p, hi)
-    tol = 1e-7 * max(1.0, welfare)
-    rows: list[tuple[np.ndarray, float]] = []
-    p = vcg_p.copy()
-    proved = True
-    certified = False
-    iterations = 0
-    coalitions: list[list[str]] = []
-    beaten: dict[str, Any] | None = None
-    while winners and iterations < max_iterations:
-        iterations += 1
-        pay = dict(zip(winners, p.tolist()))
-        sep = separate(instance, won, pay, solver=solver, time_limit=time_limit, threads=threads,
-                       deterministic=deterministic and time_limit is not None)
-        z, z_bound, coalition, value = sep.z, sep.z_bound, sep.coalition, sep.coalition_value
-        revenue = float(p.sum())
-        if z_bound <= revenue + tol:
-            certified = True
-            break
-        if z <= revenue + tol:  # not proven either way: stop, flag as inexact
-            proved = False
-            break
-        cset = set(coalition)
-        coef = np.array([0.0 if i in cset else 1.0 for i in winners])
-        rhs = value - sum(won[i].value for i in winners if i in cset)
-        if rhs > float(coef @ hi) + tol:
-            # the coalition's allocation is worth more than x* (a main solve stopped by its
-            # budget, or a heuristic): no payments within the bids block it, the core of x*
-            # is empty; stop with the last point rather than hand the LP an infeasible row
-            beaten = {"welfare": value, "bidders": sorted(cset), "bids": sorted(sep.bids)}
-            break
-        rows.append((coef, min(rhs, float(coef @ hi))))
-        coalitions.append(sorted(cset))
-        p = _lp_qp(winners, rows, lo, hi, vcg_p)
-    else:
-        certified = not winners
-    return _Generation(p, rows, coalitions, beaten, iterations, certified, proved)

@@ -91,7 +91,7 @@ def outcome_to_dict(outcome: Outcome, *, allocation: bool = False, details: bool
     exact), so a time-limited answer is never mistaken for the exact payments. A randomised
     outcome (with a ``decomposition`` in its details) adds ``lottery``: its scaling ``alpha``,
     expected welfare and expected payments. Mechanisms that prove their payments (``vcg``,
-    ``lavi-swamy``) add ``exact_tolerance``: ``exact`` means every payment is within that
+    ``core``, ``lavi-swamy``) add ``exact_tolerance``: ``exact`` means every payment is within that
     absolute tolerance of the payment of the definition; ``lavi-swamy`` adds ``truthful``
     (``false`` when alpha was not fixed before the reports). Non-finite numbers become ``None``.
 
