@@ -12,9 +12,12 @@ flavor     a fraction ``f`` of one device
 nvidia     NVIDIA device plugin with shared replicas: one replica (``nvidia.com/gpu: 1``) of
            ``R = --replicas`` per GPU under time-slicing (``failRequestsGreaterThanOne``),
            or of ``R = floor(1 / max f) >= 2`` equal MPS replicas; the plugin's sharing
-           config is emitted as a ConfigMap [DP]_. Refused: a plan mixing whole and shared
-           runs (the plugin shares every GPU alike: no whole GPU would be exclusive), a
-           shared gang, an MPS share over 1/2, more runs at once on a device than ``R``.
+           config is emitted as a ConfigMap [DP]_. Whole and shared runs on different nodes:
+           two named configs and a Node object per node labelled
+           ``nvidia.com/device-plugin.config`` with its config. Refused: a node with both
+           whole and shared runs (the plugin shares every GPU of a node's config alike: no
+           whole GPU there would be exclusive), a shared gang, an MPS share over 1/2, more
+           runs at once on a device than ``R``.
 hami       HAMi: ``nvidia.com/gpu: 1``, ``nvidia.com/gpumem`` (MiB, rounded up; left out for
            a grant without memory) and ``nvidia.com/gpucores`` (percent, rounded up) [HAMI]_;
            a pod whose plan devices have GPU UUIDs is pinned to them by the
@@ -144,21 +147,42 @@ def _mps_replicas(grants: Sequence[RunGrant]) -> int:
     return max(1, math.floor(1.0 / max(fractions) + 1e-9)) if fractions else 1
 
 
+#: the node label that picks a node's config among the named ones of the plugin's ConfigMap [DP]_
+CONFIG_LABEL = "nvidia.com/device-plugin.config"
+#: names of the two configs of a plan that keeps whole GPUs on some nodes and shares on others
+SHARED_CONFIG, WHOLE_CONFIG = "gensolver-shared", "gensolver-whole"
+
+
+def _node_kinds(grants: Sequence[RunGrant]) -> dict[str, set[bool]]:
+    """Node -> whether its runs are whole (True) or shared (False)."""
+    kinds: dict[str, set[bool]] = {}
+    for g in grants:
+        for node in g.nodes:
+            kinds.setdefault(node, set()).add(_whole(g))
+    return kinds
+
+
 def _check_nvidia_sharing(grants: Sequence[RunGrant], options: FlavorOptions) -> None:
-    """Refuse what the NVIDIA device plugin cannot do as the plan means it [DP]_: a plan that mixes
-    whole-GPU and shared runs (the plugin shares every GPU alike, so a whole GPU would not be
-    exclusive: replicas of one request may come from different GPUs); a shared gang (a container
-    gets one shared replica at most); under MPS, a share over 1/2 (fewer than 2 replicas: the
-    plugin does not share); under time-slicing, more runs at once on one plan device than
-    ``--replicas``."""
+    """Refuse what the NVIDIA device plugin cannot do as the plan means it [DP]_: a node that holds
+    both whole-GPU and shared runs (the plugin runs one config per node, the one its
+    ``nvidia.com/device-plugin.config`` label names, and shares every GPU of it alike, so a whole
+    GPU there would not be exclusive: replicas of one request may come from different GPUs); a
+    shared gang (a container gets one shared replica at most); under MPS, a share over 1/2 (fewer
+    than 2 replicas: the plugin does not share); under time-slicing, more runs at once on one
+    plan device than ``--replicas``. Whole and shared runs on different nodes are kept, each
+    node with its own config (see :func:`_nvidia_objects`)."""
     shared = [g for g in grants if not _whole(g)]
     if not shared:
         return
-    whole = [g for g in grants if _whole(g)]
-    if whole:
-        raise AdapterError("--flavor", f"nvidia sharing cannot keep run {whole[0].key!r} on a whole GPU while run "
-                                       f"{shared[0].key!r} shares one: the device plugin shares every GPU of its "
-                                       f"config alike; use --flavor hami or kai")
+    for node, kinds in sorted(_node_kinds(grants).items()):
+        if len(kinds) > 1:
+            whole = next(g for g in grants if _whole(g) and node in g.nodes)
+            part = next(g for g in shared if node in g.nodes)
+            raise AdapterError("--flavor", f"nvidia sharing cannot keep run {whole.key!r} on a whole GPU of node "
+                                           f"{node!r} while run {part.key!r} shares one there: the device plugin "
+                                           f"runs one config per node (the {CONFIG_LABEL} label) and shares every "
+                                           f"GPU of it alike; use --flavor hami or kai, or put whole and shared "
+                                           f"runs on different nodes")
     gang = next((g for g in shared if g.devices_per_node > 1 or len(g.run.devices) > 1), None)
     if gang is not None:
         raise AdapterError("--flavor", f"run {gang.key!r} shares several GPUs; the device plugin gives a container one "
@@ -185,6 +209,9 @@ def _nvidia_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOpti
 
 
 def _nvidia_objects(grants: Sequence[RunGrant], options: FlavorOptions, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The plugin's config as a ConfigMap: one config ``gensolver`` when every run shares; when
+    some nodes keep whole GPUs, two named configs (:data:`SHARED_CONFIG`, :data:`WHOLE_CONFIG`)
+    and a Node object per node with the :data:`CONFIG_LABEL` label that picks its config."""
     _check_nvidia_sharing(grants, options)
     if all(_whole(g) for g in grants):
         return []  # no sharing: the device plugin's default (one pod per GPU) is what the plan asks
@@ -195,10 +222,21 @@ def _nvidia_objects(grants: Sequence[RunGrant], options: FlavorOptions, meta: Ma
         sharing = {"timeSlicing": {"failRequestsGreaterThanOne": True,
                                    "resources": [{"name": "nvidia.com/gpu", "replicas": options.replicas}]}}
     config = {"version": "v1", "flags": {"migStrategy": "none"}, "sharing": sharing}
-    return [{"apiVersion": "v1", "kind": "ConfigMap",
-             "metadata": {"name": f"{meta['prefix']}-device-plugin", "namespace": options.device_plugin_namespace,
-                          "labels": dict(meta["labels"])},
-             "data": {"gensolver": yaml.safe_dump(config, sort_keys=False)}}]
+    kinds = _node_kinds(grants)
+    split = any(True in k for k in kinds.values())
+    data = ({SHARED_CONFIG: yaml.safe_dump(config, sort_keys=False),
+             WHOLE_CONFIG: yaml.safe_dump({"version": "v1", "flags": {"migStrategy": "none"}}, sort_keys=False)}
+            if split else {"gensolver": yaml.safe_dump(config, sort_keys=False)})
+    out: list[dict[str, Any]] = [{
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": f"{meta['prefix']}-device-plugin", "namespace": options.device_plugin_namespace,
+                     "labels": dict(meta["labels"])},
+        "data": data}]
+    if split:
+        out += [{"apiVersion": "v1", "kind": "Node",
+                 "metadata": {"name": node, "labels": {CONFIG_LABEL: WHOLE_CONFIG if True in k else SHARED_CONFIG}}}
+                for node, k in sorted(kinds.items())]
+    return out
 
 
 def _hami_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOptions) -> Pod:

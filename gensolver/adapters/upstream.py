@@ -10,6 +10,10 @@ the plan's device sizes, for the overfill rules):
   of more than one replica per container; under time-slicing a request of more than one replica
   is not a whole GPU (the replicas may come from different GPUs) unless the plugin refuses it
   (``failRequestsGreaterThanOne``); no plan device runs more pods at once than its replicas.
+  These hold per config: the plugin runs one config per node, the one a node's
+  ``nvidia.com/device-plugin.config`` label names among those of its ConfigMap; a node that
+  does not share gets at most one pod at once per plan device, and a pod spans nodes of one
+  config only.
 - **HAMi** [HAMI]_: ``nvidia.com/gpumem`` (MiB) is a positive integer at least the grant's
   memory (``GENSOLVER_MEMORY_LIMIT`` bytes, rounded up to MiB) and not a 1-MiB cap on a grant
   without memory; ``nvidia.com/gpucores`` is 1..100; the pods running at once on one plan
@@ -28,7 +32,9 @@ the plan's device sizes, for the overfill rules):
 References
 ----------
 .. [DP] NVIDIA k8s-device-plugin, "Shared Access to GPUs" (time-slicing, MPS,
-   ``failRequestsGreaterThanOne``), https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus
+   ``failRequestsGreaterThanOne``) and "Multiple Config File Example", "Updating Per-Node
+   Configuration With a Node Label" (the ``nvidia.com/device-plugin.config`` node label),
+   https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus
 .. [DPSRC] k8s-device-plugin ``api/config/v1/replicas.go`` (``replicas`` must be positive) and
    ``sharing.go`` (``SharingStrategy``: a resource is shared only when replicated, i.e.
    ``replicas > 1``), https://github.com/NVIDIA/k8s-device-plugin/tree/main/api/config/v1
@@ -62,14 +68,31 @@ def _jobs(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [o for o in objects if o.get("kind") in ("Job", "Pod")]
 
 
-def _sharing(objects: Sequence[Mapping[str, Any]]) -> tuple[str | None, Mapping[str, Any]]:
+#: the node label that picks a node's config among the named ones of the plugin's ConfigMap [DP]_
+CONFIG_LABEL = "nvidia.com/device-plugin.config"
+
+
+def _configs(objects: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str | None, Mapping[str, Any]]]:
+    """Config name -> (sharing mode or None, its settings), from the ConfigMaps gensolver writes."""
+    out: dict[str, tuple[str | None, Mapping[str, Any]]] = {}
     for o in objects:
-        if o.get("kind") == "ConfigMap" and "gensolver" in o.get("data", {}):
-            sharing = yaml.safe_load(o["data"]["gensolver"]).get("sharing", {})
-            for mode in ("mps", "timeSlicing"):
-                if sharing.get(mode):
-                    return mode, sharing[mode]
-    return None, {}
+        if o.get("kind") != "ConfigMap":
+            continue
+        for key, text in (o.get("data") or {}).items():
+            sharing = (yaml.safe_load(text) or {}).get("sharing") or {}
+            mode = next((m for m in ("mps", "timeSlicing") if sharing.get(m)), None)
+            out[key] = (mode, sharing.get(mode, {}) if mode else {})
+    return out
+
+
+def _nodes_of(job: Mapping[str, Any]) -> list[str]:
+    spec = (job if job.get("kind") == "Pod" else job["spec"]["template"])["spec"]
+    if "nodeSelector" in spec:
+        return [spec["nodeSelector"]["kubernetes.io/hostname"]]
+    if "affinity" not in spec:
+        return []  # not placed: any node
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    return [v for t in terms for e in t["matchExpressions"] for v in e["values"]]
 
 
 def _pod(job: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, str]]:
@@ -95,11 +118,49 @@ def _peaks(jobs: Sequence[Mapping[str, Any]], amount) -> dict[str, float]:
     return {dev: max(sum(a for s, e, a in items if s <= t < e) for t, _, _ in items) for dev, items in spans.items()}
 
 
-def _nvidia(objects: Sequence[Mapping[str, Any]]) -> list[str]:
-    mode, config = _sharing(objects)
+def _nvidia(objects: Sequence[Mapping[str, Any]], capacity: Mapping[str, int]) -> list[str]:
+    """The device plugin's rules, per config: a node labelled ``nvidia.com/device-plugin.config``
+    (an emitted Node object) runs that named config, any other node the config ``gensolver``
+    (without one: no sharing) [DP]_."""
+    configs = _configs(objects)
+    labels = {o["metadata"]["name"]: o["metadata"].get("labels", {}).get(CONFIG_LABEL)
+              for o in objects if o.get("kind") == "Node"}
+    problems = [f"node {n}: config {c!r} is not in the device plugin's ConfigMap"
+                for n, c in labels.items() if c not in configs]
+    groups: dict[str | None, list[Mapping[str, Any]]] = {}
+    for job in _jobs(objects):
+        default = "gensolver" if "gensolver" in configs else None
+        names = {labels.get(n) or default for n in _nodes_of(job)} or {default}
+        if len(names) > 1:
+            problems.append(f"{job['metadata']['name']}: spans nodes of different device plugin configs {sorted(map(str, names))}")
+        groups.setdefault(names.pop(), []).append(job)
+    for name, jobs in groups.items():
+        mode, config = configs.get(name, (None, {})) if name is not None else (None, {})
+        problems += _nvidia_config(mode, config, jobs)
+        if mode is not None:
+            problems += [f"{j['metadata']['name']}: a whole-GPU run on a node whose config shares its GPUs gets a "
+                         f"replica, not an exclusive GPU" for j in jobs if _whole_pod(j, capacity)]
+    return problems
+
+
+def _whole_pod(job: Mapping[str, Any], capacity: Mapping[str, int]) -> bool:
+    """Whether the pod's run takes its GPUs whole: a compute share of 1, or all of a device's
+    memory (``capacity``: plan device -> bytes), or several devices."""
+    _, env, _ = _pod(job)
+    devices = _spans(job)[2]
+    memory = int(env.get("GENSOLVER_MEMORY_LIMIT", "0") or 0)
+    share = float(env.get("GENSOLVER_COMPUTE_SHARE", "0") or 0)
+    return len(devices) > 1 or share >= 1 - 1e-9 or any(capacity.get(d) and memory >= capacity[d] for d in devices)
+
+
+def _nvidia_config(mode: str | None, config: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The rules of one config on the pods that run under it (``mode`` None: no sharing, so at
+    most one pod at once on a plan device, each with whole GPUs)."""
     problems: list[str] = []
-    jobs = _jobs(objects)
     if mode is None:
+        for dev, peak in _peaks(jobs, lambda j: 1.0).items():
+            if peak > 1:
+                problems.append(f"device plugin: {peak:g} pods at once on plan device {dev!r}, which does not share")
         return problems
     replicas = [r.get("replicas", 0) for r in config.get("resources", [])]
     if any(not isinstance(r, int) or r < 1 for r in replicas):
@@ -227,7 +288,7 @@ def upstream_problems(objects: Sequence[Mapping[str, Any]], flavor: str,
     pinned = [f"{j['metadata']['name']}: {PIN} is read by HAMi only; under {flavor} the pod is not pinned"
               for j in _jobs(objects) if PIN in _pod(j)[2]]
     if flavor in ("nvidia", "kueue"):
-        return _nvidia(objects) + pinned
+        return _nvidia(objects, capacity or {}) + pinned
     if flavor == "kai":
         return _kai(objects, capacity or {}) + pinned
     raise ValueError(f"unknown flavor {flavor!r}")

@@ -19,7 +19,7 @@ from tests.executor.helpers import plan_of
 FLAVORS = [("nvidia", "timeSlicing"), ("nvidia", "mps"), ("kueue", "timeSlicing"), ("hami", "timeSlicing"),
            ("kai", "timeSlicing")]
 #: why the NVIDIA device plugin cannot take a plan as meant (see gensolver.adapters.flavors)
-NVIDIA_REFUSALS = ("shares every GPU of its config alike", "shares several GPUs", "MPS replicas are equal")
+NVIDIA_REFUSALS = ("one config per node", "shares several GPUs", "MPS replicas are equal")
 
 
 @pytest.mark.parametrize("flavor,sharing", FLAVORS)
@@ -152,3 +152,54 @@ def test_the_pin_rules_fail_on_pins_hami_would_misread() -> None:
         assert any(why in p for p in upstream_problems(objects, "hami")), why
     for flavor in ("kai", "nvidia", "kueue"):
         assert any("read by HAMi only" in p for p in upstream_problems([pinned("a", good)], flavor))
+
+
+def _whole_by_device(plan) -> dict[str, set[bool]]:
+    """Plan device -> whether the runs on it take it whole (from the plan's grants)."""
+    caps = {d.id: d.memory for d in plan.devices}
+    out: dict[str, set[bool]] = {}
+    for t in plan.tasks:
+        for r in plan.runs(t.id):
+            whole = max(max(c, m / caps[d] if caps[d] else 1.0) for d, (m, c) in r.grants.items()) >= 1 - 1e-9
+            for d in r.devices:
+                out.setdefault(d, set()).add(whole or len(r.devices) > 1)
+    return out
+
+
+@pytest.mark.parametrize("flavor,sharing", [("nvidia", "timeSlicing"), ("nvidia", "mps"), ("kueue", "timeSlicing")])
+def test_whole_and_shared_runs_on_different_nodes_get_a_config_each(bundled_plans, flavor: str, sharing: str) -> None:
+    """Every device on a node of its own: a plan is accepted under the device plugin exactly when
+    no device has both whole and shared runs (each node then runs one named config, picked by
+    its Node's nvidia.com/device-plugin.config label), and what is emitted passes the rules."""
+    split = 0
+    for name, path in bundled_plans.items():
+        plan = read_plan(path)
+        kinds = _whole_by_device(plan)
+        options = K8sOptions(nodes={d.id: f"node-{k}" for k, d in enumerate(plan.devices)},
+                             flavor=FlavorOptions(nvidia_sharing=sharing))
+        try:
+            objects = k8s_objects(plan, flavor, options)
+        except AdapterError as exc:
+            mixed = any(len(k) > 1 for k in kinds.values())
+            assert mixed or "MPS replicas are equal" in exc.reason, (name, exc)
+            if mixed and "one config per node" in exc.reason:
+                assert "nvidia.com/device-plugin.config" in exc.reason
+            continue
+        assert all(len(k) == 1 for k in kinds.values()), name
+        for obj in objects:
+            assert k8s_problems(obj) == [], (name, obj["metadata"]["name"])
+        capacity = {d.id: d.memory for d in plan.devices if d.memory}
+        assert upstream_problems(objects, flavor, capacity) == [], name
+        nodes = {o["metadata"]["name"]: o["metadata"]["labels"]["nvidia.com/device-plugin.config"]
+                 for o in objects if o["kind"] == "Node"}
+        if len({k for s in kinds.values() for k in s}) > 1:  # whole and shared runs: one config per node
+            split += 1
+            assert nodes == {f"node-{k}": "gensolver-whole" if kinds[d.id] == {True} else "gensolver-shared"
+                             for k, d in enumerate(plan.devices) if d.id in kinds}, name
+            # the checker fails when a node's label names the other config, or one the ConfigMap lacks
+            for bad, why in (("gensolver-shared", "not an exclusive GPU"), ("nope", "not in the device plugin")):
+                wrong = [dict(o, metadata=dict(o["metadata"], labels={"nvidia.com/device-plugin.config": bad}))
+                         if o["kind"] == "Node" and o["metadata"]["labels"]["nvidia.com/device-plugin.config"] ==
+                         "gensolver-whole" else o for o in objects]
+                assert any(why in p for p in upstream_problems(wrong, flavor, capacity)), (name, bad)
+    assert split >= 1 if sharing == "timeSlicing" else True
