@@ -295,7 +295,6 @@ PLAIN_RAISES_ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("sim/api.py", "_items"): (3, _OWNED),
     ("sim/api.py", "simulate"): (6, _OWNED),
     ("sim/bound.py", "offline_bound"): (4, _OWNED),
-    ("sim/policies/auction.py", "AuctionPolicy.__init__"): (1, _OWNED),
     ("sim/policies/base.py", "get_policy"): (2, _OWNED),
 }
 

@@ -163,18 +163,23 @@ def test_register_policy_refuses_a_taken_name() -> None:
     assert isinstance(get_policy("elastic"), Elastic)
 
 
-def test_the_auction_policy_is_loaded_lazily() -> None:
-    """sim.policies names the auction policy by path: importing the simulator, listing the
-    policies and checking a name import neither sim.auction nor the market."""
+def test_the_market_policy_is_loaded_lazily() -> None:
+    """sim.policies names the market policy by path: importing the simulator, listing the
+    policies and checking a name import neither sim.policies.market nor the market; the retired
+    name ``auction`` is not listed, and resolves to the market with a DeprecationWarning."""
     code = textwrap.dedent("""
-        import sys
+        import sys, warnings
         from gensolver.sim import get_policy, list_policies
-        assert "auction" in list_policies()
-        assert "gensolver.sim.policies.auction" not in sys.modules, "listed"
-        assert "gensolver.sim.policies.market" not in sys.modules
+        assert "market" in list_policies() and "auction" not in list_policies()
+        assert "gensolver.sim.policies.market" not in sys.modules, "listed"
+        assert "gensolver.market.engine" not in sys.modules
         assert "gensolver.market.market" not in sys.modules
-        p = get_policy("auction")
-        assert type(p).__name__ == "AuctionPolicy" and "gensolver.sim.policies.auction" in sys.modules
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            p = get_policy("auction")
+        assert type(p).__name__ == "MarketPolicy" and p.clearing == "solver", p
+        assert [w.category for w in caught] == [DeprecationWarning], caught
+        assert "gensolver.sim.policies.auction" not in sys.modules
         print("ok")
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -15,10 +15,9 @@ __all__ = ["choice", "METHODS", "MECHANISMS", "SIM_MECHANISMS", "POLICIES", "DEF
 
 #: policies of ``gensolver simulate`` (kept equal to :func:`gensolver.sim.list_policies` by a test)
 POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "time-slicing", "mps", "mig",
-                             "finish-time-fair", "auction", "market")
+                             "finish-time-fair", "market")
 #: what ``gensolver simulate`` compares when no ``--policy`` is given
-DEFAULT_POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction",
-                                     "market")
+DEFAULT_POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "market")
 
 
 def _backends() -> tuple[str, ...]:
@@ -47,10 +46,7 @@ def _mechanisms() -> tuple[str, ...]:
 
 
 def _sim_mechanisms() -> tuple[str, ...]:
-    from ..market.market import MECHANISMS_BUILTIN
-    from ..mechanisms import MECHANISMS as registry
-
-    return tuple(sorted(set(MECHANISMS_BUILTIN) | set(registry)))
+    return ("others-price",)  # the market's rule (the welfare auction's mechanisms are retired)
 
 
 #: execution backends of ``gensolver run`` (:data:`gensolver.executor.execution.EXECUTION_BACKENDS`)

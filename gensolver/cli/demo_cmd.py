@@ -38,7 +38,7 @@ DEMO_FILES = ("jobs.yaml", "instance.json", "plan.json", "gantt.png", "utilisati
 GPUS = (("a100-80", 80.0, "node-a"), ("a100-40", 40.0, "node-b"))
 STEPS = 8
 STEP_SECONDS = 900.0
-POLICIES = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction", "market")
+POLICIES = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "market")
 TOL = 1e-6  # demo figures are rounded to six decimals (model/tolerances.py holds the solver tolerances)
 
 
@@ -79,7 +79,7 @@ def demo_command(
     gpus, instance, options = _show_round(con, tasks)
     c = _show_clearing(con, instance, tasks, tenants, gpus, options, mechanism, time_limit)
     plan, plan_ok, gantt = _show_plan(con, instance, c.outcome.allocation, tasks)
-    rows, pictures = _show_simulation(con, tasks, gpus, mechanism, time_limit)
+    rows, pictures = _show_simulation(con, tasks, gpus)
     alloc, outcome = c.outcome.allocation, c.outcome
     # the files: everything is drawn before the first one is written ------------------------------
     from ..model.io import json_safe
@@ -240,7 +240,7 @@ def _show_plan(con, instance, alloc, tasks):  # type: ignore[no-untyped-def]
     return plan, pcheck.ok, gantt.getvalue()
 
 
-def _show_simulation(con, tasks, gpus, mechanism: str, time_limit: float):  # type: ignore[no-untyped-def]
+def _show_simulation(con, tasks, gpus):  # type: ignore[no-untyped-def]
     """Step 5: the same jobs simulated under every policy; the rows and the figures to save."""
     from ..sim import Workload, offline_bound, simulate
     from ..sim.plots import plot_jct_cdf, plot_utilisation
@@ -251,9 +251,8 @@ def _show_simulation(con, tasks, gpus, mechanism: str, time_limit: float):  # ty
     workload = Workload("demo jobs", tasks, gpus, STEP_SECONDS, {"source": "demo"})
     results = []
     for p in POLICIES:
-        opts = {"mechanism": mechanism, "solver": "auto", "time_limit": min(time_limit, 1.0)} if p == "auction" else None
         logger.info("simulating %s", p)
-        results.append(simulate(workload, policy=p, policy_options=opts))
+        results.append(simulate(workload, policy=p))
     bound = offline_bound(workload)
     rows = comparison_rows(results, total=len(tasks), bound=bound)
     table = Table("policy", "done", "avg JCT", "JCT / bound", "p95 JCT", "avg wait", "makespan", "memory used",
@@ -267,9 +266,8 @@ def _show_simulation(con, tasks, gpus, mechanism: str, time_limit: float):  # ty
               "can beat (an LP over the whole run, `gensolver.sim.offline_bound`); memory used counts what each "
               "job's speed law can use, memory held what it was given.", highlight=False)
     con.print("fcfs-whole-gpu gives each job a whole GPU; fcfs-packing and elastic share GPUs by memory; "
-                  "finish-time-fair serves the job furthest behind its fair finish time first; the auction "
-                  "clears a combinatorial market round every lease; the market ranks jobs by finish-time "
-                  "fairness and credits (income per job, bids by urgency, a price set by others).", highlight=False)
+                  "finish-time-fair serves the job furthest behind its fair finish time first; the market "
+                  "(the engine `gensolver serve` runs) ranks jobs by finish-time fairness and credits (income per job, bids by urgency, a price set by others).", highlight=False)
     pictures = {"utilisation.png": plot_utilisation(results), "jct_cdf.png": plot_jct_cdf(results)}
 
     return rows, pictures

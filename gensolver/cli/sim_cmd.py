@@ -8,6 +8,7 @@ import json
 import math
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -176,13 +177,14 @@ def _check_options(trace: str, policy: List[str], solver: str, mechanism: str, t
                    compress: Optional[float], seed: int) -> None:
     """Every option's value, before any work (exit 2 naming the option)."""
     from ..sim import list_policies
+    from ..sim.policies import DEPRECATED_POLICIES
 
     valid = list_policies()
     if not policy:
         fail(f"--policy: give at least one; valid policies: {', '.join(valid)}")
     seen = set()
     for p in policy:
-        if p not in valid:
+        if p not in valid and p not in DEPRECATED_POLICIES:
             fail(f"--policy: unknown policy {p!r}; valid policies: {', '.join(valid)}")
         if p in seen:
             fail(f"--policy: {p!r} given twice")
@@ -225,12 +227,21 @@ def _check_solver(solver: str) -> None:
 
 
 def _check_mechanism(mechanism: str) -> None:
-    from ..market.market import MECHANISMS_BUILTIN
-    from ..mechanisms import MECHANISMS
+    """The market prices with ``others-price``; the welfare auction's other mechanisms are retired."""
+    if mechanism != "others-price":
+        fail(f"--mechanism: the market prices with others-price (no tenant's report sets its own price); "
+             f"{mechanism!r} was a mechanism of the retired welfare auction (deprecated option)")
 
-    names = sorted(set(MECHANISMS_BUILTIN) | set(MECHANISMS))
-    if mechanism not in names:
-        fail(f"--mechanism: unknown mechanism {mechanism!r}; valid mechanisms: {', '.join(names)}")
+
+def _policy_options(p: str, solver: str, time_limit: float) -> dict[str, Any] | None:
+    """Options of policy ``p``: the solver clearing's method (and, for ``auto``, its work budget)
+    for the deprecated ``auction``, which runs ``market`` cleared by the solver layer."""
+    from ..sim.policies import DEPRECATED_POLICIES, deprecated_policy_note
+
+    if p not in DEPRECATED_POLICIES:
+        return None
+    err_console.print(f"warning: {deprecated_policy_note(p)}", highlight=False)
+    return {"solver": solver, **({"budget": time_limit} if solver == "auto" else {})}
 
 
 def _check_fault_targets(texts: List[str], faults: list, gpus) -> None:  # type: ignore[no-untyped-def]
@@ -260,7 +271,9 @@ def _make_out_dir(out: Path) -> list[Path]:
 
 
 def _output_files(out: Path, policy: List[str]) -> list[Path]:
-    return [out / name for name in (*(f"gantt-{p}.png" for p in policy), "utilisation.png", "jct_cdf.png",
+    from ..sim.policies import policy_label
+
+    return [out / name for name in (*(f"gantt-{policy_label(p)}.png" for p in policy), "utilisation.png", "jct_cdf.png",
                                     "credits.png", "results.json")]
 
 
@@ -322,21 +335,22 @@ def simulate_command(
     trace: str = typer.Argument(..., help="alibaba | philly | synthetic:n=50,seed=1,rate=0.5 | a trace file "
                                           "(Alibaba 2023 pod list, Philly CSV) | GenTask YAML file"),
     policy: List[str] = typer.Option(list(DEFAULT_POLICIES), "--policy", "-p", **choice(POLICIES),
-                                     help="Policy (repeat to compare). market: the credit market (finish-time "
-                                          "fairness x Karma-style credits, backfilled), the round engine "
-                                          "gensolver.market.engine.CreditEngine, what `gensolver serve` runs "
-                                          "with market option engine: credit; auction: the welfare auction, "
-                                          "one-shot mechanism clearing each round (gensolver.market.Market), "
-                                          "what `gensolver serve` runs by default (backfilled, late tasks keep "
-                                          "a positive bid)."),
+                                     help="Policy (repeat to compare). market: the market (finish-time "
+                                          "fairness x Karma-style credits, priced, backfilled), the one round "
+                                          "engine gensolver.market.engine.CreditEngine, which `gensolver serve` "
+                                          "runs too; auction: deprecated alias of market cleared by the solver "
+                                          "layer (clearing=solver)."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU memories in GiB, e.g. '80,80,40,24' (default: the workload's)."),
     until: Optional[float] = typer.Option(None, "--until", help="Stop at this step."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write plots and results.json here."),
     fault: List[str] = typer.Option([], "--fault", help="gpu:ID@T1-T2 or node:NAME@T1-T2 (steps); repeatable."),
     mechanism: str = typer.Option("others-price", "--mechanism", **choice(SIM_MECHANISMS),
-                                  help="Auction payment rule (others-price: no tenant's report sets its own price)."),
-    solver: str = typer.Option("auto", "--solver", **choice(METHODS), help="Auction round solver."),
-    time_limit: float = typer.Option(0.2, "--time-limit", help="Seconds per auction round solve."),
+                                  help="Deprecated: the market's payment rule is others-price (no tenant's report "
+                                       "sets its own price), the only value."),
+    solver: str = typer.Option("greedy", "--solver", **choice(METHODS),
+                               help="Method of solver-cleared rounds (policy auction: market with clearing=solver)."),
+    time_limit: float = typer.Option(0.2, "--time-limit",
+                                     help="Work units per solver-cleared round with --solver auto (deterministic)."),
     lease: int = typer.Option(5, "--lease", help="Round length in steps."),
     max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="Trace: at most this many jobs."),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Trace: number of nodes."),
@@ -418,9 +432,11 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
     results = []
     with progress or contextlib.nullcontext():
         for p in policy:
-            opts = {"mechanism": mechanism, "solver": solver, "time_limit": time_limit} if p == "auction" else {}
+            opts = _policy_options(p, solver, time_limit) or {}
             try:
-                pol = get_policy(p, **opts)
+                with warnings.catch_warnings():  # said once on stderr by _policy_options
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    pol = get_policy(p, **opts)
                 if progress is not None:
                     pol = progress.wrap(pol)
                 r = simulate(workload, policy=pol, gpus=cluster, until=until, seed=seed, faults=faults, lease=lease)

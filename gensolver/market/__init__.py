@@ -1,9 +1,11 @@
 """The GPU market: GenTask specifications and round-by-round clearing with credits.
 
 - :mod:`.spec` reads the GenTask YAML users write into :class:`gensolver.model.tasks.Task`;
-- :mod:`.engine` is the one round-by-round engine (:class:`.engine.CreditEngine`: credits,
-  finish-time fairness, prices), on any cluster shaped like :class:`.pool.Pool`;
-- :mod:`.market` clears one-shot welfare auctions with mechanisms (:class:`.market.Market`).
+- :mod:`.engine` is the one market engine (:class:`.engine.CreditEngine`: credits,
+  finish-time fairness, prices), on any cluster shaped like :class:`.pool.Pool`: the
+  simulator's ``market`` policy and ``gensolver serve`` clear their rounds with it;
+- :mod:`.market` is the deprecated welfare auction (:class:`.market.Market`, ``gensolver serve
+  --market '{"engine": "auction"}'``, one release more).
 
 Names are imported on first use, so the simulator's placement helpers (:mod:`.pool`) do not
 load the solver layer.

@@ -68,6 +68,7 @@ and id): reruns give the same event log, byte for byte.
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -78,6 +79,7 @@ from .credit import CreditBank, CreditConfig, deferral_cost, loser_prices
 from .pool import TOL, Pool, TaskView, attained, backfill_start, find_placement, pinned_free_capacity
 
 __all__ = ["CreditEngine"]
+logger = logging.getLogger(__name__)
 
 
 def _choice(name: str, value: Any, options: tuple[str, ...]) -> str:
@@ -228,20 +230,17 @@ class CreditEngine:
         self.switch_penalty = _number("switch_penalty", switch_penalty, 0.0, 1.0, open_top=True)
         self.tolerance = _number("tolerance", tolerance, 0.0, 1.0, open_top=True)
         self.smith = _number("smith", smith, 0.0, math.inf)
-        self.calibrate = _choice("calibrate", calibrate, ("max", "mean"))
-        self.pay_back = pay_back
+        self.calibrate, self.pay_back = _choice("calibrate", calibrate, ("max", "mean")), pay_back
         self.overrun = _number("overrun", overrun, 0.0, 1.0)
-        self.mode = options.pop("mode", "density")
-        self.smoothing = options.pop("smoothing", 0.25)
+        self.mode, self.smoothing = options.pop("mode", "density"), options.pop("smoothing", 0.25)
         self.evidence, self.verify_memory, self.forfeit = evidence, verify_memory, forfeit
         self.tail = _number("tail", tail, 0.0, math.inf)
-        self.income = _choice("income", income, ("arrivals", "active"))
-        self.limit = _choice("limit", limit, ("share", "balance"))
+        self.income, self.limit = _choice("income", income, ("arrivals", "active")), _choice("limit", limit, ("share", "balance"))
         self._seen: set[str] = set()
         self._arrived: list[str] = []  # the owner of every task seen so far, in arrival order
         self._price: dict[str, float] = {}
-        self.density = _choice("density", density, ("work", "size"))
-        self.backfill = _choice("backfill", backfill, ("elastic", "preferred", "none"))
+        self.density, self.backfill = (_choice("density", density, ("work", "size")),
+                                       _choice("backfill", backfill, ("elastic", "preferred", "none")))
         self.bank = CreditBank(CreditConfig(), **options)
         self.lease = 5
         self._worked: dict[str, float] = {}
@@ -569,8 +568,9 @@ class CreditEngine:
                 amt = self.payments[s.id] = price * s.memory * len(s.gpus) * self.lease
                 charged += self.bank.charge(s.task.tenant, s.id, amt, limit=share) > 0
         price = max(prices.values(), default=0.0)
-        self.rounds.append({"time": now, "boundary": True, "waiting": len(waiting), "candidates": len(cands),
-                            "bids": len(active), "price": price, "winners": len(plan), "charged": charged})
+        self.rounds.append(row := {"time": now, "boundary": True, "waiting": len(waiting), "candidates": len(cands),
+                                   "bids": len(active), "price": price, "winners": len(plan), "charged": charged})
+        logger.info("round at step %g: %s", now, ", ".join(f"{k} {v:g}" for k, v in row.items() if k != "boundary"))
         self._flush(cluster)
 
     def _prices(self, tenant_of: list[str], beta: np.ndarray, losers: list[int]) -> dict[str, float]:

@@ -1,4 +1,5 @@
-"""The round-by-round GPU market.
+"""The welfare auction, deprecated: one release more behind ``gensolver serve --market
+'{"engine": "auction"}'``. The market is :class:`gensolver.market.engine.CreditEngine`.
 
 At every round the market turns the tasks that want GPUs (waiting ones, and running
 preemptible ones that must win again to keep their GPUs) into a combinatorial auction over the
@@ -384,8 +385,7 @@ class Market:
 
     def priority(self, cand: Candidate) -> float:
         """Aged reported value per GiB-step of a candidate: the order in which tasks are admitted
-        to a round when more than ``max_bidders`` bid, and in which left-out tasks backfill free
-        capacity (:class:`gensolver.sim.policies.auction.AuctionPolicy`)."""
+        to a round when more than ``max_bidders`` bid."""
         t = cand.task
         aged = t.value * self.weights.get(t.tenant, 1.0) * (1.0 + self.config.aging * cand.waited / t.duration)
         return float(aged / (t.preferred_memory * t.gpus * max(1.0, cand.remaining)))

@@ -38,9 +38,9 @@ class SimResult:
     metrics : Metrics
     gpus : tuple of GpuSpec
     rounds : tuple of Mapping
-        Per clearing (auction): time, boundary, waiting, candidates, bids, seconds, method...
+        Per boundary round (market): time, boundary, waiting, candidates, bids, price, winners...
     balances : Mapping[str, float]
-        Final credit balance per tenant (auction; empty otherwise).
+        Final credit balance per tenant (market; empty otherwise).
     end_time : float
         Simulated time at the end (steps).
     complete : bool

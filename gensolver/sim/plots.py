@@ -143,7 +143,7 @@ def plot_jct_cdf(results: Sequence[SimResult], path: Optional[Target] = None) ->
 
 
 def plot_credits(results: Sequence[SimResult], path: Optional[Target] = None) -> Figure:
-    """Credit balance per tenant over time, auction runs (the Figure; saved to ``path`` if given)."""
+    """Credit balance per tenant over time, market runs (the Figure; saved to ``path`` if given)."""
     fig = _figure((8, 4.5))
     ax = fig.add_subplot(1, 1, 1)
     for r in results:

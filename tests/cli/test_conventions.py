@@ -133,9 +133,9 @@ def test_verbose_logs_the_solve_stages_and_quiet_silences_warnings(capsys: pytes
 
 def test_verbose_logs_simulation_rounds(capsys: pytest.CaptureFixture[str]) -> None:
     try:
-        assert main(["-v", "simulate", "synthetic:n=6,seed=1,rate=1", "-p", "auction", "--json"]) == 0
+        assert main(["-v", "simulate", "synthetic:n=6,seed=1,rate=1", "-p", "market", "--json"]) == 0
         err = capsys.readouterr().err
-        assert "gensolver.sim.api: simulate" in err and "gensolver.market.market: round at step" in err
+        assert "gensolver.sim.api: simulate" in err and "gensolver.market.engine: round at step" in err
     finally:
         from gensolver._log import configure
 

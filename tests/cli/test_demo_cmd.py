@@ -81,7 +81,7 @@ def test_demo_round_is_vcg_individually_rational_and_feasible(demo: Path) -> Non
         assert lo - TOL <= w["payment"] <= hi + TOL
     assert _payment_violations(instance, summary["winners"], summary["payments"], _exact_method()) == []
     policies = [r["policy"] for r in summary["simulation"]]
-    assert {"auction", "market", "finish-time-fair", "fcfs-packing"} <= set(policies)
+    assert {"market", "finish-time-fair", "fcfs-packing"} <= set(policies)
 
 
 def test_the_payment_check_fails_on_wrong_payments(demo: Path) -> None:

@@ -114,7 +114,7 @@ CORE = [
     ("traces", "list"),
 ]
 #: commands that may need one: exit 0, or 3 with the line of the extra left out
-ANY = NEEDS + [(("demo", "--out", "{t}/demo"), ""), (("simulate", "synthetic:n=6,seed=1", "-p", "auction"), "")]
+ANY = NEEDS + [(("demo", "--out", "{t}/demo"), ""), (("simulate", "synthetic:n=6,seed=1", "-p", "market"), "")]
 
 
 @pytest.mark.slow

@@ -160,7 +160,7 @@ def test_simulate_stops_in_a_blocked_round(tmp_path: Path) -> None:
     out = tmp_path / "sim"
     proc = start(tmp_path, "simulate", "synthetic:n=20,seed=1", "-p", "auction", "--solver", "block", "--out",
                  str(out))
-    wait_for(lambda: busy(tmp_path), "an auction round in its solver", proc)
+    wait_for(lambda: busy(tmp_path), "a solver-cleared market round in its solver", proc)
     rc, err, had = stop(proc)
     assert rc == 143, err
     assert "Traceback" not in err

@@ -102,8 +102,8 @@ def test_unknown_solver_is_rejected_up_front(capsys) -> None:
 
 
 def test_unknown_mechanism_names_the_option(capsys) -> None:
-    err = _bad(["synthetic:n=4", "-p", "auction", "--mechanism", "nope"], capsys)
-    assert "--mechanism: unknown mechanism 'nope'; valid mechanisms:" in err
+    err = _bad(["synthetic:n=4", "-p", "market", "--mechanism", "vcg"], capsys)
+    assert "--mechanism: the market prices with others-price" in err and "'vcg'" in err
 
 
 # ------------------------------------------------------------------ 3. --gpus
@@ -199,12 +199,13 @@ def test_out_writes_every_file_without_temporaries(tmp_path: Path, capsys) -> No
     out = tmp_path / "res"
     assert main(["simulate", "synthetic:n=4", "-p", "elastic", "-p", "auction", "--out", str(out)]) == 0
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["credits.png", "gantt-auction.png", "gantt-elastic.png", "jct_cdf.png", "results.json",
+    assert names == ["credits.png", "gantt-elastic.png", "gantt-market-solver.png", "jct_cdf.png", "results.json",
                      "utilisation.png"]
     for name in names:
         if name.endswith(".png"):
             assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert [r["policy"] for r in _strict_json((out / "results.json").read_text())["rows"]] == ["elastic", "auction"]
+    assert [r["policy"] for r in _strict_json((out / "results.json").read_text())["rows"]] == ["elastic", "market-solver"]
+    assert "policy 'auction' is deprecated" in capsys.readouterr().err  # the retired name runs the market
 
 
 # ------------------------------------------------------------------ 8. option values, CLI names
@@ -289,7 +290,7 @@ def test_progress_wrapper_changes_no_result() -> None:
     from gensolver.sim import get_policy, parse_synthetic, simulate
 
     w = parse_synthetic("synthetic:n=10,seed=2,rate=1")
-    for name in ("elastic", "auction"):
+    for name in ("elastic", "market"):
         plain = simulate(w, policy=name)
         with _Progress(len(w.tasks)) as progress:
             watched = simulate(w, policy=progress.wrap(get_policy(name)))

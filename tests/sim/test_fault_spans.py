@@ -9,7 +9,7 @@ from gensolver.model.tasks import GpuSpec, Task
 from gensolver.sim import audit_log, get_policy, simulate
 from gensolver.sim.policies import Policy
 
-POLICIES = ["fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction"]
+POLICIES = ["fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "market"]
 GPUS = [GpuSpec("gpu0", 16.0, 1.0, "node0"), GpuSpec("gpu1", 16.0, 1.0, "node0")]
 
 

@@ -14,7 +14,7 @@ from gensolver.sim.engine import Cluster
 from gensolver.sim.strategy import Strategy, apply_strategies
 from gensolver.sim.workload import Workload, with_deadlines
 
-ALL_POLICIES = ["fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction", "market", "time-slicing",
+ALL_POLICIES = ["fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "market", "time-slicing",
                 "mps", "mig"]
 
 
@@ -27,11 +27,10 @@ def busy():
     return with_deadlines(synthetic_workload(60, seed=5, rate=3.0, gang_share=0.1, tenants=3), seed=5)
 
 
-@pytest.mark.parametrize("policy", ["market", "auction"])
-def test_reruns_give_byte_identical_logs(busy, policy):
-    if policy == "auction":  # each round solves under the deterministic work budget: keep it short
-        busy = with_deadlines(synthetic_workload(16, seed=5, rate=3.0, gang_share=0.1, tenants=3), seed=5)
-    a, b = simulate(busy, policy=policy), simulate(busy, policy=policy)
+@pytest.mark.parametrize("clearing", ["greedy", "solver"])
+def test_reruns_give_byte_identical_logs(busy, clearing):
+    opts = {"clearing": clearing}
+    a, b = simulate(busy, policy="market", policy_options=opts), simulate(busy, policy="market", policy_options=opts)
     assert _log(a) == _log(b)
     assert a.metrics.avg_jct == b.metrics.avg_jct
 

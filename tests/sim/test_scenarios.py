@@ -6,8 +6,9 @@ import pytest
 
 from gensolver.model.tasks import GpuSpec, Task
 from gensolver.sim import audit_log, list_policies, simulate, synthetic_workload
+from gensolver.sim.workload import with_deadlines
 
-POLICIES = ["fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "auction"]
+POLICIES = ["fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "market"]
 
 
 def T(tid, pref, mini=None, dur=4, release=0, compute=1.0, preemptible=True, **kw):
@@ -42,10 +43,10 @@ def test_b_small_task_joins_instead_of_waiting(policy):
     audit_log(r.events, require_complete=True).raise_if_failed()
 
 
-def test_c_auction_beats_fcfs_on_a_mixed_batch():
+def test_c_market_beats_fcfs_on_a_mixed_batch():
     # one documented batch; the count over 100 batches is in benchmarks/bench_sim_batches.py
     w = synthetic_workload(10, seed=3, rate=None, gpus=(24.0, 16.0))
-    a = simulate(w, policy="auction").metrics
+    a = simulate(w, policy="market", policy_options={"clearing": "solver"}).metrics
     f = simulate(w, policy="fcfs-whole-gpu").metrics
     assert a.makespan < f.makespan and a.avg_jct < f.avg_jct
 
@@ -110,25 +111,33 @@ def test_tiny_hand_computed(policy):
     audit_log(r.events, require_complete=True).raise_if_failed()
 
 
-def test_tiny_hand_computed_auction():
+@pytest.mark.parametrize("clearing", ["greedy", "solver"])
+def test_tiny_hand_computed_market(clearing):
     # One 16 GiB GPU, compute 1 (no sharing), fixed memory, non-preemptible: A (8 GiB, 4 steps,
     # t=0) is the only bidder at 0 and wins; B (2 steps, t=1) cannot fit until A leaves at 4,
-    # wins the between-rounds clearing then and runs 4-6  -> JCT A = 4, B = 5.
+    # starts on the freed GPU then (backfill between rounds) and runs 4-6  -> JCT A = 4, B = 5.
+    # Prices: at the boundaries (0, 5) no task of another tenant was left out, so nobody pays.
     tasks = [T("A", 8, dur=4, preemptible=False), T("B", 8, dur=2, release=1, preemptible=False)]
-    r = simulate(tasks, policy="auction", gpus=TINY_GPU, policy_options={"mechanism": "pay-as-bid"})
-    assert r.jct() == pytest.approx({"A": 4, "B": 5})
-    payments = [e for e in r.events if e.kind == "credit" and e.note == "payment"]
-    assert {e.task for e in payments} == {"A", "B"}  # each paid once, in full (non-preemptible)
-    # others-price (the simulator's default): nobody else was turned away when either won, so
-    # neither pays; the schedule is the same
-    r = simulate(tasks, policy="auction", gpus=TINY_GPU)
+    r = simulate(tasks, policy="market", gpus=TINY_GPU, policy_options={"clearing": clearing})
     assert r.jct() == pytest.approx({"A": 4, "B": 5})
     assert not [e for e in r.events if e.kind == "credit" and e.note == "payment"]
+
+
+def test_the_retired_auction_name_runs_the_one_market():
+    """``auction`` is a deprecated alias: the same event log as the market cleared by the solver
+    layer, byte for byte (one code path), and the welfare auction's options are refused."""
+    w = with_deadlines(synthetic_workload(30, seed=2, rate=2.0, tenants=3), seed=2)
+    with pytest.warns(DeprecationWarning, match="'auction' is deprecated"):
+        alias = simulate(w, policy="auction")
+    market = simulate(w, policy="market", policy_options={"clearing": "solver"})
+    assert alias.events == market.events and alias.policy == "market-solver"
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="'mechanism' belonged to the retired"):
+        simulate(w, policy="auction", policy_options={"mechanism": "vcg"})
 
 
 def test_policy_registry_lists_valid_names():
     from gensolver.sim import UnknownPolicyError
 
     assert set(POLICIES) <= set(list_policies())
-    with pytest.raises(UnknownPolicyError, match="valid policies: auction, elastic"):
+    with pytest.raises(UnknownPolicyError, match="valid policies: elastic, fcfs-packing"):
         simulate(TINY, policy="lottery", gpus=TINY_GPU)

@@ -35,12 +35,12 @@ def test_bad_trace_names_the_line(tmp_path):
 
 
 def test_cli_compares_policies_and_writes_plots(tmp_path, capsys):
-    rc = main(["simulate", "synthetic:n=12,seed=1,rate=1", "--policy", "fcfs-packing", "--policy", "auction",
+    rc = main(["simulate", "synthetic:n=12,seed=1,rate=1", "--policy", "fcfs-packing", "--policy", "market",
                "--fault", "node:node0@3-9", "--out", str(tmp_path)])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "fcfs-packing" in out and "auction" in out
-    for name in ("gantt-auction.png", "utilisation.png", "jct_cdf.png", "credits.png", "results.json"):
+    assert "fcfs-packing" in out and "market" in out
+    for name in ("gantt-market.png", "utilisation.png", "jct_cdf.png", "credits.png", "results.json"):
         assert (tmp_path / name).stat().st_size > 0
 
 

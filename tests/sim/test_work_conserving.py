@@ -83,9 +83,12 @@ def _done(r):
     return sum(1 for rec in r.tasks.values() if rec.finish is not None)
 
 
-def test_issue_minimal_case_finishes_every_task():
+@pytest.mark.parametrize("clearing", ["greedy", "solver"])
+def test_issue_minimal_case_finishes_every_task(clearing):
     w = with_deadlines(synthetic_workload(60, seed=2, rate=2.0, tenants=3), seed=2)
-    r = simulate(w, policy="auction")
+    # backfill "elastic": left-out tasks start below their preferred memory (at least their
+    # minimum) where only that is free, which is what the checker asks
+    r = simulate(w, policy="market", policy_options={"clearing": clearing, "backfill": "elastic"})
     assert r.complete and not r.stalled and _done(r) == 60
     assert idle_while_waiting(r.events, r.gpus, w.tasks) == []
     # the late task of the issue (past its deadline) was served, and bid while waiting
@@ -96,10 +99,10 @@ def test_issue_minimal_case_finishes_every_task():
 @settings(max_examples=4, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**16), rate=st.sampled_from([1.0, 3.0]), gang=st.sampled_from([0.0, 0.2]))
-def test_auction_is_work_conserving_and_finishes_everything(seed, rate, gang):
+def test_the_solver_cleared_market_is_work_conserving_and_finishes_everything(seed, rate, gang):
     w = with_deadlines(synthetic_workload(30, seed=seed, rate=rate, tenants=3, gang_share=gang,
                                           duration_max=20), seed=seed)
-    r = simulate(w, policy="auction")
+    r = simulate(w, policy="market", policy_options={"clearing": "solver", "backfill": "elastic"})
     assert r.complete and _done(r) == len(w.tasks)
     assert idle_while_waiting(r.events, r.gpus, w.tasks) == []
 
@@ -117,12 +120,7 @@ def test_checker_catches_an_idle_gpu():
     full = ev + [Event(0.0, "start", task="b", gpus=("g1",), memory=16.0, compute=1.0)]
     assert idle_while_waiting(full, gpus, tasks) == []
     assert idle_while_waiting(ev, gpus, tasks, allowed={"b": {"H100"}}) == []
-    # a policy that does not backfill strands capacity the checker sees (the pre-fix auction)
+    # a policy that does not backfill strands capacity the checker sees
     w = with_deadlines(synthetic_workload(60, seed=2, rate=2.0, tenants=3), seed=2)
-    r = simulate(w, policy="auction", policy_options={"backfill": "none", "late_value": 1e-12})
+    r = simulate(w, policy="market", policy_options={"backfill": "none", "clearing": "solver"})
     assert idle_while_waiting(r.events, r.gpus, w.tasks) != []
-
-
-def test_late_value_is_validated():
-    with pytest.raises(ValueError, match="late_value"):
-        simulate(synthetic_workload(3, seed=0), policy="auction", policy_options={"late_value": 0.0})

@@ -14,18 +14,18 @@ name                   behaviour
 ``elastic``            like packing, but starts with less than preferred (>= minimum) when only
                        that is free, and grows tasks back as memory frees
 ``finish-time-fair``   Themis-like: each round favours the worst finish-time fairness rho
-``auction``            the welfare auction: one-shot mechanism clearing each round
-                       (:class:`gensolver.market.Market`, any mechanism; deterministic work
-                       budget); what ``gensolver serve`` runs by default
-``market``             the credit market: Themis' rho x Karma-style credits, priced, with
-                       backfill; an adapter over the round engine
+``market``             the market: Themis' rho x Karma-style credits, priced, with backfill;
+                       an adapter over the one round engine
                        :class:`gensolver.market.engine.CreditEngine`, which ``gensolver serve``
-                       runs with ``engine: credit`` (``clearing="solver"``: rounds cleared by
+                       runs too (``clearing="solver"``: rounds cleared by the solver layer,
                        :mod:`gensolver.market.clearing`)
 ``time-slicing``       NVIDIA time-slicing: replicas per GPU, turns on the whole device
 ``mps``                CUDA MPS: compute shares, memory-bandwidth interference
 ``mig``                Multi-Instance GPU: fixed profiles, reconfiguration cost
 =====================  =======================================================================
+
+``auction`` is a deprecated alias (:data:`.base.DEPRECATED_POLICIES`, one release): it runs
+``market`` with ``clearing="solver"`` and warns; the separate welfare-auction policy is gone.
 
 Arrival-order policies skip a task that does not fit and try the next (as the Kubernetes
 scheduler does); ``strict=True`` stops at the first task that does not fit (head-of-line).
@@ -42,28 +42,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import POLICIES, Policy, UnknownPolicyError, find_placement, get_policy, list_policies, register_policy
+from .base import (
+    DEPRECATED_POLICIES,
+    POLICIES,
+    Policy,
+    UnknownPolicyError,
+    deprecated_policy_note,
+    find_placement,
+    get_policy,
+    list_policies,
+    policy_label,
+    register_policy,
+)
 from .ftf import FinishTimeFair, finish_time_rho
 from .queue import Elastic, FcfsPacking, FcfsWholeGpu
 from .sharing import Mig, Mps, TimeSlicing, mig_profiles
 
-__all__ = ["Policy", "POLICIES", "register_policy", "get_policy", "list_policies", "UnknownPolicyError",
-           "find_placement", "FcfsWholeGpu", "FcfsPacking", "Elastic", "FinishTimeFair", "finish_time_rho",
-           "AuctionPolicy", "MarketPolicy", "TimeSlicing", "Mps", "Mig", "mig_profiles"]
+__all__ = ["Policy", "POLICIES", "DEPRECATED_POLICIES", "register_policy", "get_policy", "list_policies",
+           "UnknownPolicyError", "deprecated_policy_note", "policy_label", "find_placement", "FcfsWholeGpu", "FcfsPacking", "Elastic",
+           "FinishTimeFair", "finish_time_rho", "MarketPolicy", "TimeSlicing", "Mps", "Mig", "mig_profiles"]
 
-# the auction and the market are named by path: importing the simulator imports no market code
+# the market is named by path: importing the simulator imports no market code
 for _name, _factory in (("fcfs-whole-gpu", FcfsWholeGpu), ("fcfs-packing", FcfsPacking), ("elastic", Elastic),
-                        ("finish-time-fair", FinishTimeFair), ("auction", "gensolver.sim.policies.auction:AuctionPolicy"),
-                        ("market", "gensolver.sim.policies.market:MarketPolicy"), ("time-slicing", TimeSlicing),
-                        ("mps", Mps), ("mig", Mig)):
+                        ("finish-time-fair", FinishTimeFair), ("market", "gensolver.sim.policies.market:MarketPolicy"),
+                        ("time-slicing", TimeSlicing), ("mps", Mps), ("mig", Mig)):
     register_policy(_name, _factory)
 
 
-def __getattr__(name: str) -> Any:  # AuctionPolicy and MarketPolicy, imported on first use
-    if name == "AuctionPolicy":
-        from .auction import AuctionPolicy
-
-        return AuctionPolicy
+def __getattr__(name: str) -> Any:  # MarketPolicy, imported on first use
     if name == "MarketPolicy":
         from .market import MarketPolicy
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import warnings
+from typing import Any, Callable, Mapping
 
-from ...errors import UnknownNameError
+from ...errors import InputError, UnknownNameError
 from ...market.pool import find_placement, pinned_free_capacity
 from ...registry import Registry
 from ..engine import Cluster
 
-__all__ = ["Policy", "POLICIES", "register_policy", "get_policy", "list_policies", "UnknownPolicyError",
-           "find_placement",
-           "pinned_free_capacity"]
+__all__ = ["Policy", "POLICIES", "DEPRECATED_POLICIES", "register_policy", "get_policy", "list_policies",
+           "UnknownPolicyError", "find_placement", "pinned_free_capacity", "deprecated_policy_note", "policy_label"]
 
 
 class UnknownPolicyError(UnknownNameError):
@@ -43,6 +43,33 @@ def register_policy(name: str, factory: Callable[..., Policy] | str, *, replace:
     POLICIES.register(name, factory, replace=replace)
 
 
+#: retired policy names, kept one release: name -> (the policy it runs, its options, retired options)
+DEPRECATED_POLICIES: Mapping[str, tuple[str, Mapping[str, Any], tuple[str, ...]]] = {
+    # the welfare auction was a second market; its name now runs the one market, solver-cleared
+    "auction": ("market", {"clearing": "solver"}, ("mechanism", "time_limit", "late_value", "market",
+                                                   "between_solver")),
+}
+
+
+def policy_label(name: str) -> str:
+    """The name results carry for policy ``name``: itself, or for a retired name the policy it
+    runs and its preset values (``auction`` -> ``market-solver``)."""
+    if name not in DEPRECATED_POLICIES:
+        return name
+    target, options, _ = DEPRECATED_POLICIES[name]
+    return "-".join([target, *map(str, options.values())])
+
+
+def deprecated_policy_note(name: str) -> str | None:
+    """What using the retired policy ``name`` says (``None`` for a current name)."""
+    if name not in DEPRECATED_POLICIES:
+        return None
+    target, options, _ = DEPRECATED_POLICIES[name]
+    opts = ",".join(f"{k}={v}" for k, v in options.items())
+    return (f"policy {name!r} is deprecated and will be removed in the next release: it runs the one market, "
+            f"{target!r} with {opts}, as {policy_label(name)!r} (one engine, one code path)")
+
+
 def list_policies() -> list[str]:
     """Registered policy names."""
     return POLICIES.names(sort=True)
@@ -64,4 +91,14 @@ def get_policy(policy: str | Policy | Callable[..., Policy], **options: Any) -> 
         return policy(**options)
     if not isinstance(policy, str):
         raise TypeError(f"policy must be a name, a Policy or a factory, got {type(policy).__name__}")
+    if policy in DEPRECATED_POLICIES and policy not in POLICIES:
+        target, preset, retired = DEPRECATED_POLICIES[policy]
+        warnings.warn(deprecated_policy_note(policy) or "", DeprecationWarning, stacklevel=2)
+        gone = sorted(set(options) & set(retired))
+        if gone:
+            raise InputError(f"policy {policy!r}: option {gone[0]!r} belonged to the retired welfare auction; "
+                             f"{policy!r} now runs {target!r} (options: its CreditEngine options)")
+        pol = POLICIES.get(target)(**{**preset, **options})
+        pol.name = policy_label(policy)
+        return pol
     return POLICIES.get(policy)(**options)
