@@ -314,3 +314,48 @@ def test_readiness_and_no_cdn_docs(api):
     for path in ("/docs", "/redoc"):
         assert api.client.get(path).status_code == 404
     assert api.client.get("/openapi.json").status_code == 200
+
+
+@pytest.mark.parametrize("backend", ["api", "pg_api"])
+def test_the_task_list_is_each_tasks_own_view(request, backend):
+    """``GET /v1/tasks`` is built without parsing the stored tasks; every entry must equal the
+    task's own view (``GET /v1/tasks/{id}``, validated by its response model) and the page the
+    ``TaskList`` schema."""
+    from gensolver.service.schemas import TaskList
+
+    api = request.getfixturevalue(backend)
+    for k in range(6):
+        tenant = ("alice", "bob")[k % 2]
+        r = api.client.post("/v1/tasks", json=gentask(f"t{k}", preferred=f"{10 + 10 * k}Gi", duration=f"{5 + k}m",
+                                                       value=1.5 + k, gpus=1 + k % 2), headers=api.h(tenant))
+        assert r.status_code == 201, r.text
+    assert api.client.post("/v1/rounds", headers=api.h("ops")).status_code == 201  # placements, memory, rounds
+    assert api.client.delete("/v1/tasks/t5", headers=api.h("bob")).status_code == 200
+    assert api.client.post("/v1/tasks", json=gentask("t6", value=2.0), headers=api.h("alice")).status_code == 201
+    states, pages, after = set(), [], None
+    while True:  # pages of two, through the cursor
+        r = api.client.get("/v1/tasks", params={"limit": 2, **({"after": after} if after else {})}, headers=api.h("ops"))
+        assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+        page = TaskList.model_validate_json(r.content)
+        pages.append(r.json())
+        after = page.next
+        if after is None:
+            break
+    listed = [t for p in pages for t in p["tasks"]]
+    assert [t["id"] for t in listed] == [f"t{k}" for k in range(7)]
+    for t in listed:
+        states.add(t["state"])
+        own = api.client.get(f"/v1/tasks/{t['id']}", params={"tenant": t["tenant"]}, headers=api.h("ops")).json()
+        assert t == own
+    assert {"running", "cancelled", "waiting"} <= states and any(t["gpus"] for t in listed)
+    mine = api.client.get("/v1/tasks?state=waiting", headers=api.h("alice")).json()["tasks"]
+    assert mine and all(t["tenant"] == "alice" and t["state"] == "waiting" for t in mine)
+
+
+def test_a_stored_number_that_is_not_finite_is_refused():
+    from gensolver.service.state import _jn
+
+    assert _jn(None) == "null" and json.loads(_jn(0.1)) == 0.1 and _jn(3) == "3"
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="not finite"):
+            _jn(bad)
