@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from .._log import SafeConsole, console, err_console, printable
 
-__all__ = ["console", "err_console", "fail", "EXIT_BAD_INPUT", "print_json", "check_output_file", "check_output_dir",
+__all__ = ["console", "err_console", "fail", "fail_reading", "EXIT_BAD_INPUT", "print_json", "check_output_file", "check_output_dir",
            "check_time_limit_option", "printable", "SafeConsole"]
 
 EXIT_BAD_INPUT = 2
@@ -25,6 +25,16 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
+
+
+def fail_reading(file: Path, exc: BaseException) -> NoReturn:
+    """Exit 2 for an input ``file`` that could not be read (the system's reason) or parsed (the
+    reader's message, prefixed with the file name unless it already names the file or an
+    option)."""
+    if isinstance(exc, OSError):
+        fail(f"{file}: {exc.strerror or exc}")
+    msg = str(exc)
+    fail(msg if msg.startswith(("--", str(file))) else f"{file}: {msg}")
 
 def check_time_limit_option(value: float | None, option: str = "--time-limit") -> None:
     """Exit 2 unless ``value`` (when given) is a positive finite number of seconds

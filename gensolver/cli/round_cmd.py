@@ -20,7 +20,7 @@ from typing import Any
 import typer
 
 from ..errors import InputError
-from .common import check_output_file, console, fail
+from .common import check_output_file, console, fail, fail_reading
 
 __all__ = ["register", "gentask_round", "is_gentask_file", "DEFAULT_GPUS", "DEFAULT_STEPS", "DEFAULT_STEP_SECONDS"]
 
@@ -85,11 +85,8 @@ def round_command(
     check_output_file(output, "--output")
     try:
         rnd = gentask_round(file, gpus=gpus, steps=steps, step_seconds=step_seconds)
-    except OSError as exc:
-        fail(f"{file}: {exc.strerror or exc}")
-    except (InputError, ValueError, UnicodeDecodeError) as exc:
-        msg = str(exc)
-        fail(msg if msg.startswith(("--", str(file))) else f"{file}: {msg}")
+    except (OSError, InputError, ValueError, UnicodeDecodeError) as exc:
+        fail_reading(file, exc)
     try:
         with atomic_write(output) as fh:
             fh.write(json.dumps(rnd.to_dict(), indent=1) + "\n")

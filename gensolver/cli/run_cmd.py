@@ -21,7 +21,16 @@ from rich.markup import escape
 
 from ..errors import MissingExtraError
 from .choices import BACKENDS, BACKENDS_HELP, METHODS, choice
-from .common import check_output_dir, check_output_file, check_time_limit_option, console, err_console, fail, print_json
+from .common import (
+    check_output_dir,
+    check_output_file,
+    check_time_limit_option,
+    console,
+    err_console,
+    fail,
+    fail_reading,
+    print_json,
+)
 from .progress import task_progress, working
 from .round_cmd import DEFAULT_GPUS, DEFAULT_STEP_SECONDS, DEFAULT_STEPS, gentask_round, is_gentask_file
 
@@ -375,11 +384,8 @@ def plan_command(
     elif is_gentask_file(file):
         try:
             doc = gentask_round(file, gpus=gpus, steps=steps, step_seconds=step_seconds).to_dict()
-        except OSError as exc:
-            fail(f"{file}: {exc.strerror or exc}")
-        except (InputError, ValueError, UnicodeDecodeError) as exc:
-            msg = str(exc)
-            fail(msg if msg.startswith(("--", str(file))) else f"{file}: {msg}")
+        except (OSError, InputError, ValueError, UnicodeDecodeError) as exc:
+            fail_reading(file, exc)
     else:
         try:
             doc = loads_json(read_limited(file).decode("utf-8"))

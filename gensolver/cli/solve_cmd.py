@@ -13,7 +13,7 @@ from ..errors import MissingExtraError
 from ..model import Instance, InstanceError, read_instance
 from ..solvers import BackendUnavailableError, UnknownMethodError, list_methods, solve
 from .choices import MECHANISMS, METHODS, choice
-from .common import check_time_limit_option, console, fail, print_json
+from .common import check_time_limit_option, console, fail, fail_reading, print_json
 from .progress import working
 
 __all__ = ["register", "EXIT_SOLVE_ERROR", "bundled_or_none"]
@@ -60,11 +60,8 @@ def _read_round_or_instance(file: Path) -> Instance:
             if isinstance(doc, dict) and doc.get("schema") == "gensolver.gpuround/v1":
                 return GpuRound.from_dict(doc).expand()
         return read_instance(file)
-    except OSError as exc:
-        fail(f"{file}: {exc.strerror or exc}")
-    except (InstanceError, InputError, ValueError, UnicodeDecodeError) as exc:
-        msg = str(exc)
-        fail(msg if msg.startswith(str(file)) else f"{file}: {msg}")
+    except (OSError, InstanceError, InputError, ValueError, UnicodeDecodeError) as exc:
+        fail_reading(file, exc)
 
 
 def solve_command(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from gensolver.cli.common import check_output_dir, check_output_file
+from gensolver.cli.common import check_output_dir, check_output_file, fail_reading
 
 
 def _code(fn, *args) -> int | None:
@@ -53,3 +53,19 @@ def test_fail_prints_brackets_in_the_message_verbatim(capsys: pytest.CaptureFixt
 
     assert _code(fail, "bad value [bold]x[/bold] in /tasks/[0]") == 2
     assert "bad value [bold]x[/bold] in /tasks/[0]" in capsys.readouterr().err
+
+
+def test_a_file_that_cannot_be_read_or_parsed_exits_2_naming_it(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "gone.yaml"
+    try:
+        missing.read_text()
+    except OSError as exc:
+        assert _code(fail_reading, missing, exc) == 2
+    assert f"{missing}: No such file or directory" in capsys.readouterr().err
+    assert _code(fail_reading, missing, ValueError("bad quantity '30Gx'")) == 2
+    assert f"{missing}: bad quantity '30Gx'" in capsys.readouterr().err
+    # a message that already names the file or an option is not prefixed again
+    for msg in (f"{missing}: line 3: not a mapping", "--gpus: must be positive"):
+        assert _code(fail_reading, missing, ValueError(msg)) == 2
+        assert f"error: {msg}" in " ".join(capsys.readouterr().err.split())
