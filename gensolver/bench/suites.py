@@ -34,7 +34,8 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import InputError, check_time_limit
 from ..instances import generate, list_families
 from ..model import Instance, atomic_write, from_dict
-from ..model.inputs import GzipError, ReadError, decompress_limited, loads_json, read_limited
+from ..model.inputs import ReadError, loads_json, read_limited
+from ..model.io import inflate_instance_bytes
 from ..model.validate import InstanceError, is_real
 
 __all__ = [
@@ -422,14 +423,7 @@ def decode_instance(raw: bytes, *, expected_sha256: str = "", name: str = "") ->
     InstanceError
         Corrupt gzip, invalid JSON, an invalid instance, or a checksum mismatch.
     """
-    data = raw
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = decompress_limited(data)
-        except GzipError as exc:
-            raise InstanceError("", f"{name}: truncated or corrupt gzip file: {exc}") from None
-        except ReadError as exc:
-            raise InstanceError("", f"{name}: {exc}") from None
+    data = inflate_instance_bytes(raw, name)
     if expected_sha256 and digest(data) != expected_sha256:
         raise InstanceError("", f"{name}: checksum mismatch (sha256 {digest(data)[:12]}..., manifest {expected_sha256[:12]}...)")
     try:

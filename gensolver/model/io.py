@@ -45,6 +45,7 @@ __all__ = [
     "format_cats",
     "atomic_write",
     "json_safe",
+    "inflate_instance_bytes",
 ]
 
 def json_safe(obj: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
@@ -121,6 +122,21 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) -
         raise
 
 
+def inflate_instance_bytes(data: bytes, name: str) -> bytes:
+    """``data`` inflated when it is gzip (else as it is), within the limits of :mod:`.inputs`.
+
+    Raises :class:`InstanceError` naming ``name`` for corrupt gzip or an inflated size over the
+    limit.
+    """
+    if data[:2] != GZIP_MAGIC:
+        return data
+    try:
+        return decompress_limited(data)
+    except GzipError as exc:
+        raise InstanceError("", f"truncated or corrupt gzip file {name}: {exc}") from None
+    except ReadError as exc:
+        raise InstanceError("", f"{name}: {exc}") from None
+
 def _read_bytes(path: Path) -> bytes:
     """The file's bytes, inflated when it is gzip, within the limits of :mod:`.inputs`."""
     try:
@@ -134,12 +150,7 @@ def _read_bytes(path: Path) -> bytes:
     except OSError as exc:
         raise InstanceError("", f"cannot read {path}: {exc.strerror or exc}") from None
     if data[:2] == GZIP_MAGIC:
-        try:
-            data = decompress_limited(data)
-        except GzipError as exc:
-            raise InstanceError("", f"truncated or corrupt gzip file {path.name}: {exc}") from None
-        except ReadError as exc:
-            raise InstanceError("", f"{path.name}: {exc}") from None
+        data = inflate_instance_bytes(data, path.name)
     elif path.suffix == ".gz":
         raise InstanceError("", f"{path.name}: named .gz but not gzip data (first bytes {data[:4]!r})")
     return data
