@@ -11,7 +11,8 @@ held, and the simulation's wall time.
 
 Run: ``python benchmarks/bench_bound.py`` (``--configs 2x16`` restricts to those
 ``NODESxCOMPRESS`` configurations; ``--no-auction`` skips the slow combinatorial auction;
-``--policies a,b`` picks policies).
+``--policies a,b`` picks policies, each ``name`` or ``name:key=value+key=value`` with
+options, e.g. ``market:clearing=solver``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_market import _cell, _configs, workloads  # noqa: E402
+from bench_market import _cell, _configs, policy_spec, workloads  # noqa: E402
 
 from gensolver.sim import list_policies, offline_bound, simulate  # noqa: E402
 
@@ -37,8 +38,8 @@ def rows_for(w, policies):
             "avg_jct": b.avg_jct, "jct/bound": 1.0, "welfare/bound": 1.0, "mem_used": None, "mem_held": None,
             "seconds": b.seconds}]
     for p in policies:
-        opts = None  # "auction" is a deprecated alias of market with clearing=solver (no options of its own)
-        r = simulate(w, policy=p, policy_options=opts)
+        name, opts = policy_spec(p)  # "auction": a deprecated alias of market with clearing=solver
+        r = simulate(w, policy=name, policy_options=opts or None)
         m = r.metrics
         out.append({"workload": w.name, "gpus": len(w.gpus), "policy": p, "done": f"{m.completed}/{len(w.tasks)}",
                     "avg_jct": m.avg_jct, "jct/bound": m.avg_jct / b.avg_jct if b.avg_jct else None,
