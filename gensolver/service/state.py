@@ -251,9 +251,9 @@ class MarketService:
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM tasks").fetchone()[0]
             quota = self.settings.max_tasks_per_tenant
             adding: dict[str, int] = {}
-            for placed, _ in rows:
-                held = db.execute("SELECT 1 FROM tasks WHERE id = ? AND state != 'cancelled'", (placed.id,)).fetchone()
-                if held is None:  # a retry of a held task adds nothing
+            olds = [db.execute("SELECT * FROM tasks WHERE id = ?", (placed.id,)).fetchone() for placed, _ in rows]
+            for (placed, _), old in zip(rows, olds):
+                if old is None or old["state"] == "cancelled":  # a retry of a held task adds nothing
                     adding[placed.tenant] = adding.get(placed.tenant, 0) + 1
             for tenant, n_new in adding.items():
                 live = db.execute("SELECT COUNT(*) FROM tasks WHERE tenant = ? AND state IN ('waiting', 'running')",
@@ -261,8 +261,7 @@ class MarketService:
                 if live + n_new > quota:
                     raise Forbidden(f"tenant {tenant!r} holds {live} waiting or running tasks; {n_new} more would pass "
                                     f"its quota of {quota} (--max-tasks-per-tenant)", field="")
-            for (_doc, task), (placed, source) in zip(parsed, rows):
-                old = db.execute("SELECT * FROM tasks WHERE id = ?", (placed.id,)).fetchone()
+            for (_doc, task), (placed, source), old in zip(parsed, rows, olds):
                 if old is not None and old["state"] == "cancelled":  # a cancelled task frees its name
                     db.execute("UPDATE tasks SET id = ? WHERE id = ?", (f"{placed.id}~{old['seq']}", placed.id))
                 elif old is not None:
