@@ -57,7 +57,8 @@ def _without_timing(doc: dict) -> dict:
     return {k: v for k, v in doc.items() if k not in TIMING}
 
 
-@pytest.mark.parametrize("market", [{}, {"engine": "auction"}], ids=["credit", "deprecated-auction"])
+@pytest.mark.parametrize("market", [{}, {"credit": {"clearing": "solver", "solver": "auto", "budget": 0.05}},
+                                    {"engine": "auction"}], ids=["credit", "credit-auto-work", "deprecated-auction"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_same_submissions_clear_the_same_rounds_idle_and_loaded(tmp_path, market, seed):
     idle, tasks, gpus = _rounds(tmp_path / "idle", market, seed, hogs=0)
