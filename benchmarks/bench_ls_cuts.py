@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gensolver import read_instance
+from gensolver.instances import generate
 from gensolver.mechanisms import run_mechanism
 
 #: the module (its name in the package is the mechanism function)
@@ -61,13 +62,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", default="small-alibaba,small-philly,small-gpu-1,small-gpu-2")
     ap.add_argument("--budget", type=float, default=20.0)
+    ap.add_argument("--families", default="gpu,trace-alibaba,trace-philly,arbitrary",
+                    help="generated families (default parameters), each at every --seeds; '' for none")
+    ap.add_argument("--seeds", default="0,1,2")
     args = ap.parse_args(argv)
+    rounds = [(name, lambda name=name: read_instance(SMALL / f"{name}.json.gz")) for name in args.rounds.split(",") if name]
+    rounds += [(f"{fam}:{seed}", lambda fam=fam, seed=seed: generate(fam, seed=int(seed)))
+               for fam in args.families.split(",") if fam for seed in args.seeds.split(",")]
+    better = worse = 0
     print(f"load average {os.getloadavg()}")
     print("| round | LP | LP* | alpha verified | alpha floor | E[welfare] | seconds |")
     print("|---|---|---|---|---|---|---|")
     try:
-        for name in args.rounds.split(","):
-            inst = read_instance(SMALL / f"{name}.json.gz")
+        for name, load in rounds:
+            inst = load()
+            alphas = []
             for label, build in (("plain", PLAIN), ("clique cuts", with_cuts)):
                 LS.from_instance = build
                 t0 = time.perf_counter()
@@ -77,8 +86,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {name} | {label} | {d['lp_welfare']:.2f} | {d['alpha_verified']:.3f} | "
                       f"{'-' if floor is None else f'{floor:.3f}'} | {d['lp_welfare'] / d['alpha_verified']:.2f} | "
                       f"{time.perf_counter() - t0:.1f} |", flush=True)
+                alphas.append(d["alpha_verified"])
+            better += alphas[1] < alphas[0] - 1e-9
+            worse += alphas[1] > alphas[0] + 1e-9
     finally:
         LS.from_instance = PLAIN
+    print(f"\nclique cuts: verified alpha lower on {better}, higher on {worse} of {len(rounds)} rounds")
     print(f"load average {os.getloadavg()}")
     return 0
 
