@@ -159,8 +159,9 @@ def run_command(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Give up after this many wall seconds (processes keep running)."),
     as_json: bool = typer.Option(False, "--json", help="Print the feedback document as one JSON object."),
     mps: bool = typer.Option(False, "--mps", help="With --backend nvml: start (or check) the CUDA MPS control daemon."),
+    market: Optional[str] = typer.Option(None, "--market", help="PLAN_FILE is GenTask YAML: clear rounds with the market engine (CreditEngine) and run each round's plan; JSON of gpus, lease, step_seconds, max_rounds, credit (e.g. '{\"lease\": 5}')."),
 ) -> None:
-    """Execute PLAN_FILE: launch, watch, preempt and journal each task's processes."""
+    """Execute PLAN_FILE: launch, watch, preempt and journal each task's processes (with --market: GenTasks, round by round)."""
     from ..executor import (
         BackendError,
         ExecutorError,
@@ -206,6 +207,16 @@ def run_command(
     _number(grace, "--grace", positive=False)
     _number(poll, "--poll")
     _number(timeout, "--timeout")
+    if market is not None:  # gensolver.cli.run_market: GenTasks round by round through the one market engine
+        from .run_market import market_command
+
+        refused = {"--journal": journal is not None, "--feedback": feedback is not None, "--device-map": bool(device_map),
+                 "--tenant-map": tenant_map is not None, "--sim-state": sim_state is not None, "--timeout": timeout is not None,
+                 "--log-dir": log_dir is not None, "--mps": mps}
+        return market_command(plan_file, market, backend=backend, given=refused, sim_devices=sim_devices,
+                              time_scale=time_scale, poll=poll, as_json=as_json,
+                              policy=ExecutorPolicy(over_grant=over_grant, over_grant_tolerance=tolerance, grace=grace,
+                                                    preempt=preempt, lost=lost))
     # where results go: checked before any work
     check_output_file(journal, "--journal")
     check_output_file(feedback, "--feedback")

@@ -45,6 +45,7 @@ from .plan import (
     PlanTask,
     PreemptionPoint,
     Run,
+    lease_plan,
     plan_from_dict,
     read_plan,
     to_plan,
@@ -64,7 +65,7 @@ from .runner import (
 __all__ = [
     "PLAN_SCHEMA", "FEEDBACK_SCHEMA", "NVML_ERRORS",
     "ExecutionPlan", "DevicePlan", "PlanEntry", "PlanTask", "PreemptionPoint", "Run", "PlanError",
-    "to_plan", "plan_from_dict", "read_plan", "write_plan", "check_plan", "PlanCheck", "PlanViolation", "plot_plan",
+    "to_plan", "lease_plan", "plan_from_dict", "read_plan", "write_plan", "check_plan", "PlanCheck", "PlanViolation", "plot_plan",
     "GpuBackend", "DeviceInfo", "MemoryInfo", "Utilization", "NvmlBackend", "SimulatedBackend", "SimDevice",
     "parse_memory", "BackendError", "DeviceNotFoundError", "NvmlError", "NvmlUnavailableError",
     "NvmlPermissionError", "NvmlNotSupportedError", "NvmlGpuLostError", "MpsUnavailableError", "MpsStatus",

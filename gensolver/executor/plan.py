@@ -63,7 +63,7 @@ The code lives in :mod:`.plan_model` (the model), :mod:`.plan_build` (:func:`to_
 
 from __future__ import annotations
 
-from .plan_build import to_plan
+from .plan_build import lease_plan, to_plan
 from .plan_io import plan_from_dict, read_plan, write_plan
 from .plan_model import (
     GIB,
@@ -78,6 +78,7 @@ from .plan_model import (
 )
 
 __all__ = [
+    "lease_plan",
     "PLAN_SCHEMA",
     "GIB",
     "PlanError",

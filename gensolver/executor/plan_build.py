@@ -187,3 +187,32 @@ def _merge(raw: list[PlanEntry]) -> list[PlanEntry]:
         else:
             merged.append(e)
     return merged
+
+
+def lease_plan(assignments: Mapping[str, tuple[Sequence[str], float, float]],
+               devices: Mapping[str, tuple[float, float]], tasks: Mapping[str, Any], *,
+               value: Mapping[str, float] | None = None, name: str = "") -> ExecutionPlan:
+    """The plan of one committed round: each task on its devices from 0 to its end (seconds).
+
+    Parameters
+    ----------
+    assignments : mapping of task id to (devices, memory GiB, end seconds)
+        What a round engine committed (e.g. :class:`gensolver.market.engine.CreditEngine`'s
+        starts), each held from the round's start to ``end``.
+    devices : mapping of device id to (memory GiB, compute share)
+    tasks : mapping of task id to :class:`~gensolver.model.Task`
+        For compute, command, tenant and urgency.
+    value : mapping of task id to float, optional
+        Written as each task's value (default: the task's ``value``).
+    """
+    from ..model.instance import Bid, Slot
+
+    slots, bids = [], []
+    for tid, (devs, memory, end) in sorted(assignments.items()):
+        ids = [f"{d}#{tid}" for d in devs]
+        slots += [Slot(i, {"memory": devices[d][0], "compute": devices[d][1]}, d, 0.0, float(end))
+                  for i, d in zip(ids, devs)]
+        worth = float(value[tid]) if value is not None else float(tasks[tid].value)
+        bids.append(Bid(f"{tid}|lease", tid, worth, {i: {"memory": float(memory), "compute": tasks[tid].compute}
+                                                     for i in ids}))
+    return to_plan(Instance(tuple(slots), tuple(bids), name=name), [b.id for b in bids], tasks, name=name or None)

@@ -3,7 +3,8 @@
 - :mod:`.spec` reads the GenTask YAML users write into :class:`gensolver.model.tasks.Task`;
 - :mod:`.engine` is the one market engine (:class:`.engine.CreditEngine`: credits,
   finish-time fairness, prices), on any cluster shaped like :class:`.pool.Pool`: the
-  simulator's ``market`` policy and ``gensolver serve`` clear their rounds with it;
+  simulator's ``market`` policy, ``gensolver serve`` and ``gensolver run --market`` clear
+  their rounds with it;
 - :mod:`.market` is the deprecated welfare auction (:class:`.market.Market`, ``gensolver serve
   --market '{"engine": "auction"}'``, one release more).
 

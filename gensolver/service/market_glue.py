@@ -29,13 +29,13 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
-from ..executor.plan import to_plan
+from ..executor.plan import lease_plan, to_plan
 from ..market import Assignment, Candidate, Clearing, CreditEntry, Market, MarketConfig, Reservation
 from ..market.engine import CreditEngine
 from ..market.pool import TablePool
 from ..mechanisms import Outcome, UnknownMechanismError, get_mechanism, result_to_dict, run_mechanism
 from ..model import from_dict
-from ..model.instance import Bid, Instance, Slot
+from ..model.instance import Instance, Slot
 from ..model.io import json_safe
 from ..model.tasks import GpuSpec, Task, task_speed, task_steps
 from ..solvers import BackendUnavailableError, UnknownMethodError, get_method, solve
@@ -264,17 +264,11 @@ class MarketGlue:
         round's start to its finish or the end of the lease (seconds from the round)."""
         if not assignments:
             return None
-        s, cap = self.step_seconds, {g.id: g for g in self.gpus}
-        slots, bids = [], []
-        for tid, a in sorted(assignments.items()):
-            end = min(a.length, self.config.lease) * s
-            ids = [f"{g}#{tid}" for g in a.gpus]
-            slots += [Slot(i, {"memory": cap[g].memory, "compute": cap[g].compute}, g, 0.0, end)
-                      for i, g in zip(ids, a.gpus)]
-            bids.append(Bid(f"{tid}|credit", tid, a.value,
-                            {i: {"memory": a.memory, "compute": tasks[tid].compute} for i in ids}))
-        instance = Instance(tuple(slots), tuple(bids), name=f"round@{now:g}")
-        return to_plan(instance, [b.id for b in bids], tasks, name=f"round@{now:g}").to_dict()
+        s = self.step_seconds
+        held = {tid: (a.gpus, a.memory, min(a.length, self.config.lease) * s) for tid, a in assignments.items()}
+        devices = {g.id: (g.memory, g.compute) for g in self.gpus}
+        return lease_plan(held, devices, tasks, value={t: a.value for t, a in assignments.items()},
+                          name=f"round@{now:g}").to_dict()
 
     def _in_seconds(self, instance: Instance, now: float) -> Instance:
         """The round's instance with slot windows in seconds from the round's start."""
