@@ -65,7 +65,7 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().__init__(sys.stderr)
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.setStream(sys.stderr)
+        self.stream = sys.stderr  # not setStream: it flushes the old stream, which may be closed
         super().emit(record)
 
 
