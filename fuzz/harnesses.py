@@ -51,6 +51,48 @@ def instance_json(data: bytes) -> None:
         from_dict(doc)
 
 
+def _json_doc(data: bytes) -> object:
+    """The strict JSON reader's document, or ``None`` when it refuses the text cleanly."""
+    from gensolver.model.inputs import loads_json
+
+    try:
+        return loads_json(_text(data))
+    except ValueError as exc:  # JSONDecodeError is the reader's message, not a crash
+        if not isinstance(exc, GensolverError) and type(exc).__name__ != "JSONDecodeError":
+            raise
+        return None
+
+
+def roundtrip(data: bytes) -> None:
+    """Any instance the reader accepts survives every writer unchanged: ``to_dict``, the JSON and
+    gzip files, canonical order, and CATS text when it is single-unit (CATS renames bids, so
+    there the bids' values and bundle sizes must match)."""
+    from gensolver.model import format_cats, from_dict, parse_cats, read_instance, write_instance
+    from gensolver.model.canonical import canonical, is_canonical
+
+    doc = _json_doc(data[1:])
+    if not isinstance(doc, dict):
+        return
+    inst = from_dict(doc)
+    d = inst.to_dict()
+    if from_dict(d).to_dict() != d:
+        raise AssertionError("from_dict(to_dict(x)) changed the instance")
+    path = write_instance(inst, _DIR / ("rt.json", "rt.json.gz")[data[0] % 2 if data else 0])
+    if read_instance(path).to_dict() != d:
+        raise AssertionError(f"{path.name}: the written file reads back different")
+    c = canonical(inst)
+    if not is_canonical(c) or sorted((b.id, b.bidder, b.value) for b in c.bids) \
+            != sorted((b.id, b.bidder, b.value) for b in inst.bids):
+        raise AssertionError("canonical() is not canonical or lost bids")
+    try:
+        text = format_cats(inst)
+    except GensolverError:  # not single-unit: CATS cannot express it, refused by name
+        return
+    back = parse_cats(text, name="roundtrip")
+    if sorted(b.value for b in back.bids) != sorted(b.value for b in inst.bids) or back.n_slots < inst.n_slots:
+        raise AssertionError("CATS text reads back different values or goods")
+
+
 def cats_text(data: bytes) -> None:
     from gensolver.model.io import parse_cats
 
@@ -85,11 +127,33 @@ def gentask_yaml(data: bytes) -> None:
 
 
 def traces(data: bytes) -> None:
-    from gensolver.traces import read_alibaba_nodes, read_alibaba_pods, read_philly
+    """The trace readers and their options: the first byte picks the reader (``% 4``) and the
+    options (``// 4``: a window, a job cap, a node/model/cluster selection, ``gpu_only``); the
+    rest is the CSV text (for the Alibaba folder, the nodes and the pods split at a blank line)."""
+    from gensolver.traces import read_alibaba, read_alibaba_nodes, read_alibaba_pods, read_philly
+    from gensolver.traces.readers import ALIBABA_NODE_FILE, ALIBABA_POD_FILE
 
-    which = data[0] % 3 if data else 0
-    f = _file(data[1:], "trace.csv")
-    (read_philly, read_alibaba_pods, read_alibaba_nodes)[which](f)
+    which, opt = (data[0] % 4, data[0] // 4) if data else (0, 0)
+    window = (float(opt % 5), float(opt % 5 + 1000 * (opt % 3))) if opt & 1 else None
+    max_jobs = opt % 5 if opt & 2 else None  # 0 is refused by name
+    body = data[1:]
+    if which == 0:
+        read_philly(_file(body, "trace.csv"), window=window, max_jobs=max_jobs,
+                    clusters=["0", "philly"][: opt % 3] if opt & 4 else None)
+    elif which == 1:
+        read_alibaba_pods(_file(body, "trace.csv"), window=window, max_jobs=max_jobs, gpu_only=not opt & 8,
+                          model_gpus={"V100M16": 2.0, "T4": float(opt % 3)} if opt & 4 else None)
+    elif which == 2:
+        read_alibaba_nodes(_file(body, "trace.csv"), nodes=opt % 4 if opt & 4 else None,
+                           models=["T4", "P100"][: opt % 3] if opt & 8 else None)
+    else:
+        folder = _DIR / "alibaba"
+        folder.mkdir(exist_ok=True)
+        nodes, _, pods = body.partition(b"\n\n")
+        (folder / ALIBABA_NODE_FILE).write_bytes(nodes)
+        (folder / ALIBABA_POD_FILE).write_bytes(pods)
+        read_alibaba(folder, window=window, max_jobs=max_jobs, nodes=opt % 4 if opt & 4 else None,
+                     gpu_only=not opt & 8)
 
 
 def strings(data: bytes) -> None:
@@ -128,6 +192,7 @@ HARNESSES: dict[str, Callable[[bytes], None]] = {
     "instance_file": instance_file,
     "instance_json": instance_json,
     "cats_text": cats_text,
+    "roundtrip": roundtrip,
     "gpuround": gpuround,
     "plan": plan,
     "gentask_yaml": gentask_yaml,

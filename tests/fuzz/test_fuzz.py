@@ -56,6 +56,23 @@ def test_a_harness_can_fail() -> None:
         del HARNESSES["_boom"]
 
 
+def test_the_roundtrip_harness_catches_a_reader_that_loses_a_bid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The round trip compares what it reads back: a file reader that drops a bid is a crash."""
+    import gensolver.model as model
+
+    real = model.read_instance
+
+    def lossy(path: object) -> model.Instance:
+        doc = real(path).to_dict()  # type: ignore[arg-type]
+        return model.from_dict({**doc, "bids": doc["bids"][:-1]})
+
+    seed = (ROOT / "fuzz" / "corpus" / "roundtrip" / "units").read_bytes()
+    check("roundtrip", seed)
+    monkeypatch.setattr(model, "read_instance", lossy)
+    with pytest.raises(AssertionError, match="reads back different"):
+        check("roundtrip", seed)
+
+
 @pytest.mark.parametrize("name", sorted(HARNESSES))
 def test_atheris_short_run(name: str, tmp_path: Path) -> None:
     pytest.importorskip("atheris")
