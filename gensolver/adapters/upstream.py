@@ -55,6 +55,8 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from ..errors import InputError
+
 __all__ = ["upstream_problems"]
 
 MIB = 1 << 20
@@ -291,4 +293,4 @@ def upstream_problems(objects: Sequence[Mapping[str, Any]], flavor: str,
         return _nvidia(objects, capacity or {}) + pinned
     if flavor == "kai":
         return _kai(objects, capacity or {}) + pinned
-    raise ValueError(f"unknown flavor {flavor!r}")
+    raise InputError(f"unknown flavor {flavor!r}; valid: hami, kai, kueue, nvidia")

@@ -58,6 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from ..errors import InputError
 from ..model.instance import Bid, Bidder, Instance, Slot
 from ..model.tasks import Task, task_speed
 from ..model.validate import mark_validated
@@ -165,7 +166,7 @@ def clear_round(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
     RoundResult
     """
     if not (stay_bonus >= 0 and 0 <= switch_penalty < 1 and levels >= 1 and max_options >= 1):
-        raise ValueError("stay_bonus must be >= 0, switch_penalty in [0, 1), levels and max_options >= 1")
+        raise InputError("stay_bonus must be >= 0, switch_penalty in [0, 1), levels and max_options >= 1")
     res = _solve_pass(candidates, free, nodes, levels=levels, max_options=max_options, stay_bonus=stay_bonus,
                       switch_penalty=switch_penalty, method=method, budget=budget, allowed=allowed)
     won = dict(res.winners)

@@ -73,7 +73,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 import numpy as np
 from scipy.optimize import linprog, minimize
 
-from ..errors import check_options
+from ..errors import InputError, check_options
 from ..model import Bid, Instance
 from ..model.tolerances import payment_tolerance
 from ..model.validate import mark_validated
@@ -305,7 +305,7 @@ def core(
     plain = mark_validated(Instance(instance.slots, instance.bids, (), instance.name, instance.metadata))
     det = solver == "auto" if opts["deterministic"] is None else opts["deterministic"]
     if not isinstance(det, bool) or (det and solver != "auto"):
-        raise ValueError(f"core option deterministic must be True (with solver='auto') or False, "
+        raise InputError(f"core option deterministic must be True (with solver='auto') or False, "
                          f"got {opts['deterministic']!r} with solver={solver!r}")
     base = vcg(plain, solver=solver, time_limit=time_limit, executor=executor,
                options={"threads": opts["threads"], "deterministic": det})

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..solvers.engine import MatrixProblem, first_fit_matrix, highs_rows_model, los_order
 
 __all__ = ["Decomposition", "decompose", "ORACLES"]
@@ -167,7 +168,7 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
     if deterministic:
         time_limit = None
     if oracle not in ORACLES:
-        raise ValueError(f"unknown oracle {oracle!r}; valid: {', '.join(ORACLES)}")
+        raise InputError(f"unknown oracle {oracle!r}; valid: {', '.join(ORACLES)}")
     t0 = time.perf_counter()
     S = np.flatnonzero(x_star > 0)
     xs = x_star[S]

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import InputError
 from .errors import Forbidden, NotFound, TooManyRequests, Unauthorized
 from .storage import Store, audit
 
@@ -64,7 +65,7 @@ def check_tenant_name(tenant: object) -> str:
     """A tenant name: 1-64 characters of letters, digits, ``-``, ``_``, ``.`` (bounded metric labels)."""
     if not isinstance(tenant, str) or not 1 <= len(tenant) <= 64 or \
             not all(c.isascii() and (c.isalnum() or c in "-_.") for c in tenant):
-        raise ValueError(f"tenant: 1-64 characters of letters, digits, '-', '_', '.', got {tenant!r}")
+        raise InputError(f"tenant: 1-64 characters of letters, digits, '-', '_', '.', got {tenant!r}")
     return tenant
 
 
@@ -91,7 +92,7 @@ def _check_expiry(expires: float | None, now: float) -> float | None:
         return None
     if isinstance(expires, bool) or not isinstance(expires, (int, float)) or not math.isfinite(expires) \
             or expires <= now:
-        raise ValueError(f"expires: a Unix time in the future, got {expires!r}")
+        raise InputError(f"expires: a Unix time in the future, got {expires!r}")
     return float(expires)
 
 
@@ -157,7 +158,7 @@ def rotate_token(store: Store, token_id: str, *, expires: float | None = None, g
     now = time.time()
     expires = _check_expiry(expires, now)
     if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not 0 <= grace < 1e9:
-        raise ValueError(f"grace: seconds in [0, 1e9), got {grace!r}")
+        raise InputError(f"grace: seconds in [0, 1e9), got {grace!r}")
     with store.write() as db:
         row = db.execute("SELECT tenant, admin, revoked FROM tokens WHERE id = ?", (token_id,)).fetchone()
         if row is None or (row["revoked"] is not None and row["revoked"] <= now):

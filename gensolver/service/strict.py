@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from ..errors import InputError
 from .errors import BadRequest
 
 __all__ = ["loads_strict", "check_numbers", "check_gentask_fields", "MAX_NUMBER", "JSON_TYPES"]
@@ -47,7 +48,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
 
 
 def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
+    raise InputError(f"{name} is not a number JSON allows")
 
 
 def _pointer(parts: list[Any]) -> str:

@@ -83,6 +83,7 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import InputError, check_time_limit
 from ..model.tasks import GpuSpec, Task, task_speed, task_value
 from .records import TOL
 from .workload import Workload
@@ -182,14 +183,13 @@ def offline_bound(workload: Workload | Sequence[Task], *, gpus: Sequence[GpuSpec
     else:
         reports, name, default, truths, pins = tuple(workload), "tasks", (), {}, {}
         if not all(isinstance(t, Task) for t in reports):
-            raise ValueError("workload must be a Workload or a sequence of Task")
+            raise InputError("workload must be a Workload or a sequence of Task")
     cluster = tuple(gpus if gpus is not None else default)
     if not cluster or not all(isinstance(g, GpuSpec) for g in cluster):
-        raise ValueError("gpus must be a non-empty sequence of GpuSpec (or a Workload with GPUs)")
+        raise InputError("gpus must be a non-empty sequence of GpuSpec (or a Workload with GPUs)")
     if isinstance(max_buckets, bool) or not isinstance(max_buckets, int) or max_buckets < 1:
-        raise ValueError(f"max_buckets must be a positive integer, got {max_buckets!r}")
-    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
-        raise ValueError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
+        raise InputError(f"max_buckets must be a positive integer, got {max_buckets!r}")
+    check_time_limit(time_limit)
     data = _prepare(reports, truths, pins, cluster, compute)
     rejected = len(reports) - len(data["p"])
     if not len(data["p"]):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Mapping
 
-from ...errors import InputError, UnknownNameError
+from ...errors import InputError, InputTypeError, UnknownNameError
 from ...market.pool import find_placement, pinned_free_capacity
 from ...registry import Registry
 from ..engine import Cluster
@@ -85,12 +85,12 @@ def get_policy(policy: str | Policy | Callable[..., Policy], **options: Any) -> 
     """
     if isinstance(policy, Policy):
         if options:
-            raise ValueError("options cannot be applied to a policy instance")
+            raise InputError("options cannot be applied to a policy instance")
         return policy
     if callable(policy):
         return policy(**options)
     if not isinstance(policy, str):
-        raise TypeError(f"policy must be a name, a Policy or a factory, got {type(policy).__name__}")
+        raise InputTypeError(f"policy must be a name, a Policy or a factory, got {type(policy).__name__}")
     if policy in DEPRECATED_POLICIES and policy not in POLICIES:
         target, preset, retired = DEPRECATED_POLICIES[policy]
         warnings.warn(deprecated_policy_note(policy) or "", DeprecationWarning, stacklevel=2)
