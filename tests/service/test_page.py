@@ -121,15 +121,23 @@ class Browser:
                                       f"--user-data-dir={tmp_path / 'chromium-cdp'}", "--remote-debugging-address=127.0.0.1",
                                       "--remote-debugging-port=0", "about:blank"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        assert self.proc.stderr is not None
-        port = None
-        for line in self.proc.stderr:  # ends when Chromium says where it listens (or exits)
-            m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
-            if m:
-                port = int(m.group(1))
-                break
-        assert port is not None, "Chromium did not open its DevTools port"
-        threading.Thread(target=self.proc.stderr.read, daemon=True).start()  # keep its pipe drained
+        found: dict[str, int] = {}
+        said = threading.Event()
+
+        def watch() -> None:  # reads Chromium's log to its end (the pipe never fills)
+            assert self.proc.stderr is not None
+            for line in self.proc.stderr:
+                m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+                if m and not said.is_set():
+                    found["port"] = int(m.group(1))
+                    said.set()
+            said.set()  # it exited
+
+        threading.Thread(target=watch, daemon=True).start()
+        if not said.wait(120) or "port" not in found:
+            self.proc.kill()
+            raise AssertionError("Chromium did not open its DevTools port within 120 s")
+        port = found["port"]
         target = httpx.put(f"http://127.0.0.1:{port}/json/new?{quote(url, safe='')}", timeout=30).json()
         self.ws = connect(target["webSocketDebuggerUrl"], max_size=None, open_timeout=30).__enter__()
         self._id = 0
