@@ -9,8 +9,9 @@ preemptions, memory levels and charges, and the committed tasks are laid out as 
 ends) and executed by the chosen backend. A task's progress over a round is the model's
 (``lease x task_speed(memory)`` steps of work, as in ``gensolver serve`` without executor
 reports), so the rounds are exactly those of ``simulate(policy="market",
-policy_options={"between": False}, checkpoint_steps=0)`` on the same tasks. A process that
-crashes or is killed fails the run (exit 1).
+policy_options={"between": False}, checkpoint_steps=0)`` on the same tasks, except that a task
+whose process exits 0 (``completed``) is done then, whatever the model says is left (it is
+never launched again). A process that crashes or is killed fails the run (exit 1).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def run_market_rounds(tasks: Sequence[Task], gpus: Sequence[GpuSpec], *, lease: 
         done = []
         for tid, (_, m) in placed.items():  # the model's progress over the lease
             left[tid] -= lease * task_speed(by_id[tid], m)
-            if left[tid] <= 1e-9:
+            if left[tid] <= 1e-9 or outcomes.get(tid) == "completed":
                 done.append(tid)
                 del left[tid]
         placed = {t: v for t, v in placed.items() if t in left}

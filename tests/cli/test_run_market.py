@@ -110,6 +110,17 @@ def test_the_replay_comparison_can_fail(tmp_path, capsys):
     assert got != [p for p, _ in _sim_rounds(res.events, [r["time"] for r in doc["rounds"]])]
 
 
+def test_a_completed_process_is_done_and_never_launched_again(tmp_path, capsys):
+    """A process that exits 0 before the model's estimate ends its task: 30 minutes of work,
+    yet one round (the executor stops waiting once every process has ended; scale 1 gives the
+    process its whole 120 s lease, far more than it needs)."""
+    done = ["python", "-c", "pass"]
+    jobs = _jobs(tmp_path, [_doc("a0", "alice", 30, 30, 50, 0.5, done, arrival=0)])
+    rc, doc, err = _run(capsys, jobs, {"gpus": "80", "lease": 2}, scale="1")
+    assert rc == 0, err
+    assert [(r["outcomes"], r["finished"]) for r in doc["rounds"]] == [({"a0": "completed"}, ["a0"])]
+
+
 def test_a_crashing_process_fails_the_run(tmp_path, capsys):
     """Its lease lasts 120 wall seconds (scale 1): the process exits long before, and the round
     ends with it (the executor stops waiting once every process has ended)."""
