@@ -114,7 +114,7 @@ class Market:
         if options:
             unknown = set(options) - set(MarketConfig.__dataclass_fields__)
             if unknown:
-                raise ValueError(f"unknown market option(s) {sorted(unknown)}; valid: {sorted(MarketConfig.__dataclass_fields__)}")
+                raise InputError(f"unknown market option(s) {sorted(unknown)}; valid: {sorted(MarketConfig.__dataclass_fields__)}")
         if options or cfg.engine != "auction":  # this class is the auction engine, whatever the config says
             cfg = replace(cfg, **{"engine": "auction", "credit": {}, **options})
         self.config = cfg
@@ -137,7 +137,7 @@ class Market:
         except ImportError:  # pragma: no cover - mechanisms ship with the package
             pass
         if name not in names:
-            raise ValueError(f"unknown mechanism {name!r}; valid mechanisms: {', '.join(sorted(names))}")
+            raise InputError(f"unknown mechanism {name!r}; valid mechanisms: {', '.join(sorted(names))}")
 
     # ------------------------------------------------------------ credits
     def tenant(self, name: str, now: float = 0.0) -> None:
@@ -178,9 +178,9 @@ class Market:
         and for the residual work ``(1 - progress) * duration``.
         """
         if memory_gib is not None and (not math.isfinite(memory_gib) or memory_gib <= 0):
-            raise ValueError(f"memory_gib must be positive and finite, got {memory_gib!r}")
+            raise InputError(f"memory_gib must be positive and finite, got {memory_gib!r}")
         if progress is not None and not 0 <= progress <= 1:
-            raise ValueError(f"progress must be in [0, 1], got {progress!r}")
+            raise InputError(f"progress must be in [0, 1], got {progress!r}")
         obs = self.observations.setdefault(task_id, _Obs())
         if memory_gib is not None:
             obs.memory = float(memory_gib)

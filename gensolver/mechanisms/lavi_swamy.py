@@ -78,7 +78,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import check_options, check_seed
+from ..errors import InputError, check_options, check_seed
 from ..model import Instance
 from ..model.canonical import canonical
 from ..solvers.engine import finish, from_instance
@@ -106,22 +106,22 @@ GUARANTEE = ("truthful in expectation for a report-independent alpha (options['a
 def _check(opts: dict[str, Any], solver: Any, time_limit: Any) -> str:
     a = opts["alpha"]
     if a is not None and (isinstance(a, bool) or not isinstance(a, numbers.Real) or not math.isfinite(a) or a < 1):
-        raise ValueError(f"lavi-swamy option alpha must be None or a finite number >= 1, got {a!r}")
+        raise InputError(f"lavi-swamy option alpha must be None or a finite number >= 1, got {a!r}")
     check_seed(opts["seed"], name="lavi-swamy option seed")
     t = opts["threads"]
     if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 1):
-        raise ValueError(f"lavi-swamy option threads must be None or a positive integer, got {t!r}")
+        raise InputError(f"lavi-swamy option threads must be None or a positive integer, got {t!r}")
     if not isinstance(opts["deterministic"], bool):
-        raise ValueError(f"lavi-swamy option deterministic must be True or False, got {opts['deterministic']!r}")
+        raise InputError(f"lavi-swamy option deterministic must be True or False, got {opts['deterministic']!r}")
     if opts["payment_rule"] not in PAYMENT_RULES:
-        raise ValueError(f"lavi-swamy option payment_rule must be one of {', '.join(PAYMENT_RULES)}, "
+        raise InputError(f"lavi-swamy option payment_rule must be one of {', '.join(PAYMENT_RULES)}, "
                          f"got {opts['payment_rule']!r}")
     if solver not in ORACLES:
-        raise ValueError(f"lavi-swamy: solver is the decomposition oracle and must be one of {', '.join(ORACLES)}, "
+        raise InputError(f"lavi-swamy: solver is the decomposition oracle and must be one of {', '.join(ORACLES)}, "
                          f"got {solver!r}")
     if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
                                    or not math.isfinite(time_limit) or time_limit <= 0):
-        raise ValueError(f"time_limit must be a positive finite number of seconds or None, got {time_limit!r}")
+        raise InputError(f"time_limit must be a positive finite number of seconds or None, got {time_limit!r}")
     return str(solver)
 
 

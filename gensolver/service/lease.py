@@ -16,6 +16,8 @@ import time
 import uuid
 from typing import Any, Callable
 
+from ..errors import InputError
+
 __all__ = ["RoundLease"]
 
 _KEY = "round_timer"
@@ -47,7 +49,7 @@ class RoundLease:
         self.clock = clock
         self.holder = uuid.uuid4().hex if holder is None else str(holder)
         if not self.holder or " " in self.holder:
-            raise ValueError(f"holder: a name without spaces, got {holder!r}")
+            raise InputError(f"holder: a name without spaces, got {holder!r}")
 
     def holder_now(self) -> tuple[str, float] | None:
         """The lease row as ``(holder, until)``, or ``None`` when nobody holds it."""

@@ -31,18 +31,18 @@ def parse_gpus(spec: str) -> tuple[GpuSpec, ...]:
         A malformed group, a zero count or size, or a node named twice.
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"gpus: expected NODE:COUNTxGIB[:MODEL][,...], got {spec!r}")
+        raise InputError(f"gpus: expected NODE:COUNTxGIB[:MODEL][,...], got {spec!r}")
     out: list[GpuSpec] = []
     nodes: set[str] = set()
     for part in spec.split(","):
         m = _GPU_GROUP.match(part)
         if not m:
-            raise ValueError(f"gpus: bad group {part!r} (expected NODE:COUNTxGIB[:MODEL], e.g. node0:4x80)")
+            raise InputError(f"gpus: bad group {part!r} (expected NODE:COUNTxGIB[:MODEL], e.g. node0:4x80)")
         node, count, gib, model = m.group(1), int(m.group(2)), float(m.group(3)), m.group(4) or ""
         if count < 1 or count > 1024 or not gib > 0:
-            raise ValueError(f"gpus: group {part!r} needs 1..1024 GPUs of positive memory")
+            raise InputError(f"gpus: group {part!r} needs 1..1024 GPUs of positive memory")
         if node in nodes:
-            raise ValueError(f"gpus: node {node!r} named twice")
+            raise InputError(f"gpus: node {node!r} named twice")
         nodes.add(node)
         out.extend(GpuSpec(f"{node}-gpu{k}", gib, 1.0, node, model) for k in range(count))
     return tuple(out)
@@ -52,7 +52,7 @@ def _positive(name: str, value: Any, *, integer: bool = False, zero: bool = Fals
     ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
     if isinstance(value, bool) or not ok_type or not math.isfinite(value) or value < 0 or (value == 0 and not zero):
         kind = "integer" if integer else "number"
-        raise ValueError(f"{name}: must be a {'non-negative' if zero else 'positive'} {kind}, got {value!r}")
+        raise InputError(f"{name}: must be a {'non-negative' if zero else 'positive'} {kind}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -152,12 +152,12 @@ class Settings:
 
     def __post_init__(self) -> None:
         if not isinstance(self.db, (str, Path)) or not str(self.db):
-            raise ValueError(f"db: expected a file path, got {self.db!r}")
+            raise InputError(f"db: expected a file path, got {self.db!r}")
         parse_gpus(self.gpus)
         _positive("round_seconds", self.round_seconds, zero=True)
         _positive("round_lease_seconds", self.round_lease_seconds, zero=True)
         if 0 < self.round_lease_seconds <= self.round_seconds:
-            raise ValueError(f"round_lease_seconds: must exceed round_seconds ({self.round_seconds:g}), "
+            raise InputError(f"round_lease_seconds: must exceed round_seconds ({self.round_seconds:g}), "
                              f"got {self.round_lease_seconds:g}")
         _positive("step_seconds", self.step_seconds)
         _positive("max_body_bytes", self.max_body_bytes, integer=True)
@@ -173,14 +173,14 @@ class Settings:
                      "max_solves_per_tenant"):
             _positive(name, getattr(self, name), integer=True)
         if self.max_header_bytes < 1024:
-            raise ValueError(f"max_header_bytes: at least 1024, got {self.max_header_bytes}")
+            raise InputError(f"max_header_bytes: at least 1024, got {self.max_header_bytes}")
         if self.request_timeout <= self.max_solve_seconds:
-            raise ValueError(f"request_timeout: must exceed max_solve_seconds ({self.max_solve_seconds:g}), "
+            raise InputError(f"request_timeout: must exceed max_solve_seconds ({self.max_solve_seconds:g}), "
                              f"got {self.request_timeout:g}")
         if self.synchronous not in ("full", "normal"):
-            raise ValueError(f"synchronous: must be 'full' or 'normal', got {self.synchronous!r}")
+            raise InputError(f"synchronous: must be 'full' or 'normal', got {self.synchronous!r}")
         if not isinstance(self.market, Mapping):
-            raise ValueError(f"market: expected a mapping of MarketConfig fields, got {type(self.market).__name__}")
+            raise InputError(f"market: expected a mapping of MarketConfig fields, got {type(self.market).__name__}")
         object.__setattr__(self, "market", dict(self.market))
         self.market_config()  # unknown or bad market options are refused here
 
@@ -190,14 +190,14 @@ class Settings:
 
         unknown = set(self.market) - set(MarketConfig.__dataclass_fields__)
         if unknown:
-            raise ValueError(f"market: unknown option(s) {sorted(unknown)}; valid: {sorted(MarketConfig.__dataclass_fields__)}")
+            raise InputError(f"market: unknown option(s) {sorted(unknown)}; valid: {sorted(MarketConfig.__dataclass_fields__)}")
         config = MarketConfig(**self.market)
         given = sorted(set(self.market) - {"lease", "engine", "credit"})
         if config.engine == "credit" and given:  # options of the deprecated auction, even at their defaults
             raise InputError(f"market.{given[0]}: an option of the deprecated engine 'auction' (give engine: "
                              f"'auction' to use it); the credit engine takes its options in 'credit'")
         if config.mechanism == "lavi-swamy" and config.alpha is None:
-            raise ValueError("market.alpha: mechanism 'lavi-swamy' needs alpha fixed before the reports (e.g. "
+            raise InputError("market.alpha: mechanism 'lavi-swamy' needs alpha fixed before the reports (e.g. "
                              "--alpha 2); computed from each round's reports, the lottery is not truthful")
         return config
 

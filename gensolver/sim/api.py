@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..errors import check_seed
+from ..errors import InputError, check_seed
 from ..model.tasks import GpuSpec, Task, task_value
 from ..model.validate import is_real
 from .engine import Cluster, Event, SimError
@@ -125,19 +125,19 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
         gpus = _items("gpus", gpus, GpuSpec, "a sequence of GpuSpec")
     gpus = tuple(gpus if gpus is not None else default_gpus)
     if not gpus:
-        raise ValueError("no GPUs: pass gpus=... or a Workload with GPUs")
+        raise InputError("no GPUs: pass gpus=... or a Workload with GPUs")
     if isinstance(lease, bool) or not isinstance(lease, numbers.Integral) or lease < 1:
-        raise ValueError(f"lease must be a positive integer, got {lease!r}")
+        raise InputError(f"lease must be a positive integer, got {lease!r}")
     lease = int(lease)
     if until is not None and not (is_real(until) and math.isfinite(until) and until > 0):
-        raise ValueError(f"until must be a positive finite number or None, got {until!r}")
+        raise InputError(f"until must be a positive finite number or None, got {until!r}")
     check_seed(seed)
     if not (is_real(interference) and math.isfinite(interference) and interference >= 0):
-        raise ValueError(f"interference must be a finite number >= 0, got {interference!r}")
+        raise InputError(f"interference must be a finite number >= 0, got {interference!r}")
     if not (is_real(checkpoint_steps) and math.isfinite(checkpoint_steps) and checkpoint_steps >= 0):
-        raise ValueError(f"checkpoint_steps must be a finite number >= 0, got {checkpoint_steps!r}")
+        raise InputError(f"checkpoint_steps must be a finite number >= 0, got {checkpoint_steps!r}")
     if isinstance(faults, (str, bytes)):
-        raise ValueError(f"faults must be a sequence of Fault or str (e.g. [{faults!r}]), not a bare string")
+        raise InputError(f"faults must be a sequence of Fault or str (e.g. [{faults!r}]), not a bare string")
     fitems = _items("faults", faults, (Fault, str), "an iterable of Fault or str")
     options = _check_policy(policy, policy_options)
     flist = [parse_fault(f) if isinstance(f, str) else f for f in fitems]
@@ -191,31 +191,31 @@ def _record(s: Any) -> TaskRecord:
 def _items(arg: str, value: object, kind: type | tuple[type, ...], what: str) -> tuple[Any, ...]:
     """``value`` as a tuple whose items are all ``kind`` (ValueError naming ``arg`` otherwise)."""
     if value is None or isinstance(value, (str, bytes, Mapping)):
-        raise ValueError(f"{arg} must be {what}, got {value!r}")
+        raise InputError(f"{arg} must be {what}, got {value!r}")
     try:
         items: tuple[Any, ...] = tuple(value)  # type: ignore[call-overload,arg-type]
     except TypeError:
-        raise ValueError(f"{arg} must be {what}, got {type(value).__name__} {value!r}") from None
+        raise InputError(f"{arg} must be {what}, got {type(value).__name__} {value!r}") from None
     for k, item in enumerate(items):
         if not isinstance(item, kind):
-            raise ValueError(f"{arg}[{k}] must be {what.split(' of ')[-1]}, got {type(item).__name__} {item!r}")
+            raise InputError(f"{arg}[{k}] must be {what.split(' of ')[-1]}, got {type(item).__name__} {item!r}")
     return items
 
 
 def _check_policy(policy: object, policy_options: object) -> dict[str, Any]:
     """Check ``policy`` and ``policy_options`` before any work; return the options as a dict."""
     if not (isinstance(policy, (str, Policy)) or callable(policy)):
-        raise ValueError(f"policy must be a policy name, a Policy or a factory, got {policy!r}")
+        raise InputError(f"policy must be a policy name, a Policy or a factory, got {policy!r}")
     if policy_options is None:
         return {}
     if not isinstance(policy_options, Mapping):
-        raise ValueError(f"policy_options must be a mapping of option name to value, got {policy_options!r}")
+        raise InputError(f"policy_options must be a mapping of option name to value, got {policy_options!r}")
     options = dict(policy_options)
     bad = [k for k in options if not isinstance(k, str)]
     if bad:
-        raise ValueError(f"policy_options keys must be option names (str), got {bad[0]!r}")
+        raise InputError(f"policy_options keys must be option names (str), got {bad[0]!r}")
     if options and isinstance(policy, Policy):
-        raise ValueError("policy_options cannot be applied to a policy instance")
+        raise InputError("policy_options cannot be applied to a policy instance")
     factory: Any = policy
     if isinstance(policy, str):
         factory = POLICIES.get(policy) if policy in POLICIES else None  # get_policy reports unknown names
@@ -227,5 +227,5 @@ def _check_policy(policy: object, policy_options: object) -> dict[str, Any]:
         try:
             sig.bind(**options)
         except TypeError as exc:
-            raise ValueError(f"policy_options {options!r} do not fit policy {policy!r}: {exc}") from None
+            raise InputError(f"policy_options {options!r} do not fit policy {policy!r}: {exc}") from None
     return options
