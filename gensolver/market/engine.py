@@ -33,10 +33,8 @@ Each round boundary (every ``lease`` steps):
    best-scored task *of another tenant* left out for lack of capacity (0 when none was), kept
    within a factor ``spread`` of the mean bid per GiB-step of the other tenants' tasks (so one
    outlier cannot set a wild price): a tenant's own bids never set its price. Every task
-   holding GPUs after the round pays ``price x memory x gpus x lease`` credits for what it
-   holds, at most its income share of the round (``limit="share"``: ``income / tasks seen``, so
-   a tenant's round income covers its charges and no payment depends on which account, or which
-   false name, pays it; ``limit="balance"``: at most its tenant's balance, the earlier rule), so
+   holding GPUs after the round pays ``price x memory x gpus x lease`` credits
+   (:attr:`CreditEngine.payments`), at most its income share of the round (``limit``), so
    shading a bid buys no discount.
 
 Progress is what the scheduler observes: a running task's attained work counts its progress
@@ -58,9 +56,8 @@ task is never caught, so they change nothing in a truthful run):
 - **Forfeit.** With ``income="active"``, a caught task earns its tenant no income
   (``forfeit``): income is the fair share of a task whose report holds.
 
-Between boundaries (arrivals, completions, recoveries), waiting tasks start in score order on
-free capacity without preemption (steps 4 only, no payment: leftover capacity is free until
-the next price), so a short job never waits for a lease boundary while capacity is free.
+Between boundaries (arrivals, completions, recoveries; ``between``), waiting tasks start in
+score order on free capacity (step 4 only, no preemption, no payment).
 
 Every choice is a deterministic function of the reports and the state (ties broken by arrival
 and id): reruns give the same event log, byte for byte.
@@ -89,8 +86,7 @@ def _choice(name: str, value: Any, options: tuple[str, ...]) -> str:
 
 
 def _number(name: str, value: Any, low: float, high: float, *, open_top: bool = False) -> float:
-    """``value`` as a float in ``[low, high]`` (``[low, high)`` with ``open_top``), finite unless
-    ``high`` is infinite, else an :class:`~gensolver.errors.InputError` naming ``name``."""
+    """``value`` as a finite float in ``[low, high]`` (``[low, high)`` with ``open_top``)."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
         and low <= value and (value < high if open_top else value <= high)
     if not ok:
@@ -215,8 +211,7 @@ class CreditEngine:
                  switch_penalty: float = 0.2, max_options: int = 8, between: bool = True,
                  **options: Any) -> None:
         self.rounds: list[dict[str, Any]] = []
-        #: per task holding GPUs after the last boundary round: ``price x GiB x GPUs x lease``,
-        #: what its tenant's price asks for the round (the charge is this, capped by ``limit``)
+        #: per task holding GPUs after the last boundary round: ``price x GiB x GPUs x lease``
         self.payments: dict[str, float] = {}
         if not isinstance(between, bool):
             raise InputError(f"between must be true or false, got {between!r}")
@@ -265,13 +260,11 @@ class CreditEngine:
         """Each tenant's price per GiB-step after the last boundary round (0 when absent)."""
         return dict(self._price)
 
-    #: the engine's memory between rounds (:meth:`state`), besides the bank's balances
-    _STATE = ("_seen", "_arrived", "_price", "_worked", "_reported", "_ratio", "_slow", "_short")
+    _STATE = ("_seen", "_arrived", "_price", "_worked", "_reported", "_ratio", "_slow", "_short")  # see state()
 
     def state(self) -> dict[str, Any]:
-        """The engine's memory between rounds, JSON-ready (sets as sorted lists): with the
-        balances, what a service stores so that a restarted engine (:meth:`load_state`) clears
-        the next round as this one would."""
+        """The engine's memory between rounds, balances included, JSON-ready: what a restarted
+        engine needs (:meth:`load_state`) to clear the next round as this one would."""
         out: dict[str, Any] = {k: sorted(v) if isinstance(v, set) else v for k, v in
                                ((k.lstrip("_"), getattr(self, k)) for k in self._STATE)}
         return {**out, "balances": dict(self.bank.balances)}
