@@ -81,10 +81,10 @@ import numpy as np
 from ..errors import InputError, check_options, check_seed
 from ..model import Instance
 from ..model.canonical import canonical
-from ..solvers.engine import finish, from_instance
+from ..solvers.engine import MatrixProblem, finish, from_instance
 from .common import check_call, make_outcome
-from .decomposition import ORACLES, decompose, decomposition_summary
-from .fractional import fractional_vcg
+from .decomposition import ORACLES, Decomposition, decompose, decomposition_summary
+from .fractional import FractionalVcg, fractional_vcg
 from .outcome import Outcome
 
 __all__ = ["lavi_swamy"]
@@ -193,70 +193,118 @@ def lavi_swamy(
     P = from_instance(instance)
     fv = fractional_vcg(P, time_limit=None if det else time_limit)
     t1 = time.perf_counter()
-    if det:
-        left = None
-        iterations = 5000 if time_limit is None else max(10, min(5000, int(ITERATIONS_PER_UNIT * time_limit)))
-    else:
-        left = None if time_limit is None else max(0.1, time_limit - (t1 - t0))
-        iterations = 5000
+    left, iterations = _decomposition_budget(time_limit, det, spent=t1 - t0)
     dec = decompose(P, fv.lp.x, alpha=opts["alpha"], oracle=oracle, time_limit=left, seed=int(opts["seed"]),
                     threads=opts["threads"], max_iterations=iterations, deterministic=det)
     t2 = time.perf_counter()
+    pricing = _Pricing(instance, P, fv, proportional=opts["payment_rule"] == "value-proportional")
+    lottery, expected = _lottery(pricing, dec)
+    u, pick, drawn = _draw(dec, int(opts["seed"]))
+    x = np.zeros(P.n)
+    x[drawn] = 1.0
+    payments, bounds = _drawn_payments(pricing, drawn)
+    details = _details(pricing, dec, opts, oracle=oracle, time_limit=time_limit, det=det, lottery=lottery,
+                       expected=expected, draw={"seed": int(opts["seed"]), "u": u, "index": pick},
+                       seconds={"lp_and_pivots": t1 - t0, "decomposition": t2 - t1,
+                                "total": time.perf_counter() - t0})
     alpha = dec.alpha
-    bidders = instance.bidder_ids
-    budgets = instance.budgets
-    bids = instance.bids
-    ov = fv.owner_value
+    alloc = finish(instance, x, method=f"lavi-swamy({oracle})", proven_optimal=False, bound=fv.lp.bound,
+                   build=0.0, solve=t2 - t0, details={"alpha": alpha, "expected_welfare": details["expected_welfare"]})
+    return make_outcome("lavi-swamy", instance, alloc, payments, bounds=bounds, exact=fv.exact,
+                        message="; ".join(_notes(fv, dec, opts["alpha"], time_limit=time_limit, det=det)),
+                        details=details)
 
-    share = np.bincount(P.owner, weights=fv.lp.x, minlength=P.n_owners)
-    proportional = opts["payment_rule"] == "value-proportional"
 
-    def pay_of(j: int, cap: bool = True) -> float:
-        o = int(P.owner[j])
-        if proportional:
-            p = fv.payments[o] * float(P.values[j]) / ov[o] if ov[o] > 0 else 0.0
+def _decomposition_budget(time_limit: float | None, det: bool, *, spent: float) -> tuple[float | None, int]:
+    """The decomposition's wall-clock seconds (None: unbounded) and its column-generation iterations.
+
+    Deterministic mode bounds the iterations by ``ITERATIONS_PER_UNIT * time_limit`` and never
+    reads the clock; otherwise the decomposition gets the seconds the LPs left (at least 0.1).
+    """
+    if det:
+        return None, 5000 if time_limit is None else max(10, min(5000, int(ITERATIONS_PER_UNIT * time_limit)))
+    return (None if time_limit is None else max(0.1, time_limit - spent)), 5000
+
+
+class _Pricing:
+    """What the payment of a winning bid is read from: the fractional VCG result and the payment rule."""
+
+    def __init__(self, instance: Instance, P: MatrixProblem, fv: FractionalVcg, *, proportional: bool) -> None:
+        self.instance = instance
+        self.P = P
+        self.fv = fv
+        self.proportional = proportional
+        self.bidders = instance.bidder_ids
+        self.ov = fv.owner_value
+        self.share = np.bincount(P.owner, weights=fv.lp.x, minlength=P.n_owners)
+
+    def factor(self, j: int) -> float:
+        """The fraction of its owner's fractional VCG payment that winning bid ``j`` is charged."""
+        o = int(self.P.owner[j])
+        if self.proportional:
+            return float(self.P.values[j]) / self.ov[o] if self.ov[o] > 0 else 0.0
+        return 1.0 / self.share[o] if self.share[o] > 0 else 0.0
+
+    def pay(self, j: int, cap: bool = True) -> float:
+        """The payment of the winner of bid ``j`` (capped at its owner's budget when ``cap``)."""
+        o = int(self.P.owner[j])
+        if self.proportional:
+            p = self.fv.payments[o] * float(self.P.values[j]) / self.ov[o] if self.ov[o] > 0 else 0.0
         else:
-            p = fv.payments[o] / share[o] if share[o] > 0 else 0.0
-        b = budgets.get(bidders[o])
+            p = self.fv.payments[o] / self.share[o] if self.share[o] > 0 else 0.0
+        b = self.instance.budgets.get(self.bidders[o])
         return float(p) if b is None or not cap else float(min(p, float(b)))
 
+
+def _lottery(pricing: _Pricing, dec: Decomposition) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Every allocation of the lottery (the empty one last) with its payments, and the expected payments."""
+    P, bidders, bids = pricing.P, pricing.bidders, pricing.instance.bids
     lottery: list[dict[str, Any]] = []
     expected = {b: 0.0 for b in bidders}
     for prob, cols in zip(dec.probabilities, dec.allocations):
-        pays = {bidders[int(P.owner[j])]: pay_of(int(j)) for j in cols.tolist()}
+        pays = {bidders[int(P.owner[j])]: pricing.pay(int(j)) for j in cols.tolist()}
         for b, p in pays.items():
             expected[b] += float(prob) * p
         lottery.append({"probability": float(prob), "winners": [bids[j].id for j in sorted(cols.tolist())],
                         "payments": pays})
     lottery.append({"probability": dec.null_probability, "winners": [], "payments": {}})
-    rng = np.random.default_rng(int(opts["seed"]))
+    return lottery, expected
+
+
+def _draw(dec: Decomposition, seed: int) -> tuple[float, int, np.ndarray]:
+    """One draw from the lottery: the uniform number, the allocation's index and its bid columns."""
+    rng = np.random.default_rng(seed)
     u = float(rng.random())
     cum = np.cumsum(dec.probabilities)
     pick = int(np.searchsorted(cum, u, side="right"))  # == len(allocations): the empty allocation
     drawn = dec.allocations[pick] if pick < len(dec.allocations) else np.zeros(0, dtype=np.int64)
-    x = np.zeros(P.n)
-    x[drawn] = 1.0
+    return u, pick, drawn
+
+
+def _drawn_payments(pricing: _Pricing, drawn: np.ndarray) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    """The drawn winners' payments (uncapped: make_outcome caps them and names the bidder) and bounds."""
+    P, fv, bidders = pricing.P, pricing.fv, pricing.bidders
     payments: dict[str, float] = {}
     bounds: dict[str, tuple[float, float]] = {}
     for j in drawn.tolist():
         o = int(P.owner[j])
-        payments[bidders[o]] = pay_of(j, cap=False)  # make_outcome caps it and names the bidder
-        if proportional:
-            f = float(P.values[j]) / ov[o] if ov[o] > 0 else 0.0
-        else:
-            f = 1.0 / share[o] if share[o] > 0 else 0.0
+        payments[bidders[o]] = pricing.pay(j, cap=False)
+        f = pricing.factor(j)
         if fv.lp.converged:
             bounds[bidders[o]] = (float(fv.bounds[o, 0]) * f, float(fv.bounds[o, 1]) * f)
         else:  # the shares of an exact LP optimum are unknown: only individual rationality bounds it
             bounds[bidders[o]] = (0.0, float(P.values[j]))
-    requested = opts["alpha"]
-    truthful = requested is not None and dec.alpha_verified <= float(requested) and fv.exact
+    return payments, bounds
+
+
+def _notes(fv: FractionalVcg, dec: Decomposition, requested: Any, *, time_limit: float | None, det: bool) -> list[str]:
+    """The outcome's message: what an inexact LP, the scaling and the wall clock mean for this run."""
     notes: list[str] = []
     if not fv.exact:
         notes.append("an LP relaxation did not converge within the time limit; payment_bounds certify the "
                      "fractional VCG payments")
     if requested is None:
-        notes.append(f"alpha = {alpha:.6g} is this instance's verified ratio (not fixed before the reports): "
+        notes.append(f"alpha = {dec.alpha:.6g} is this instance's verified ratio (not fixed before the reports): "
                      "truthful in expectation given alpha only; fix options['alpha'] for the guarantee")
     elif dec.alpha_verified > float(requested):
         notes.append(f"the oracle verified only alpha = {dec.alpha_verified:.6g} > the requested {requested:g}; "
@@ -264,8 +312,19 @@ def lavi_swamy(
     if not det and time_limit is not None:
         notes.append("time_limit read as wall-clock seconds (deterministic=False): the lottery of a run stopped "
                      "by it depends on the machine's load")
+    return notes
+
+
+def _details(pricing: _Pricing, dec: Decomposition, opts: dict[str, Any], *, oracle: str, time_limit: float | None,
+             det: bool, lottery: list[dict[str, Any]], expected: dict[str, float], draw: dict[str, Any],
+             seconds: dict[str, float]) -> dict[str, Any]:
+    """``Outcome.details``: the lottery, the expectations, the scaling and the guarantee that holds."""
+    P, fv, bidders, ov = pricing.P, pricing.fv, pricing.bidders, pricing.ov
+    alpha = dec.alpha
+    requested = opts["alpha"]
+    truthful = requested is not None and dec.alpha_verified <= float(requested) and fv.exact
     lp_welfare = float(P.values @ fv.lp.x)
-    details = {
+    return {
         "budget": "none" if time_limit is None else "work units" if det else "wall clock",
         "payment_tolerance": fv.tolerance,
         "guarantee": GUARANTEE,
@@ -282,12 +341,8 @@ def lavi_swamy(
         "expected_payments": expected,
         "expected_utilities": {bidders[o]: float(ov[o]) / alpha - expected[bidders[o]] for o in range(P.n_owners)},
         "decomposition": lottery,
-        "draw": {"seed": int(opts["seed"]), "u": u, "index": pick},
+        "draw": draw,
         "decomposition_summary": decomposition_summary(dec),
-        "seconds": {"lp_and_pivots": t1 - t0, "decomposition": t2 - t1, "total": time.perf_counter() - t0},
+        "seconds": seconds,
         "pivots": len(fv.pivots),
     }
-    alloc = finish(instance, x, method=f"lavi-swamy({oracle})", proven_optimal=False, bound=fv.lp.bound,
-                   build=0.0, solve=t2 - t0, details={"alpha": alpha, "expected_welfare": details["expected_welfare"]})
-    return make_outcome("lavi-swamy", instance, alloc, payments, bounds=bounds, exact=fv.exact,
-                        message="; ".join(notes), details=details)
