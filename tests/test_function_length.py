@@ -25,7 +25,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("cli/run_cmd.py", "run_command"): (189 + MARGIN, "signal handling is being added to it; split into its backends next"),
     ("cli/slurm_run.py", "run_slurm"): (104 + MARGIN, "owned by the adapters work"),
     ("market/market.py", "Market.build"): (101 + MARGIN, "owned by the market engine work"),
-    ("sim/api.py", "simulate"): (104 + MARGIN, "owned by the simulation engine and signals work"),
     ("service/app.py", "Guard.__call__"): (108 + MARGIN, "owned by the service work (routers per resource)"),
 }
 

@@ -113,32 +113,9 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     SimError
         A fault naming a GPU or node the cluster lacks (the message names the fault).
     """
-    truths: Mapping[str, Task] = {}
-    models: Mapping[str, tuple[str, ...]] = {}
-    if isinstance(workload, Workload):
-        tasks, name, default_gpus, step_s = workload.tasks, workload.name, workload.gpus, workload.step_seconds
-        truths, models = workload.truths, workload.gpu_models
-    else:
-        tasks, name, default_gpus, step_s = _items("workload", workload, Task, "a Workload or a sequence of Task"), \
-            "tasks", (), 60.0
-    if gpus is not None:
-        gpus = _items("gpus", gpus, GpuSpec, "a sequence of GpuSpec")
-    gpus = tuple(gpus if gpus is not None else default_gpus)
-    if not gpus:
-        raise InputError("no GPUs: pass gpus=... or a Workload with GPUs")
-    if isinstance(lease, bool) or not isinstance(lease, numbers.Integral) or lease < 1:
-        raise InputError(f"lease must be a positive integer, got {lease!r}")
-    lease = int(lease)
-    if until is not None and not (is_real(until) and math.isfinite(until) and until > 0):
-        raise InputError(f"until must be a positive finite number or None, got {until!r}")
-    check_seed(seed)
-    if not (is_real(interference) and math.isfinite(interference) and interference >= 0):
-        raise InputError(f"interference must be a finite number >= 0, got {interference!r}")
-    if not (is_real(checkpoint_steps) and math.isfinite(checkpoint_steps) and checkpoint_steps >= 0):
-        raise InputError(f"checkpoint_steps must be a finite number >= 0, got {checkpoint_steps!r}")
-    if isinstance(faults, (str, bytes)):
-        raise InputError(f"faults must be a sequence of Fault or str (e.g. [{faults!r}]), not a bare string")
-    fitems = _items("faults", faults, (Fault, str), "an iterable of Fault or str")
+    tasks, name, default_gpus, step_s, truths, models = _unpack(workload)
+    gpus, lease, fitems = _check_args(gpus, default_gpus, lease=lease, until=until, seed=seed, faults=faults,
+                                      interference=interference, checkpoint_steps=checkpoint_steps)
     options = _check_policy(policy, policy_options)
     flist = [parse_fault(f) if isinstance(f, str) else f for f in fitems]
     pol = get_policy(policy, **options)
@@ -147,19 +124,9 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     t0 = time.perf_counter()
     cluster = Cluster(gpus, tasks, lease=lease, checkpoint_steps=checkpoint_steps, truths=truths, gpu_models=models,
                       interference=float(interference))
-    for spec, f in zip(fitems, flist):
-        try:
-            cluster.fault_targets(f)  # validate targets before running
-        except SimError as exc:
-            raise SimError(f"fault {spec if isinstance(spec, str) else f!r}: {exc}") from None
-    pol.attach(cluster)
-    cluster.on_pass = lambda boundary: pol.schedule(cluster, boundary)
+    _check_fault_targets(cluster, fitems, flist)
+    _run(cluster, pol, flist, until)
     env = cluster.env
-    env.process(cluster.arrivals())
-    env.process(cluster.ticks(lambda: pol.schedule(cluster, True)))
-    if flist:
-        env.process(cluster.fault_process(flist))
-    env.run(until=until)
     wall = time.perf_counter() - t0
     logger.info("simulate %s under %s: stopped at step %g after %.2f s, %d rounds, %d unfinished", name,
                 getattr(pol, "name", type(pol).__name__), float(env.now), wall, len(pol.rounds), cluster.unfinished)
@@ -174,6 +141,64 @@ def simulate(workload: Workload | Sequence[Task], *, policy: str | Policy | Call
     return SimResult(getattr(pol, "name", type(pol).__name__), name, events, MappingProxyType(records), metrics, gpus,
                      rounds, MappingProxyType(balances), float(env.now), cluster.unfinished == 0, cluster.stalled, wall,
                      step_s)
+
+
+def _unpack(workload: Workload | Sequence[Task]) -> tuple[
+        Sequence[Task], str, Sequence[GpuSpec], float, Mapping[str, Task], Mapping[str, tuple[str, ...]]]:
+    """The tasks, name, default GPUs, seconds per step, true tasks and GPU models of ``workload``."""
+    if isinstance(workload, Workload):
+        return (workload.tasks, workload.name, workload.gpus, workload.step_seconds, workload.truths,
+                workload.gpu_models)
+    tasks = _items("workload", workload, Task, "a Workload or a sequence of Task")
+    return tasks, "tasks", (), 60.0, {}, {}
+
+
+def _check_args(gpus: Sequence[GpuSpec] | None, default_gpus: Sequence[GpuSpec], *, lease: Any, until: Any,
+                seed: Any, faults: Any, interference: Any, checkpoint_steps: Any) -> tuple[
+                    tuple[GpuSpec, ...], int, Sequence[Fault | str]]:
+    """Check :func:`simulate`'s arguments before any work: the GPUs, the lease and the faults as given.
+
+    Raises :class:`~gensolver.errors.InputError` naming the bad argument.
+    """
+    if gpus is not None:
+        gpus = _items("gpus", gpus, GpuSpec, "a sequence of GpuSpec")
+    cluster_gpus = tuple(gpus if gpus is not None else default_gpus)
+    if not cluster_gpus:
+        raise InputError("no GPUs: pass gpus=... or a Workload with GPUs")
+    if isinstance(lease, bool) or not isinstance(lease, numbers.Integral) or lease < 1:
+        raise InputError(f"lease must be a positive integer, got {lease!r}")
+    if until is not None and not (is_real(until) and math.isfinite(until) and until > 0):
+        raise InputError(f"until must be a positive finite number or None, got {until!r}")
+    check_seed(seed)
+    if not (is_real(interference) and math.isfinite(interference) and interference >= 0):
+        raise InputError(f"interference must be a finite number >= 0, got {interference!r}")
+    if not (is_real(checkpoint_steps) and math.isfinite(checkpoint_steps) and checkpoint_steps >= 0):
+        raise InputError(f"checkpoint_steps must be a finite number >= 0, got {checkpoint_steps!r}")
+    if isinstance(faults, (str, bytes)):
+        raise InputError(f"faults must be a sequence of Fault or str (e.g. [{faults!r}]), not a bare string")
+    fitems = _items("faults", faults, (Fault, str), "an iterable of Fault or str")
+    return cluster_gpus, int(lease), fitems
+
+
+def _check_fault_targets(cluster: Cluster, fitems: Sequence[Fault | str], flist: Sequence[Fault]) -> None:
+    """Check that every fault names a GPU or node of ``cluster`` (:class:`SimError` naming the fault)."""
+    for spec, f in zip(fitems, flist):
+        try:
+            cluster.fault_targets(f)  # validate targets before running
+        except SimError as exc:
+            raise SimError(f"fault {spec if isinstance(spec, str) else f!r}: {exc}") from None
+
+
+def _run(cluster: Cluster, pol: Any, flist: Sequence[Fault], until: float | None) -> None:
+    """Attach ``pol`` to ``cluster``, start the arrivals, ticks and faults, and run to ``until``."""
+    pol.attach(cluster)
+    cluster.on_pass = lambda boundary: pol.schedule(cluster, boundary)
+    env = cluster.env
+    env.process(cluster.arrivals())
+    env.process(cluster.ticks(lambda: pol.schedule(cluster, True)))
+    if flist:
+        env.process(cluster.fault_process(flist))
+    env.run(until=until)
 
 
 def _record(s: Any) -> TaskRecord:
