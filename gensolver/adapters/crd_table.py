@@ -66,14 +66,11 @@ REASONS: dict[tuple[str, str], str] = {
     ("spec.containers[].args", "reader"):
         "one string, which the reader splits like a shell (a convenience); a container's args are a list",
     **{(f"spec.containers[].resources.{part}.nvidia.com/gpu", "crd"):
-       "a null, which the API server drops (the field is then absent) and the reader refuses; a float with no "
-       "fraction (2.0), an integer to JSON Schema and the API server, which the reader refuses as not an int"
+       "a float with no fraction (2.0), an integer to JSON Schema and the API server, which the reader refuses "
+       "as not an int"
        for part in ("requests", "limits")},
     **{(f"spec.containers[].resources.{part}.{key}", "reader"):
        "a float number: Kubernetes quantities are integers or strings (write '0.5')"
-       for part in ("requests", "limits") for key in ("cpu", "memory")},
-    **{(f"spec.containers[].resources.{part}.{key}", "crd"):
-       "a null, which the API server drops (the field is then absent) and the reader refuses"
        for part in ("requests", "limits") for key in ("cpu", "memory")},
     ("spec.genResources.gpuMemory.preferred", "crd"):
         "an amount that is not a whole number of bytes, one below 1 MiB without a unit (a forgotten unit), or "

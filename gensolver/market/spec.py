@@ -30,6 +30,9 @@ Quantities follow Kubernetes conventions, read by the one parser
 whole number of bytes, converted to GiB (2**30 bytes), so ``30Gi`` is 30 GiB and ``1G`` is
 0.931 GiB.
 
+A ``null`` value is the field left out, everywhere (the Kubernetes API server prunes nulls from
+fields that are not ``nullable``, so a GenTask applied to a cluster reads the same).
+
 Unknown fields under ``spec.genResources`` (and its ``gpuMemory`` and ``computeTime``) that are
 close to a known one are refused as likely typos (others are ignored); a GPU memory number
 without a unit below 1 MiB is refused as a forgotten unit.
@@ -55,7 +58,7 @@ from ..errors import InputError
 from ..model.inputs import ReadError, compose_yaml_all, loads_yaml_all, max_task_seconds, read_limited
 from ..model.quantity import QuantityError, memory_has_unit, parse_memory_bytes
 from ..model.quantity import parse_quantity as _quantity
-from ..model.tasks import Task
+from ..model.tasks import MAX_SLOWDOWN_LOG, Task
 from ..model.validate import InstanceError
 
 __all__ = ["SpecError", "parse_quantity", "parse_duration", "parse_gentask", "load_gentasks", "loads_gentasks",
@@ -287,8 +290,30 @@ def parse_gentask(doc: Any, *, step_seconds: float = 60.0, default_duration: str
         return Task(id=name, preferred_memory=pref, min_memory=mini, duration=duration, value=float(value),
                     urgency=urgency, elasticity=elasticity, compute=compute, preemptible=preemptible,
                     release=release, deadline=deadline, gpus=gpus, tenant=tenant, command=command)
-    except InstanceError as exc:  # pragma: no cover - every field is checked above
-        raise ctx.error("spec", str(exc)) from None
+    except InstanceError as exc:  # every rule is checked above in YAML terms; this names the field if one is not
+        raise ctx.error(_yaml_field(exc.pointer), exc.reason) from None
+
+
+#: :class:`~gensolver.model.tasks.Task` field -> the GenTask field it is read from
+_TASK_FIELDS = {
+    "id": "metadata.name", "tenant": "metadata.labels.tenant",
+    "preferred_memory": "spec.genResources.gpuMemory.preferred",
+    "min_memory": "spec.genResources.gpuMemory.minRequired",
+    "urgency": "spec.genResources.gpuMemory.urgencyFactor",
+    "elasticity": "spec.genResources.gpuMemory.elasticity",
+    "preemptible": "spec.genResources.computeTime.preemptible",
+    "duration": "spec.genResources.computeTime.duration",
+    "release": "spec.genResources.computeTime.arrival",
+    "deadline": "spec.genResources.computeTime.deadline",
+    "compute": "spec.genResources.gpuCompute", "value": "spec.genResources.value",
+    "gpus": "spec.containers", "command": "spec.containers[0].command",
+}
+
+
+def _yaml_field(pointer: str) -> str:
+    """The GenTask field behind a :class:`~gensolver.model.tasks.Task` error's JSON pointer
+    (``/tasks/<id>/elasticity`` -> ``spec.genResources.gpuMemory.elasticity``; ``spec`` if unknown)."""
+    return _TASK_FIELDS.get(pointer.rpartition("/")[2], "spec")
 
 
 def _header(doc: Any, ctx: _Ctx) -> tuple[str, str]:
@@ -325,6 +350,11 @@ def _memory(doc: Any, ctx: _Ctx) -> tuple[float, float, float, float]:
                                                f"({_get(doc, f'{base}.preferred', ctx)})")
     urgency = _number(_get(doc, f"{base}.urgencyFactor", ctx, default=0.5), f"{base}.urgencyFactor", ctx, lo=0, hi=1)
     elasticity = _number(_get(doc, f"{base}.elasticity", ctx, default=1.0), f"{base}.elasticity", ctx, lo=0)
+    if elasticity * math.log(pref / mini) > MAX_SLOWDOWN_LOG:
+        raise ctx.error(f"{base}.elasticity",
+                        f"{elasticity:g} is too large for minRequired {raw_min!r} of preferred "
+                        f"{_get(doc, f'{base}.preferred', ctx)!r}: the speed at minRequired, "
+                        f"(minRequired/preferred)**elasticity, is below exp(-{MAX_SLOWDOWN_LOG:g})")
     return pref, mini, urgency, elasticity
 
 
@@ -372,14 +402,15 @@ def _containers(doc: Any, ctx: _Ctx) -> tuple[int, tuple[str, ...]]:
             req = {} if res.get(part) is None else res[part]
             if not isinstance(req, Mapping):
                 raise ctx.error(f"{where}.resources.{part}", "must be a mapping")
-            if "nvidia.com/gpu" in req:
+            # a null is absent (the API server prunes nulls from fields that are not nullable)
+            if req.get("nvidia.com/gpu") is not None:
                 f = f"{where}.resources.{part}.nvidia.com/gpu"
                 n = req["nvidia.com/gpu"]
                 if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                     raise ctx.error(f, f"must be a positive integer, got {n!r}")
                 gpus = max(gpus, n)
             for key in ("cpu", "memory"):
-                if key in req:
+                if req.get(key) is not None:
                     _wrap(parse_quantity, ctx, f"{where}.resources.{part}.{key}", req[key])
         if k == 0:
             command = tuple(_argv(c.get("command"), f"{where}.command", ctx) + _argv(c.get("args"), f"{where}.args", ctx))

@@ -131,3 +131,11 @@ def test_a_stale_reason_is_caught(rows: list[crd_table.FieldRow], monkeypatch: p
     monkeypatch.setitem(crd_table.ONE_SIDED, "spec.genResources.value", "no longer true")
     assert unexplained(rows) == ["ONE_SIDED['spec.genResources.value'] is stale",
                                  "REASONS[('spec.genResources.value', 'crd')] is stale"]
+
+
+def test_a_null_is_read_alike_on_both_sides(rows: list[crd_table.FieldRow]) -> None:
+    """The API server prunes a null from a non-nullable field (every field of the CRD) and the
+    reader reads a null as the field left out: the ``None`` probe never divides the two sides."""
+    assert None in crd_table.PROBES
+    assert [r.field for r in rows if "None" in r.reader_only + r.crd_only] == []
+    assert all(not node.get("nullable") for node in map(crd_table._crd_node, crd_fields()) if node is not None)

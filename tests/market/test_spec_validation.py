@@ -7,6 +7,7 @@ parser) and checks the field path and the reason in the :class:`SpecError`.
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +175,54 @@ def test_a_gentask_duration_is_bounded(monkeypatch) -> None:
     monkeypatch.setenv("GENSOLVER_MAX_TASK_SECONDS", "60")
     with pytest.raises(SpecError, match="over the limit of 60 s"):
         loads_gentasks(doc % "2m")
+
+
+@pytest.mark.parametrize("part, key", [(p, k) for p in ("requests", "limits") for k in ("cpu", "memory", "nvidia.com/gpu")])
+def test_a_null_resource_is_the_field_left_out(part: str, key: str) -> None:
+    """A ``null`` is an absent field everywhere, container resources included (the API server
+    prunes nulls from non-nullable fields, so the cluster's object has no such key either); a
+    value of the wrong type there is still refused."""
+    doc = copy.deepcopy(BASE)
+    res = doc["spec"]["containers"][0]["resources"]
+    res.setdefault(part, {}).pop(key, None)
+    without = loads_gentasks(yaml.safe_dump(doc))
+    res[part][key] = None
+    assert loads_gentasks(yaml.safe_dump(doc)) == without
+    res[part][key] = "lots" if key != "nvidia.com/gpu" else "2"
+    with pytest.raises(SpecError) as exc:
+        loads_gentasks(yaml.safe_dump(doc))
+    assert exc.value.field == f"spec.containers[0].resources.{part}.{key}", str(exc.value)
+
+
+def test_a_too_large_elasticity_names_its_yaml_field() -> None:
+    """The speed at minRequired, (minRequired/preferred)**elasticity, must stay above exp(-700):
+    18Gi of 30Gi allows elasticity up to 700 / ln(30/18) = 1370.3; the error names the YAML field
+    and its line, not the task model's JSON pointer."""
+    limit = 700 / math.log(30 / 18)
+    assert loads_gentasks(_yaml("spec.genResources.gpuMemory.elasticity", math.floor(limit)))[0].elasticity \
+        == math.floor(limit)
+    with pytest.raises(SpecError) as exc:
+        loads_gentasks(_yaml("spec.genResources.gpuMemory.elasticity", math.ceil(limit)), source="t.yaml")
+    assert exc.value.field == "spec.genResources.gpuMemory.elasticity", str(exc.value)
+    assert str(exc.value).startswith("t.yaml: document 1 (line ") and "/tasks/" not in str(exc.value)
+    assert "minRequired '18Gi' of preferred '30Gi'" in str(exc.value)
+
+
+def test_a_task_rule_the_reader_does_not_check_still_names_a_yaml_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should the task model gain a rule the reader does not check first, its error still names
+    the GenTask field (mapped from the model's JSON pointer), never ``/tasks/<id>/...``."""
+    from gensolver.market import spec
+    from gensolver.model.validate import InstanceError
+
+    def refuses(**kw: Any) -> Any:
+        raise InstanceError(f"/tasks/{kw['id']}/release", "a new rule")
+
+    monkeypatch.setattr(spec, "Task", refuses)
+    with pytest.raises(SpecError) as exc:
+        loads_gentasks(_yaml("metadata.name", "a/b"), source="t.yaml")
+    assert exc.value.field == "spec.genResources.computeTime.arrival" and "a new rule" in str(exc.value)
+    assert "/tasks/" not in str(exc.value) and exc.value.line is not None
+    monkeypatch.setattr(spec, "Task", lambda **kw: (_ for _ in ()).throw(InstanceError("/tasks/x/other", "y")))
+    with pytest.raises(SpecError) as exc:
+        loads_gentasks(_yaml())
+    assert exc.value.field == "spec"
