@@ -165,8 +165,6 @@ READER_ONLY: tuple[tuple[str, dict[str, Any]], ...] = (
      {"spec.genResources.gpuMemory.preferred": "1000"}),
     ("a zero duration written as a string (a pattern cannot tell '0m' from '10m' cheaply)",
      {"spec.genResources.computeTime.duration": "0m"}),
-    ("a null GPU count (the cluster drops the null)",
-     {"spec.containers[0].resources.limits": {"nvidia.com/gpu": None}}),
 )
 #: accepted by the reader, refused by the CRD (Kubernetes conventions): (why, the change)
 CRD_ONLY: tuple[tuple[str, dict[str, Any]], ...] = (

@@ -74,7 +74,9 @@ GOOD = [{}, {f"{G}.gpuCompute": "500m"}, {f"{G}.gpuCompute": "0.5"}, {f"{G}.gpuC
         {f"{G}.priorityClass": "batch"}, {"spec.schedulerName": "gensolver"},
         {f"{C0}.command": ["python"], f"{C0}.args": ["train.py", "--epochs", "3"]},
         {f"{C0}.resources.requests.cpu": "500m", f"{C0}.resources.requests.memory": "1.5Gi"},
-        {f"{G}.computeTime.preemptible": False}, {"spec.containers": DELETE}]
+        {f"{G}.computeTime.preemptible": False}, {"spec.containers": DELETE},
+        {f"{C0}.resources.limits": {"nvidia.com/gpu": None}},  # a null is the field left out, on both sides
+        {f"{C0}.resources.requests": {"cpu": None, "memory": None}}]
 #: refused by both
 BAD = [{"spec.genResources": DELETE}, {f"{G}.gpuMemory.preferred": DELETE}, {f"{G}.gpuMemory": DELETE},
        {f"{G}.gpuMemory.preferred": "30Gx"}, {f"{G}.gpuMemory.preferred": "abc"},
