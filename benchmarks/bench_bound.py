@@ -10,7 +10,8 @@ all, average JCT, ``jct/bound`` (1 = optimal), welfare over its upper bound, mem
 held, and the simulation's wall time.
 
 Run: ``python benchmarks/bench_bound.py`` (``--configs 2x16`` restricts to those
-``NODESxCOMPRESS`` configurations; ``--no-auction`` skips the slow combinatorial auction;
+``NODESxCOMPRESS`` configurations; by default every registered policy and ``market:clearing=solver``
+(the market cleared by the solver layer), which ``--no-solver`` skips;
 ``--policies a,b`` picks policies, each ``name`` or ``name:key=value+key=value`` with
 options, e.g. ``market:clearing=solver``).
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_market import _cell, _configs, policy_spec, workloads  # noqa: E402
+from bench_market import SOLVER_CLEARED, _cell, _configs, policy_spec, workloads  # noqa: E402
 
 from gensolver.sim import list_policies, offline_bound, simulate  # noqa: E402
 
@@ -38,7 +39,7 @@ def rows_for(w, policies):
             "avg_jct": b.avg_jct, "jct/bound": 1.0, "welfare/bound": 1.0, "mem_used": None, "mem_held": None,
             "seconds": b.seconds}]
     for p in policies:
-        name, opts = policy_spec(p)  # "auction": a deprecated alias of market with clearing=solver
+        name, opts = policy_spec(p)
         r = simulate(w, policy=name, policy_options=opts or None)
         m = r.metrics
         out.append({"workload": w.name, "gpus": len(w.gpus), "policy": p, "done": f"{m.completed}/{len(w.tasks)}",
@@ -52,10 +53,11 @@ def rows_for(w, policies):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", type=_configs, help="NODESxCOMPRESS,... (default: 2x16,4x16)")
-    ap.add_argument("--no-auction", action="store_true")
+    ap.add_argument("--no-solver", "--no-auction", dest="no_solver", action="store_true",
+                    help=f"skip {SOLVER_CLEARED} (old name: --no-auction)")
     ap.add_argument("--policies", type=lambda s: tuple(s.split(",")), help="comma-separated (default: all)")
     a = ap.parse_args(argv)
-    policies = a.policies or tuple(p for p in list_policies() if not (a.no_auction and p == "auction"))
+    policies = a.policies or (*list_policies(), *(() if a.no_solver else (SOLVER_CLEARED,)))
     t0 = time.perf_counter()
     rows = []
     for nodes, compress in a.configs or CONFIGS:

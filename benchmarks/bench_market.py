@@ -10,7 +10,7 @@ Printed, one run:
 1. per configuration and policy: average JCT, Jain's index, memory utilisation, welfare
    achieved (true value of work done), deadline hit rate, value-weighted JCT, sharing
    incentive, envy, preemptions, simulation wall time, and whether the run was byte-identical
-   when repeated (``market`` and ``auction``);
+   when repeated (``market``, either clearing);
 2. the goal checks for ``market`` against ``finish-time-fair`` and the others;
 3. the same for packing, MPS, finish-time-fair and the market with memory-bandwidth
    interference 0.2 between co-located tasks under every policy;
@@ -33,7 +33,7 @@ is the workload above; seed ``k > 0`` draws, with ``numpy.random.default_rng(k)`
   ``[-JITTER_STEPS, JITTER_STEPS]`` (clipped at 0), and new deadlines (``with_deadlines(seed=k)``).
 
 Run: ``python benchmarks/bench_market.py`` (``--quick``: the first configuration only, fewer
-liars; ``--no-lies``; ``--no-auction`` skips the slow combinatorial auction;
+liars; ``--no-lies``; ``--no-solver`` skips the solver-cleared market (``--no-auction``: old name);
 ``--configs 4x16,2x16`` restricts to those ``NODESxCOMPRESS`` configurations;
 ``--lie-policies market`` restricts the lie table to those policies;
 ``--seeds 3`` the lie table over 3 workload draws, without the policy tables).
@@ -41,11 +41,11 @@ liars; ``--no-lies``; ``--no-auction`` skips the slow combinatorial auction;
 Issue 27 (one market engine, no task left behind): every policy row shows ``done``
 (finished / total: an average over finished tasks alone flatters a policy that strands
 tasks) and the p95 JCT; the table "issue 27 goals per market engine" checks each engine
-(``market``, ``auction``) against finish-time-fair and the best other policy (overloaded:
+(``market`` and ``market:clearing=solver``) against finish-time-fair and the best other policy (overloaded:
 JCT <= 0.85x FTF, p95, Jain and deadlines no worse than the best; comfortable, 28 GPUs x4:
 within 1% of the best on every metric; every task done; wall time <= 5x FTF's).
 
-- ``--policy-seeds 3 --policies finish-time-fair,market,auction,fcfs-packing``: the policy
+- ``--policy-seeds 3 --policies finish-time-fair,market,market:clearing=solver,fcfs-packing``: the policy
   table and the engine goals over 3 workload draws (seeds as above), nothing else;
 - ``--clear-time``: one auction round of the 300 Alibaba pods (all arrived) on 28 GPUs, with
   the default admission (``max_bidders``) and with all 300 admitted, and the credit market's
@@ -76,8 +76,10 @@ from gensolver.sim.workload import with_deadlines
 
 TRACE = default_trace_dir() / "alibaba-gpu-2023"  # `gensolver traces fetch alibaba` puts it there
 CONFIGS = ((4, 4.0), (4, 16.0), (2, 16.0))  # (Alibaba nodes, compress)
+#: the one market with its rounds cleared by the solver layer (the retired ``auction`` name ran this)
+SOLVER_CLEARED = "market:clearing=solver"
 POLICIES = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "time-slicing", "mps", "mig", "finish-time-fair",
-            "auction", "market")
+            SOLVER_CLEARED, "market")
 LIE_POLICIES = ("market", "finish-time-fair", "fcfs-packing")
 SEED = 0
 #: seeds k > 0 move each Alibaba pod's arrival by a whole number of steps in [-JITTER_STEPS, JITTER_STEPS]
@@ -125,7 +127,7 @@ def policy_spec(text: str) -> tuple[str, dict]:
     return name, opts
 
 
-def run_table(ws, policies, *, repeat=("market", "auction"), interference=0.0):
+def run_table(ws, policies, *, repeat=("market",), interference=0.0):
     """One row per workload and policy (``name`` or ``name:key=value+key=value`` with options)."""
     rows = []
     for w in ws:
@@ -179,8 +181,8 @@ def goals(rows):
     return out
 
 
-#: the market engines measured against issue 27's goals (``auction``: the combinatorial auction)
-ENGINES = ("market", "auction")
+#: the market engine measured against issue 27's goals, under any options (``market:clearing=solver``...)
+ENGINES = ("market",)
 
 
 def engine_goals(rows, *, compress: float):
@@ -404,7 +406,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-lies", action="store_true")
-    ap.add_argument("--no-auction", action="store_true")
+    ap.add_argument("--no-solver", "--no-auction", dest="no_solver", action="store_true",
+                    help=f"skip {SOLVER_CLEARED} (the market cleared by the solver layer; old name: auction)")
     ap.add_argument("--json", type=Path, help="also write every table to this JSON file")
     ap.add_argument("--configs", type=_configs, help="NODESxCOMPRESS,... (default: all of CONFIGS)")
     ap.add_argument("--lie-policies", type=lambda s: tuple(s.split(",")), default=LIE_POLICIES,
@@ -427,7 +430,7 @@ def main(argv=None):
     if unknown:
         ap.error(f"--lie-policies: unknown {sorted(unknown)}; choose from {', '.join(LIE_POLICIES)}")
     configs = a.configs or (CONFIGS[:1] if a.quick else CONFIGS)
-    policies = tuple(p for p in POLICIES if not (a.no_auction and p == "auction"))
+    policies = tuple(p for p in POLICIES if not (a.no_solver and p == SOLVER_CLEARED))
     t0 = time.perf_counter()
     if a.clear_time:
         show(clear_time(), "one auction round: 300 candidates (Alibaba list, all arrived) on 28 GPUs")

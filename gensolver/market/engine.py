@@ -25,8 +25,8 @@ Each round boundary (every ``lease`` steps):
    order, each at its preferred memory, a running task keeping its GPUs when they still fit.
    Running preemptible tasks left out are preempted (checkpoint cost).
 4. **Backfill (work-conserving).** Waiting tasks still left out then start, in score order, on
-   whatever is free now: at preferred memory where it fits, else (``backfill="elastic"``) with
-   less memory, at least their minimum, on the GPUs with the most free memory; running tasks
+   whatever is free now: at preferred memory where it fits, else (``backfill="elastic"``, the
+   default) with less memory, at least their minimum, on the GPUs with the most free memory; running tasks
    below their preferred memory grow into freed memory. Starts go through
    :meth:`Pool.start`, which refuses any placement over capacity.
 5. **Payment.** A tenant's price per GiB-step this round is the bid per GiB-step of the
@@ -104,9 +104,9 @@ class CreditEngine:
 
     Parameters
     ----------
-    backfill : {"preferred", "elastic", "none"}, keyword-only
-        How left-out tasks use free capacity after a clearing (``"none"`` is not
-        work-conserving; kept for comparison).
+    backfill : {"elastic", "preferred", "none"}, keyword-only
+        Left-out tasks start on free capacity at preferred memory, else at least their minimum
+        (``"elastic"``: work-conserving); only at preferred memory, or never (kept to compare).
     density : {"work", "size"}, keyword-only
         Bids are per GiB-step of remaining work (``"work"``: Smith's rule, the deferral cost
         per unit of work, short urgent tasks first) or per GiB (``"size"``).
@@ -203,7 +203,7 @@ class CreditEngine:
         ``rho_power``, ``credit_power``, ``spread``, ``cap``).
     """
 
-    def __init__(self, *, backfill: str = "preferred", density: str = "work", overrun: float = 1e-3,
+    def __init__(self, *, backfill: str = "elastic", density: str = "work", overrun: float = 1e-3,
                  evidence: bool = True, verify_memory: bool = True, income: str = "arrivals",
                  forfeit: bool = True, tail: float = 0.0, limit: str = "share", calibrate: str = "max",
                  pay_back: bool = True, tolerance: float = 0.05, smith: float = 0.0, clearing: str = "greedy",
