@@ -162,23 +162,62 @@ def run_command(
     market: Optional[str] = typer.Option(None, "--market", help="PLAN_FILE is GenTask YAML: clear rounds with the market engine (CreditEngine) and run each round's plan; JSON of gpus, lease, step_seconds, max_rounds, credit (e.g. '{\"lease\": 5}')."),
 ) -> None:
     """Execute PLAN_FILE: launch, watch, preempt and journal each task's processes (with --market: GenTasks, round by round)."""
-    from ..executor import (
-        BackendError,
-        ExecutorError,
-        ExecutorPolicy,
-        Journal,
-        JournalError,
-        PlanError,
-        PlanRunner,
-        check_plan,
-        parse_memory,
-        read_plan,
-        resolve_devices,
-    )
-    from ..executor.execution import EXECUTION_BACKENDS, PlanDevicesError
-    from ..executor.runner import OVER_GRANT_POLICIES
+    from ..executor import ExecutorPolicy
+    from ..executor.execution import EXECUTION_BACKENDS
 
     # options first: nothing is read, created or launched before they are all good
+    tolerance, log_cap = _check_run_options(backend, mps=mps, sim_devices=sim_devices, sim_state=sim_state,
+                                            over_grant=over_grant, over_grant_tolerance=over_grant_tolerance,
+                                            preempt=preempt, lost=lost, log_max_bytes=log_max_bytes,
+                                            time_scale=time_scale, grace=grace, poll=poll, timeout=timeout)
+    target = EXECUTION_BACKENDS.get(backend)
+    if market is not None:  # gensolver.cli.run_market: GenTasks round by round through the one market engine
+        from .run_market import market_command
+
+        refused = {"--journal": journal is not None, "--feedback": feedback is not None, "--device-map": bool(device_map),
+                 "--tenant-map": tenant_map is not None, "--sim-state": sim_state is not None, "--timeout": timeout is not None,
+                 "--log-dir": log_dir is not None, "--mps": mps}
+        return market_command(plan_file, market, backend=backend, given=refused, sim_devices=sim_devices,
+                              time_scale=time_scale, poll=poll, as_json=as_json,
+                              policy=ExecutorPolicy(over_grant=over_grant, over_grant_tolerance=tolerance, grace=grace,
+                                                    preempt=preempt, lost=lost))
+    # where results go: checked before any work
+    check_output_file(journal, "--journal")
+    check_output_file(feedback, "--feedback")
+    check_output_dir(log_dir, "--log-dir")
+    if target.submits:  # Slurm runs the jobs (gensolver.cli.slurm_run, gensolver.adapters.slurm)
+        from .slurm_run import run_slurm
+
+        run_slurm(plan_file, device_map=device_map, journal=journal, time_scale=time_scale, grace=grace,
+                  poll=max(poll, 0.5), timeout=timeout, log_dir=log_dir, as_json=as_json, tenant_map=tenant_map,
+                  options={"--feedback": feedback, "--over-grant": over_grant != "warn",
+                           "--over-grant-tolerance": tolerance != 0, "--preempt": preempt != "plan",
+                           "--lost": lost != "restart"})
+        return
+    if tenant_map is not None:
+        fail("--tenant-map: only with --backend slurm (it maps tenants to Slurm accounts)")
+    state = _local_outputs(target, plan_file, sim_state=sim_state, journal=journal, feedback=feedback,
+                           log_dir=log_dir)
+    plan = _read_checked_plan(plan_file)
+    mapping = _device_map(device_map, [d.id for d in plan.devices])
+    resumed, time_scale = _resume_journal(journal, plan, time_scale)
+    policy = ExecutorPolicy(over_grant=over_grant, over_grant_tolerance=tolerance, grace=grace, preempt=preempt,
+                            lost=lost)
+    gpu = _open_devices(target, plan, plan_file, mps=mps, sim_devices=sim_devices, state=state)
+    report = _execute(plan, plan_file, gpu, mapping, backend=backend, resumed=resumed, journal=journal,
+                      policy=policy, time_scale=time_scale, poll=poll, log_dir=log_dir, log_cap=log_cap,
+                      timeout=timeout, as_json=as_json)
+    _show_report(report, plan, plan_file, as_json=as_json, feedback=feedback)
+
+
+def _check_run_options(backend: str, *, mps: bool, sim_devices: list[str], sim_state: Path | None, over_grant: str,
+                       over_grant_tolerance: str, preempt: str, lost: str, log_max_bytes: str, time_scale: float,
+                       grace: float, poll: float, timeout: float | None) -> tuple[int, int]:
+    """Exit 2 for a bad ``run`` option; the over-grant tolerance and the log cap in bytes."""
+    from ..executor import parse_memory
+    from ..executor.execution import EXECUTION_BACKENDS
+    from ..executor.runner import OVER_GRANT_POLICIES
+
     if backend not in EXECUTION_BACKENDS:
         fail(f"--backend: unknown backend {backend!r}; choose one of: {', '.join(EXECUTION_BACKENDS)}")
     target = EXECUTION_BACKENDS.get(backend)
@@ -207,31 +246,12 @@ def run_command(
     _number(grace, "--grace", positive=False)
     _number(poll, "--poll")
     _number(timeout, "--timeout")
-    if market is not None:  # gensolver.cli.run_market: GenTasks round by round through the one market engine
-        from .run_market import market_command
+    return tolerance, log_cap
 
-        refused = {"--journal": journal is not None, "--feedback": feedback is not None, "--device-map": bool(device_map),
-                 "--tenant-map": tenant_map is not None, "--sim-state": sim_state is not None, "--timeout": timeout is not None,
-                 "--log-dir": log_dir is not None, "--mps": mps}
-        return market_command(plan_file, market, backend=backend, given=refused, sim_devices=sim_devices,
-                              time_scale=time_scale, poll=poll, as_json=as_json,
-                              policy=ExecutorPolicy(over_grant=over_grant, over_grant_tolerance=tolerance, grace=grace,
-                                                    preempt=preempt, lost=lost))
-    # where results go: checked before any work
-    check_output_file(journal, "--journal")
-    check_output_file(feedback, "--feedback")
-    check_output_dir(log_dir, "--log-dir")
-    if target.submits:  # Slurm runs the jobs (gensolver.cli.slurm_run, gensolver.adapters.slurm)
-        from .slurm_run import run_slurm
 
-        run_slurm(plan_file, device_map=device_map, journal=journal, time_scale=time_scale, grace=grace,
-                  poll=max(poll, 0.5), timeout=timeout, log_dir=log_dir, as_json=as_json, tenant_map=tenant_map,
-                  options={"--feedback": feedback, "--over-grant": over_grant != "warn",
-                           "--over-grant-tolerance": tolerance != 0, "--preempt": preempt != "plan",
-                           "--lost": lost != "restart"})
-        return
-    if tenant_map is not None:
-        fail("--tenant-map: only with --backend slurm (it maps tenants to Slurm accounts)")
+def _local_outputs(target: Any, plan_file: Path, *, sim_state: Path | None, journal: Path | None,
+                   feedback: Path | None, log_dir: Path | None) -> Path | None:
+    """The simulated state folder (``JOURNAL.sim`` by default); exit 2 when two outputs collide."""
     state = sim_state
     state_option = "--sim-state"
     if "sim_state" in target.takes and state is None and journal is not None:
@@ -242,6 +262,12 @@ def run_command(
         if path is not None and _same_file(path, plan_file):
             fail(f"{option}: {path} is the plan file; choose another path")
     _distinct_outputs({"--journal": journal, "--feedback": feedback}, {"--log-dir": log_dir, state_option: state})
+    return state
+
+
+def _read_checked_plan(plan_file: Path) -> Any:
+    """The plan in ``plan_file``; exit 2 when it cannot be read or breaks a device's capacity."""
+    from ..executor import PlanError, check_plan, read_plan
 
     try:
         plan = read_plan(plan_file)
@@ -252,32 +278,44 @@ def run_command(
         for v in check.violations:
             err_console.print(f"violation: {escape(str(v))}", highlight=False, soft_wrap=True)
         fail(f"{plan_file}: the plan breaks device capacities (see above)")
-    mapping = _device_map(device_map, [d.id for d in plan.devices])
-    if journal is not None and journal.exists():
-        # refuse a file that is not this plan's journal before anything is created or launched
-        try:
-            with Journal(journal) as old:
-                first = old.records[0] if old.records else None
-        except JournalError as exc:
-            fail(f"--journal: {exc}")
-        if first is not None:
-            if first.get("event") != "plan" or first.get("digest") != plan.digest:
-                fail(f"--journal: {journal} was written for another plan (digest {first.get('digest')!r}, "
-                     f"this plan {plan.digest!r})")
-            kept = first.get("time_scale")
-            if isinstance(kept, (int, float)) and kept != time_scale:
-                err_console.print(f"[yellow]warning:[/] --time-scale {time_scale:g} is ignored: the journal keeps "
-                                  f"its time scale {kept:g}", highlight=False, soft_wrap=True)
-                time_scale = float(kept)
-        resumed = first is not None
-    else:
-        resumed = False
-    policy = ExecutorPolicy(over_grant=over_grant, over_grant_tolerance=tolerance, grace=grace, preempt=preempt,
-                            lost=lost)
+    return plan
+
+
+def _resume_journal(journal: Path | None, plan: Any, time_scale: float) -> tuple[bool, float]:
+    """Whether ``journal`` resumes a run of ``plan``, and the time scale to use (the journal's own).
+
+    Exit 2 for a file that is not this plan's journal, before anything is created or launched.
+    """
+    from ..executor import Journal, JournalError
+
+    if journal is None or not journal.exists():
+        return False, time_scale
+    try:
+        with Journal(journal) as old:
+            first = old.records[0] if old.records else None
+    except JournalError as exc:
+        fail(f"--journal: {exc}")
+    if first is not None:
+        if first.get("event") != "plan" or first.get("digest") != plan.digest:
+            fail(f"--journal: {journal} was written for another plan (digest {first.get('digest')!r}, "
+                 f"this plan {plan.digest!r})")
+        kept = first.get("time_scale")
+        if isinstance(kept, (int, float)) and kept != time_scale:
+            err_console.print(f"[yellow]warning:[/] --time-scale {time_scale:g} is ignored: the journal keeps "
+                              f"its time scale {kept:g}", highlight=False, soft_wrap=True)
+            time_scale = float(kept)
+    return first is not None, time_scale
+
+
+def _open_devices(target: Any, plan: Any, plan_file: Path, *, mps: bool, sim_devices: list[str],
+                  state: Path | None) -> Any:
+    """The backend's devices for ``plan``; exit 3 when the backend is unavailable, 2 for a bad option."""
+    from ..executor import BackendError
+    from ..executor.execution import PlanDevicesError
 
     assert target.open is not None  # an entry that does not submit opens its devices
     try:
-        gpu = target.open(plan, mps=mps, sim_devices=sim_devices, state_dir=state)
+        return target.open(plan, mps=mps, sim_devices=sim_devices, state_dir=state)
     except BackendError as exc:
         fail(str(exc), EXIT_BACKEND_UNAVAILABLE)
     except PlanDevicesError as exc:
@@ -287,19 +325,37 @@ def run_command(
     except ValueError as exc:  # a bad --sim-devices spec
         msg = str(exc)
         fail(msg if msg.startswith("--sim-devices") else f"--sim-devices: {msg}")
+
+
+def _resolve_plan_devices(plan: Any, plan_file: Path, gpu: Any, mapping: dict[str, str]) -> None:
+    """Exit 2 unless every plan device names its own, large enough device of ``gpu``."""
+    from ..executor import ExecutorError, resolve_devices
+
+    taken: dict[str, str] = {}
+    for name in sorted({e.device for e in plan.entries}):
+        try:
+            uuid = resolve_devices([name], gpu, mapping)[name]
+        except ExecutorError as exc:
+            fail(f"--device-map: {exc}" if name in mapping else f"{plan_file}: {exc}")
+        if uuid in taken:  # two plan devices on one device: their grants would overlap
+            other = taken[uuid]
+            where = "--device-map" if name in mapping or other in mapping else str(plan_file)
+            fail(f"{where}: plan devices {other!r} and {name!r} both name the {gpu.name} device {uuid}")
+        taken[uuid] = name
+    _check_device_sizes(plan, gpu, {name: uuid for uuid, name in taken.items()}, plan_file)
+
+
+def _execute(plan: Any, plan_file: Path, gpu: Any, mapping: dict[str, str], *, backend: str, resumed: bool,
+             journal: Path | None, policy: Any, time_scale: float, poll: float, log_dir: Path | None,
+             log_cap: int, timeout: float | None, as_json: bool) -> Any:
+    """Run ``plan`` on ``gpu`` to its end (closing ``gpu``) and return the runner's report.
+
+    Exit 2 for a plan or journal the runner refuses, 1 on ``--timeout``.
+    """
+    from ..executor import ExecutorError, JournalError, PlanRunner
+
     try:
-        taken: dict[str, str] = {}
-        for name in sorted({e.device for e in plan.entries}):
-            try:
-                uuid = resolve_devices([name], gpu, mapping)[name]
-            except ExecutorError as exc:
-                fail(f"--device-map: {exc}" if name in mapping else f"{plan_file}: {exc}")
-            if uuid in taken:  # two plan devices on one device: their grants would overlap
-                other = taken[uuid]
-                where = "--device-map" if name in mapping or other in mapping else str(plan_file)
-                fail(f"{where}: plan devices {other!r} and {name!r} both name the {gpu.name} device {uuid}")
-            taken[uuid] = name
-        _check_device_sizes(plan, gpu, {name: uuid for uuid, name in taken.items()}, plan_file)
+        _resolve_plan_devices(plan, plan_file, gpu, mapping)
         _say_how_long(plan.horizon, time_scale, backend, resumed=resumed)
         with _clean_warnings():
             with task_progress(len(plan.tasks), label=f"running {plan.name or plan_file.name}",
@@ -307,7 +363,7 @@ def run_command(
                 ex = PlanRunner(plan, backend=gpu, journal=journal, policy=policy, time_scale=time_scale,
                                 poll_interval=poll, device_map=mapping, log_dir=log_dir, on_event=on_event,
                                 log_max_bytes=log_cap)
-                report = ex.run(timeout=timeout)
+                return ex.run(timeout=timeout)
     except ExecutorError as exc:
         fail(f"{plan_file}: {exc}")
     except JournalError as exc:
@@ -321,6 +377,10 @@ def run_command(
         fail(_os_error(exc))
     finally:
         gpu.close()
+
+
+def _show_report(report: Any, plan: Any, plan_file: Path, *, as_json: bool, feedback: Path | None) -> None:
+    """Print the report, then write ``--feedback``; exit 1 when some task failed."""
     # the results are shown before --feedback is written, so a failing write loses nothing
     if as_json:
         print_json(report.to_dict())
