@@ -86,8 +86,28 @@ from .records import Assignment, Candidate, Clearing, CreditEntry, MarketConfig,
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MarketConfig", "Candidate", "Reservation", "Assignment", "Clearing", "CreditEntry", "Market",
-           "MECHANISMS_BUILTIN", "worth"]
+#: the mechanisms whose own ``deterministic`` option puts every solve they make (the main solve,
+#: VCG's pivots, the core's separation solves) on the work budget of method ``auto``
+WORK_BUDGET_MECHANISMS = frozenset({"vcg", "core"})
+
+
+def work_budget_options(mechanism: Any, method: Any, config: MarketConfig) -> dict[str, Any] | None:
+    """The ``run_mechanism`` options of a deterministic round of ``mechanism`` (a name), or ``None``.
+
+    With ``config.deterministic`` and method ``auto`` (the name, or a callable named so), the
+    mechanisms of :data:`WORK_BUDGET_MECHANISMS` are run with ``method="auto"`` by name and
+    these options, so that their pivots or separation solves read ``time_limit`` as work units
+    too; handed a callable method they would read it as wall-clock seconds.
+    """
+    if not (config.deterministic and isinstance(mechanism, str) and mechanism in WORK_BUDGET_MECHANISMS):
+        return None
+    if getattr(method, "__name__", method) != "auto":
+        return None
+    return {"threads": config.threads, "deterministic": True}
+
+
+__all__ = ["WORK_BUDGET_MECHANISMS", "work_budget_options", "MarketConfig", "Candidate", "Reservation",
+           "Assignment", "Clearing", "CreditEntry", "Market", "MECHANISMS_BUILTIN", "worth"]
 
 #: mechanisms the market implements itself when :mod:`gensolver.mechanisms` is absent
 MECHANISMS_BUILTIN = ("pay-as-bid", "others-price")
@@ -405,6 +425,10 @@ class Market:
         except ImportError:  # pragma: no cover - mechanisms ship with the package
             run_mechanism = None  # type: ignore[assignment]
         cfg = self.config
+        work = work_budget_options(mech, method, cfg)
+        if work is not None:
+            out = run_mechanism(inst, mechanism=mech, method="auto", time_limit=limit, options=work)
+            return self._from_outcome(out)
         if method == "auto" and cfg.deterministic:
             threads = cfg.threads
 
@@ -434,6 +458,11 @@ class Market:
                                 time_limit=limit, options=lavi)
         else:
             out = run_mechanism(inst, mechanism=mech, method=method, time_limit=limit)
+        return self._from_outcome(out)
+
+    @staticmethod
+    def _from_outcome(out: Any):
+        """``(winners, payments, status, welfare, method, (exact, bounds, why inexact))`` of a mechanism's outcome."""
         from ..mechanisms import inexact_reason
 
         a = out.allocation

@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 from ..executor.plan import lease_plan, to_plan
 from ..market import Assignment, Candidate, Clearing, CreditEntry, Market, MarketConfig, Reservation
 from ..market.engine import CreditEngine
+from ..market.market import work_budget_options
 from ..market.pool import TablePool
 from ..mechanisms import Outcome, UnknownMechanismError, get_mechanism, result_to_dict, run_mechanism
 from ..model import from_dict
@@ -194,6 +195,9 @@ class MarketGlue:
                 kw["method"] = kw.pop("solver")
             if name == "lavi-swamy":  # as Market does: alpha fixed by the settings, never by the reports
                 kw.update(lavi_swamy_options(self.config))
+            work = work_budget_options(name, kw.get("method"), self.config)
+            if work is not None:  # vcg, core: pivots and separation solves on the work budget too
+                kw.update(method="auto", options=work)
             recorded["outcome"] = out = run_mechanism(instance, mechanism=name, **kw)
             return out
 

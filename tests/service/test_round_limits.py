@@ -57,8 +57,15 @@ def _without_timing(doc: dict) -> dict:
     return {k: v for k, v in doc.items() if k not in TIMING}
 
 
+#: the deprecated auction's VCG and core rounds with a budget small enough to stop pivots and
+#: separation solves (in work units: the same stop on an idle and on a loaded machine)
+AUCTION_VCG = {"engine": "auction", "mechanism": "vcg", "time_limit": 0.02}
+AUCTION_CORE = {"engine": "auction", "mechanism": "core", "time_limit": 0.02}
+
+
 @pytest.mark.parametrize("market", [{}, {"credit": {"clearing": "solver", "solver": "auto", "budget": 0.05}},
-                                    {"engine": "auction"}], ids=["credit", "credit-auto-work", "deprecated-auction"])
+                                    {"engine": "auction"}, AUCTION_VCG, AUCTION_CORE],
+                         ids=["credit", "credit-auto-work", "deprecated-auction", "auction-vcg", "auction-core"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_same_submissions_clear_the_same_rounds_idle_and_loaded(tmp_path, market, seed):
     idle, tasks, gpus = _rounds(tmp_path / "idle", market, seed, hogs=0)
@@ -74,3 +81,31 @@ def test_the_comparison_sees_a_different_round(tmp_path):
     one, _, _ = _rounds(tmp_path / "one", {}, 1, hogs=0)
     other, _, _ = _rounds(tmp_path / "other", {}, 3, hogs=0)  # another workload: other rounds
     assert any(_without_timing(a) != _without_timing(b) for a, b in zip(one, other))
+
+
+@pytest.mark.parametrize("market", [AUCTION_VCG, AUCTION_CORE], ids=["vcg", "core"])
+def test_auction_pivots_run_on_the_work_budget(tmp_path, market):
+    """What the mechanism itself reports: every solve of the round (VCG's pivots, the core's
+    separation solves) read ``time_limit`` as work units, not wall-clock seconds."""
+    from gensolver.market.market import work_budget_options
+    from gensolver.service.market_glue import task_from_dict
+
+    for api in make_api(tmp_path, gpus="n0:4x80,n1:2x40", market=market):
+        for k in range(12):
+            doc = gentask(f"t{k}", preferred=f"{10 * (1 + k % 5)}Gi", minimum="8Gi", duration="20m",
+                          value=float(1 + 7 * k % 23), gpus=1 + k % 2)
+            assert api.client.post("/v1/tasks", json=doc, headers=api.h(("alice", "bob")[k % 2])).status_code == 201
+        views = api.client.get("/v1/tasks?limit=100", headers=api.h("ops")).json()["tasks"]
+        glue = api.client.app.state.service.glue  # the service's own market, as a round uses it
+        cfg = glue.config
+        result = glue.clear(0.0, waiting=[(task_from_dict(v["task"]), float(v["remaining"]), 0.0) for v in views],
+                            running=[])
+    assert result.outcome is not None and result.clearing.assignments
+    assert result.outcome.details["budget"] == "work units", result.outcome.details
+    if market["mechanism"] == "core":  # and the VCG payments it starts from
+        assert "wall clock" not in result.outcome.message
+    # the choice itself: only the name ``auto`` with a deterministic config gets the work budget
+    assert work_budget_options(market["mechanism"], "auto", cfg) == {"threads": cfg.threads, "deterministic": True}
+    assert work_budget_options(market["mechanism"], "cpsat", cfg) is None
+    assert work_budget_options("pay-as-bid", "auto", cfg) is None
+
