@@ -73,7 +73,17 @@ import numpy as np
 
 from ..errors import InputError
 from .credit import CreditBank, CreditConfig, deferral_cost, loser_prices
-from .pool import TOL, Pool, TaskView, attained, backfill_start, find_placement, pinned_free_capacity
+from .pool import (
+    TOL,
+    Pool,
+    TaskView,
+    attained,
+    backfill_start,
+    free_by_node,
+    greedy_round,
+    may_fit,
+    pinned_free_capacity,
+)
 
 __all__ = ["CreditEngine"]
 logger = logging.getLogger(__name__)
@@ -478,10 +488,14 @@ class CreditEngine:
         cap = pinned_free_capacity(cluster)
         order = sorted(cands, key=lambda s: (-float(score[idx[s.id]]), s.arrival, s.id))
         if self.clearing == "solver":
-            plan, memory, losers = self._solve_round(cluster, order, score, idx, cap, tenant_of)
+            plan, memory = self._solve_round(cluster, order, score, idx, cap)
         else:
-            plan, losers = self._greedy_round(cluster, order, idx, cap, tenant_of)
-            memory = {}
+            plan, memory = greedy_round(cluster, order, cap), {}
+        losers: list[int] = []  # best-scored tasks left out, of distinct tenants, in score order
+        for st in order:
+            k = idx[st.id]
+            if st.id not in plan and len(losers) < 2 and all(tenant_of[j] != tenant_of[k] for j in losers):
+                losers.append(k)
         for st in cands:
             if st.state == "running" and plan.get(st.id) != st.gpus:
                 cluster.stop(st.id, reason="preempt")
@@ -503,8 +517,7 @@ class CreditEngine:
         self._charge(cluster, now, active, waiting, cands, plan, tenant_of, beta, losers)
 
     def _solve_round(self, cluster: Pool, order: list[TaskView], score: np.ndarray, idx: dict[str, int],
-                     cap: dict[str, tuple[float, float]], tenant_of: list[str]
-                     ) -> tuple[dict[str, tuple[str, ...]], dict[str, float], list[int]]:
+                     cap: dict[str, tuple[float, float]]) -> tuple[dict[str, tuple[str, ...]], dict[str, float]]:
         """The round cleared by the solver layer (:func:`gensolver.market.clearing.clear_round`):
         the credit rule's scores valued by the one speed law, XOR over placement and memory."""
         from .clearing import RoundTask, clear_round
@@ -515,40 +528,8 @@ class CreditEngine:
         res = clear_round(cands, cap, nodes, levels=self.levels, stay_bonus=self.stay_bonus,
                           switch_penalty=self.switch_penalty, max_options=self.max_options,
                           method=self.method, budget=self.budget, allowed=cluster.model_ok)
-        plan = {tid: grp for tid, (grp, _) in res.winners.items()}
-        memory = {tid: mem for tid, (_, mem) in res.winners.items()}
-        losers: list[int] = []
-        for st in order:
-            if st.id not in plan:
-                k = idx[st.id]
-                if len(losers) < 2 and all(tenant_of[j] != tenant_of[k] for j in losers):
-                    losers.append(k)
-        return plan, memory, losers
-
-    def _greedy_round(self, cluster: Pool, order: list[TaskView], idx: dict[str, int],
-                      cap: dict[str, tuple[float, float]], tenant_of: list[str]
-                      ) -> tuple[dict[str, tuple[str, ...]], list[int]]:
-        """The round cleared in score order, each task at its preferred memory, best fit; a
-        running task keeps its GPUs when they still fit."""
-        plan: dict[str, tuple[str, ...]] = {}
-        place: tuple[str, ...] | None
-        losers: list[int] = []  # best-scored losers of distinct tenants, in score order
-        for st in order:
-            if st.state == "running" and all(cap[g][0] + TOL >= st.memory and cap[g][1] + TOL >= st.compute
-                                              for g in st.gpus):
-                place, mem = st.gpus, st.memory
-            else:
-                mem = st.task.preferred_memory
-                place = find_placement(cluster, st, mem, capacity=cap)
-            if place is None:
-                k = idx[st.id]
-                if len(losers) < 2 and all(tenant_of[j] != tenant_of[k] for j in losers):
-                    losers.append(k)
-                continue
-            plan[st.id] = place
-            for g in place:
-                cap[g] = (cap[g][0] - mem, cap[g][1] - st.task.compute)
-        return plan, losers
+        return ({tid: grp for tid, (grp, _) in res.winners.items()},
+                {tid: mem for tid, (_, mem) in res.winners.items()})
 
     def _charge(self, cluster: Pool, now: float, active: list[TaskView], waiting: list[TaskView],
                 cands: list[TaskView], plan: dict[str, tuple[str, ...]], tenant_of: list[str],
@@ -579,9 +560,14 @@ class CreditEngine:
     def _backfill(self, cluster: Pool, order: list[TaskView]) -> None:
         if self.backfill == "none":
             return
+        elastic = self.backfill == "elastic"
+        free = free_by_node(cluster)  # skips the placement search of a task that fits nowhere
         for st in order:
-            if st.state == "waiting":
-                backfill_start(cluster, st, elastic=self.backfill == "elastic")
+            t = st.task
+            if st.state == "waiting" and may_fit(free, t.gpus, min(t.min_memory, t.preferred_memory) if elastic
+                                                 else t.preferred_memory, t.compute) \
+                    and backfill_start(cluster, st, elastic=elastic):
+                free = free_by_node(cluster)
 
     def _grow(self, cluster: Pool) -> None:
         """Running tasks below their preferred memory grow into free memory; a task seen slow

@@ -15,7 +15,8 @@ from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 
 from ..model.tasks import GpuSpec, Task, task_speed
 
-__all__ = ["TOL", "Pool", "TaskView", "GpuView", "TablePool", "attained", "find_placement", "pinned_free_capacity"]
+__all__ = ["TOL", "Pool", "TaskView", "GpuView", "TablePool", "attained", "find_placement", "pinned_free_capacity",
+           "free_by_node", "greedy_round", "may_fit"]
 
 #: capacity tolerance of placements (the simulator's, :data:`gensolver.sim.records.TOL`)
 TOL = 1e-9
@@ -170,6 +171,43 @@ def find_placement(cluster: Pool, st: TaskView, memory: float, *, fit: str = "be
     if best is None:
         return None
     return best[1]
+
+
+def greedy_round(cluster: Pool, order: Sequence[TaskView], cap: dict[str, tuple[float, float]]
+                 ) -> dict[str, tuple[str, ...]]:
+    """A round cleared in ``order`` on ``cap`` (``{gpu: (memory, compute)}`` free to plan;
+    updated in place), each task at its preferred memory, best fit, a running task keeping its
+    GPUs when they still fit: ``{task id: gpus}`` of the tasks served (the credit engine's
+    ``clearing="greedy"``)."""
+    plan: dict[str, tuple[str, ...]] = {}
+    place: tuple[str, ...] | None
+    for st in order:
+        if st.state == "running" and all(cap[g][0] + TOL >= st.memory and cap[g][1] + TOL >= st.compute
+                                          for g in st.gpus):
+            place, mem = st.gpus, st.memory
+        else:
+            mem = st.task.preferred_memory
+            place = find_placement(cluster, st, mem, capacity=cap)
+        if place is None:
+            continue
+        plan[st.id] = place
+        for g in place:
+            cap[g] = (cap[g][0] - mem, cap[g][1] - st.task.compute)
+    return plan
+
+
+def free_by_node(cluster: Pool) -> list[list[tuple[float, float]]]:
+    """Per node, ``(free memory, free compute)`` of each of its up GPUs: a snapshot for
+    :func:`may_fit`."""
+    return [[(gs.free_memory, gs.free_compute) for gs in (cluster.gpus[g] for g in members) if gs.up]
+            for members in cluster.nodes.values()]
+
+
+def may_fit(free: list[list[tuple[float, float]]], gpus: int, memory: float, compute: float) -> bool:
+    """Whether some node of the snapshot ``free`` (:func:`free_by_node`) has ``gpus`` GPUs with
+    ``memory`` and ``compute`` free each: necessary for :func:`find_placement` to find a group
+    (it checks the GPU models too), so a ``False`` skips its search."""
+    return any(sum(1 for m, c in node if m + TOL >= memory and c + TOL >= compute) >= gpus for node in free)
 
 
 def backfill_start(cluster: Pool, st: TaskView, *, elastic: bool) -> bool:
