@@ -25,7 +25,7 @@ from .auth import RateLimiter, TokenCache
 from .errors import PROBLEM_JSON, ServiceError, TooLarge, UnsupportedMediaType, problem_response
 from .etag import with_etag
 from .idempotency import Idempotency
-from .lease import RoundLease
+from .lease import LeaseLost, RoundLease
 from .metrics import Metrics
 from .schemas import openapi_components
 from .settings import Settings
@@ -262,9 +262,11 @@ async def _clearing_loop(service: MarketService, every: float, lease: RoundLease
             await asyncio.sleep(every)
             try:
                 if await run_in_threadpool(lease.acquire) and await run_in_threadpool(service.has_work):
-                    await run_in_threadpool(service.clear_round, trigger="periodic")
+                    await run_in_threadpool(service.clear_round, trigger="periodic", fence=lease.fence)
             except asyncio.CancelledError:
                 raise
+            except LeaseLost as exc:  # stalled past the lease: the round was rolled back, the new holder clears
+                log.warning("periodic round not applied: %s", exc)
             except Exception:  # a failed round is logged; the market state was reloaded from the database
                 log.exception("periodic round failed")
     finally:

@@ -8,6 +8,16 @@ when it holds the lease. The upsert is atomic on SQLite (``BEGIN IMMEDIATE``) an
 PostgreSQL (``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` re-checks the row it waited for), so
 two replicas never both hold it. A replica that dies hands over once its lease runs out
 (``ttl``: ``--round-lease-seconds``, three periods by default); one that stops releases it.
+
+**Fencing.** Holding the lease when a round starts is not enough: a replica may stall (a long
+pause, a slow solve, a swapped-out process) between taking the lease and committing the round,
+past the lease's end, while another replica takes it and clears. The timer's round therefore
+commits only after :meth:`RoundLease.fence` finds, inside the round's own write transaction,
+that this replica still holds an unexpired lease; otherwise the transaction rolls back with
+:class:`LeaseLost` and the round is not applied. The check and the commit are one transaction,
+and a replica takes or renews the lease in a write transaction too (on PostgreSQL every write
+transaction holds the replicas' write lock), so no replica can take the lease between the
+check and the commit.
 """
 
 from __future__ import annotations
@@ -16,15 +26,19 @@ import time
 import uuid
 from typing import Any, Callable
 
-from ..errors import InputError
+from ..errors import GensolverError, InputError
 
-__all__ = ["RoundLease"]
+__all__ = ["LeaseLost", "RoundLease"]
 
 _KEY = "round_timer"
 
 
 def _stamp(t: float) -> str:
     return f"{max(t, 0.0):020.6f}"  # fixed width: text order is time order
+
+
+class LeaseLost(GensolverError):
+    """The replica no longer holds the round timer's lease when its round would commit."""
 
 
 class RoundLease:
@@ -73,3 +87,16 @@ class RoundLease:
         """Give the lease up if held (a stopping replica hands over at once)."""
         with self.store.write() as db:
             db.execute("DELETE FROM meta WHERE key = ? AND substr(value, 22) = ?", (_KEY, self.holder))
+
+    def fence(self, db: Any) -> None:
+        """Inside a write transaction ``db``: raise :class:`LeaseLost` unless this replica holds
+        the lease and it has not run out (the round's commit then rolls back)."""
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (_KEY,)).fetchone()
+        now = self.clock()
+        if row is None:
+            raise LeaseLost(f"replica {self.holder} does not hold the round timer's lease (nobody does)")
+        until, _, holder = str(row["value"]).partition(" ")
+        if holder != self.holder:
+            raise LeaseLost(f"replica {self.holder} lost the round timer's lease to {holder}")
+        if until < _stamp(now):  # as in acquire(): a lease holds up to and including its end
+            raise LeaseLost(f"replica {self.holder}'s round timer lease ran out {now - float(until):.3f} s ago")

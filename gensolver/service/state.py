@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from json.encoder import encode_basestring as _js  # type: ignore[attr-defined]
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -424,8 +424,12 @@ class MarketService:
     def has_work(self) -> bool:
         return self.store.one("SELECT 1 FROM tasks WHERE state IN ('waiting', 'running') LIMIT 1") is not None
 
-    def clear_round(self, *, trigger: str = "request") -> dict[str, Any]:
-        """Clear the next round and commit it; returns its full document (``GET /v1/rounds/{n}``)."""
+    def clear_round(self, *, trigger: str = "request", fence: Callable[[Any], None] | None = None) -> dict[str, Any]:
+        """Clear the next round and commit it; returns its full document (``GET /v1/rounds/{n}``).
+
+        ``fence(db)`` runs first in the round's write transaction and may refuse the commit by
+        raising (the round timer's :meth:`~gensolver.service.lease.RoundLease.fence`): nothing
+        of the round is then applied and the in-memory market is reloaded from the database."""
         with self.clear_lock, self.store.exclusive():
             t0 = time.perf_counter()
             self._sync(market=True)
@@ -456,7 +460,7 @@ class MarketService:
                 self._reload_market()
                 raise
             try:
-                doc = self._commit_round(n, now, trigger, rows, tasks, remaining, finished, result, t0)
+                doc = self._commit_round(n, now, trigger, rows, tasks, remaining, finished, result, t0, fence=fence)
             except BaseException:
                 self._reload_market()
                 raise
@@ -482,7 +486,8 @@ class MarketService:
         self._load()
 
     def _commit_round(self, n: int, now: float, trigger: str, rows, tasks: Mapping[str, Task],
-                      remaining: Mapping[str, float], finished: list[str], result: RoundResult, t0: float) -> dict[str, Any]:
+                      remaining: Mapping[str, float], finished: list[str], result: RoundResult, t0: float, *,
+                      fence: Callable[[Any], None] | None = None) -> dict[str, Any]:
         c = result.clearing
         out = result.outcome
         state = {r["id"]: r for r in rows}
@@ -503,6 +508,8 @@ class MarketService:
             usage[t.tenant] = usage.get(t.tenant, 0.0) + a.memory * t.gpus * min(a.length, self.lease)
         at = time.time()
         with self.store.write() as db:
+            if fence is not None:
+                fence(db)
             for tid in finished:
                 db.execute("UPDATE tasks SET state='done', remaining=0, placement=NULL, finished_round=? WHERE id=?",
                            (n, tid))

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import httpx
 import pytest
 
-from gensolver.service.lease import RoundLease
+from gensolver.service.lease import LeaseLost, RoundLease
 from gensolver.service.storage import open_store
 
 
@@ -212,3 +213,109 @@ def test_one_real_replica_clears_each_round_and_a_killed_ones_timer_is_taken_ove
     assert holder_blocks(rounds) == [leader, follower, newcomer], holder_blocks(rounds)
     facts = certify(pg_url)  # rounds 1..R with no gap, credits equal to the answers, balances to ledgers
     assert facts["rounds"] >= len(rounds) and {r[0] for r in rounds} <= set(range(1, facts["rounds"] + 1))
+
+
+# ---------------------------------------------------------------- fencing at commit
+def test_fence_refuses_a_lost_an_expired_and_an_absent_lease(stores):
+    clock = Clock()
+    a, b = (RoundLease(s, ttl=30.0, clock=clock, holder=h) for s, h in zip(stores[:2], ("a", "b")))
+    with pytest.raises(LeaseLost, match="nobody"):
+        with stores[0].write() as db:
+            a.fence(db)
+    assert a.acquire()
+    with stores[0].write() as db:
+        a.fence(db)                              # held and unexpired: passes
+    clock.now += 30.0
+    with stores[0].write() as db:
+        a.fence(db)                              # up to and including its end, as acquire() reads it
+    assert not b.acquire()
+    clock.now += 0.5
+    with pytest.raises(LeaseLost, match="ran out"):
+        with stores[0].write() as db:
+            a.fence(db)
+    assert b.acquire()
+    with pytest.raises(LeaseLost, match="to b"):
+        with stores[0].write() as db:
+            a.fence(db)
+
+
+@contextlib.contextmanager
+def _two_services(pg_url: str, tmp_path) -> Iterator[tuple[Any, Any, Any]]:
+    """Two in-process services (two replicas) on one PostgreSQL, with ``alice``'s token."""
+    from .conftest import gentask, make_api
+
+    gens = [make_api(tmp_path / name, db=pg_url, gpus="n0:2x80") for name in ("a", "b")]
+    apis = [next(g) for g in gens]
+    try:
+        for k in range(3):
+            r = apis[0].client.post("/v1/tasks", headers=apis[0].h("alice"),
+                                    json=gentask(f"t{k}", preferred="10Gi", duration="100h", value=10.0 + k))
+            assert r.status_code == 201, r.text
+        yield apis[0], apis[1], [api.client.app.state.service for api in apis]
+    finally:
+        for g in gens:
+            g.close()
+
+
+def test_a_replica_stalled_past_its_lease_does_not_commit_its_round(pg_url, tmp_path):
+    """Replica A takes the lease and starts a round; it stalls (held on an event inside the
+    clearing) until its lease has run out and B has taken it. A's commit is refused by the
+    fence (nothing of its round is applied); B then clears round 1, and only B's round exists."""
+    with _two_services(pg_url, tmp_path) as (api_a, api_b, (svc_a, svc_b)):
+        clock = Clock()
+        lease_a = RoundLease(svc_a.store, ttl=30.0, clock=clock, holder=svc_a.replica)
+        lease_b = RoundLease(svc_b.store, ttl=30.0, clock=clock, holder=svc_b.replica)
+        stalled, resume = threading.Event(), threading.Event()
+        clear = svc_a.glue.clear
+
+        def stalling_clear(*args: Any, **kwargs: Any) -> Any:
+            stalled.set()
+            assert resume.wait(120), "the test never resumed the stalled replica"
+            return clear(*args, **kwargs)
+
+        svc_a.glue.clear = stalling_clear
+        outcome: dict[str, Any] = {}
+
+        def replica_a_tick() -> None:
+            assert lease_a.acquire()
+            try:
+                outcome["doc"] = svc_a.clear_round(trigger="periodic", fence=lease_a.fence)
+            except Exception as exc:  # noqa: BLE001 - the test inspects it
+                outcome["error"] = exc
+
+        t = threading.Thread(target=replica_a_tick)
+        t.start()
+        assert stalled.wait(120)
+        assert not lease_b.acquire()                 # A's lease still runs
+        clock.now += 31.0                            # A stalls past its lease's end ...
+        assert lease_b.acquire()                     # ... and B takes the lease
+        resume.set()
+        t.join(180)
+        assert not t.is_alive()
+        assert isinstance(outcome.get("error"), LeaseLost), outcome
+        assert svc_a.next_round == 1
+        ops = api_b.h("ops")
+        assert api_b.client.get("/v1/rounds", headers=ops).json()["rounds"] == []
+        waiting = api_b.client.get("/v1/tasks?state=waiting&limit=10", headers=ops).json()["tasks"]
+        assert len(waiting) == 3                     # A's assignments were rolled back
+        doc = svc_b.clear_round(trigger="periodic", fence=lease_b.fence)
+        assert doc["round"] == 1 and doc["assignments"]
+        audit = api_b.client.get("/v1/audit?limit=1000", headers=ops).json()["entries"]
+        clears = [e for e in audit if e["action"] == "round.clear"]
+        assert [(e["subject"], e["detail"]["replica"]) for e in clears] == [("1", svc_b.replica)]
+        # A, fenced off, cannot clear while B holds the lease, even without a stall
+        svc_a.glue.clear = clear
+        with pytest.raises(LeaseLost, match="lost"):
+            svc_a.clear_round(trigger="periodic", fence=lease_a.fence)
+        assert api_a.client.get("/v1/rounds", headers=api_a.h("ops")).json()["rounds"][-1]["round"] == 1
+
+
+def test_the_same_replica_commits_when_its_lease_holds(pg_url, tmp_path):
+    """The control of the stall test: the same stall, but within the lease, commits."""
+    with _two_services(pg_url, tmp_path) as (_api_a, _api_b, (svc_a, _svc_b)):
+        clock = Clock()
+        lease_a = RoundLease(svc_a.store, ttl=30.0, clock=clock, holder=svc_a.replica)
+        assert lease_a.acquire()
+        clock.now += 29.0
+        doc = svc_a.clear_round(trigger="periodic", fence=lease_a.fence)
+        assert doc["round"] == 1 and doc["assignments"]
