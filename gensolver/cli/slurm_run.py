@@ -17,7 +17,7 @@ from __future__ import annotations
 import signal
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import typer
 from rich.markup import escape
@@ -65,17 +65,6 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
               tenant_map: Path | None = None) -> None:
     """Submit, follow and report (see the module docstring); ``options`` are the run options
     that only the executor understands, refused here when set."""
-    from ..adapters.common import AdapterError
-    from ..adapters.slurm import (
-        SlurmError,
-        SlurmJournal,
-        SlurmOptions,
-        SlurmUnavailableError,
-        cancel,
-        follow,
-        read_tenant_map,
-        submit_plan,
-    )
     from ..executor import PlanError, read_plan
 
     for option, value in options.items():
@@ -86,12 +75,33 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
         plan = read_plan(plan_file)
     except PlanError as exc:
         fail(str(exc))
+    book = _open_journal(journal)
+    opts = _slurm_options(book, nodes=nodes, default=default, time_scale=time_scale, grace=grace,
+                          tenant_map=tenant_map, log_dir=log_dir)
+    say = (lambda m: None) if as_json else (lambda m: console.print(escape(m), highlight=False))
+    states = _submit_and_follow(plan, opts, book, journal=journal, poll=poll, timeout=timeout, say=say)
+    _report(plan, plan_file, book, states, as_json=as_json)
+
+
+def _open_journal(journal: Path | None) -> Any:
+    """The Slurm journal at ``journal`` (in memory when None); exit 2 when it cannot be read."""
+    from ..adapters.common import AdapterError
+    from ..adapters.slurm import SlurmJournal
+
     try:
-        book = SlurmJournal(journal)
+        return SlurmJournal(journal)
     except AdapterError as exc:
         fail(str(exc))
     except (OSError, UnicodeDecodeError) as exc:
         fail(f"--journal: cannot read {journal}: {getattr(exc, 'strerror', None) or exc}")
+
+
+def _slurm_options(book: Any, *, nodes: dict[str, str], default: str | None, time_scale: float, grace: float,
+                   tenant_map: Path | None, log_dir: Path | None) -> Any:
+    """The submission options (the journal's own time scale wins); creates ``log_dir``; exit 2 on bad input."""
+    from ..adapters.common import AdapterError
+    from ..adapters.slurm import SlurmOptions, read_tenant_map
+
     try:
         kept = (book.head or {}).get("time_scale")
         if isinstance(kept, (int, float)) and kept != time_scale:
@@ -107,7 +117,18 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
         fail(str(exc))
     except OSError as exc:
         fail(f"--log-dir: cannot create {log_dir}: {exc.strerror or exc}")
-    say = (lambda m: None) if as_json else (lambda m: console.print(escape(m), highlight=False))
+    return opts
+
+
+def _submit_and_follow(plan: Any, opts: Any, book: Any, *, journal: Path | None, poll: float,
+                       timeout: float | None, say: Callable[[str], None]) -> dict[str, Any]:
+    """Submit ``plan`` and follow its jobs to their end: their final states by run key.
+
+    SIGINT or SIGTERM cancels the live jobs with ``scancel`` and exits 1; Slurm's errors exit 1
+    (2 for bad input, 3 when Slurm is not installed); ``--timeout`` exits 1 and leaves the jobs.
+    """
+    from ..adapters.common import AdapterError
+    from ..adapters.slurm import SlurmError, SlurmUnavailableError, cancel, follow, submit_plan
 
     def interrupt(signum: int, _frame: Any) -> None:
         raise _Interrupted(signal.Signals(signum).name)
@@ -118,7 +139,7 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
         with tempfile.TemporaryDirectory(prefix="gensolver-slurm-") as tmp:
             scripts = journal.with_name(journal.name + ".slurm") if journal is not None else Path(tmp)
             _, ids = submit_plan(plan, opts, journal=book, script_dir=scripts, log=say)
-            states = follow(ids, poll=poll, timeout=timeout, log=say)
+            return follow(ids, poll=poll, timeout=timeout, log=say)
     except _Interrupted as exc:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -142,6 +163,10 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)
+
+
+def _report(plan: Any, plan_file: Path, book: Any, states: dict[str, Any], *, as_json: bool) -> None:
+    """Print the jobs' outcomes (skipped runs included); exit 1 unless every job completed."""
     skipped = sorted(book.skipped)
     # a run without a command whose window passed had nothing to run: skipped, not failed
     idle = {r["key"] for r in book.records if r.get("event") == "skipped" and r.get("command") is False}

@@ -95,78 +95,90 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        t0 = time.perf_counter()
-        path = scope.get("path", "")
-        status_box: dict[str, int] = {"status": 500}
-
-        async def send_wrapped(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status_box["status"] = message["status"]
-                status_box["started"] = 1
-            await send(message)
-
-        def done() -> None:
-            route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
-            self.metrics.http_requests.labels(template, scope.get("method", ""), str(status_box["status"])).inc()
-            self.metrics.http_seconds.labels(template).observe(time.perf_counter() - t0)
-
+        ex = _Exchange(scope, send, self.metrics)
         raw_headers = scope.get("headers") or []
         headers = dict(raw_headers)
-        client = scope.get("client") or ("?", 0)
         try:
-            self.limiter.check(f"addr:{client[0]}")
-            if sum(1 for k, _ in raw_headers if k == b"authorization") > 1:
-                raise BadHeader("more than one Authorization header; send exactly one", field="header.authorization")
+            self._check_client(scope, raw_headers)
         except ServiceError as exc:
-            status_box["status"] = exc.status
-            await self._problem(send, exc, path)
-            done()
+            await self._answer(ex, exc)
             return
-        length = headers.get(b"content-length")
-        too_large = TooLarge(f"the body is larger than the {self.max_body} bytes allowed (--max-body-bytes)",
-                             field="header.content-length")
-        if length is not None:
-            try:
-                declared = int(length)
-            except ValueError:
-                declared = -1
-            if declared > self.max_body or declared < 0:
-                status_box["status"] = 413 if declared > self.max_body else 400
-                kind, title = ("too-large", too_large.title) if declared > self.max_body else ("bad-request", "Bad request")
-                detail = too_large.detail if declared > self.max_body else "Content-Length is not a non-negative integer"
-                await self._refuse(send, status_box["status"], {"type": "urn:gensolver:problem:" + kind, "title": title,
-                                                                "status": status_box["status"], "detail": detail,
-                                                                "field": "header.content-length", "instance": path})
-                done()
-                return
-        # read the (bounded) body now, then replay it to the app
+        refusal = self._length_refusal(headers.get(b"content-length"), ex.path)
+        if refusal is not None:
+            ex.status = refusal["status"]
+            await self._refuse(send, ex.status, refusal)
+            ex.done()
+            return
+        body = await self._read_body(scope, receive, ex)
+        if body is None:  # the client left, or the body was too large (answered)
+            return
+        try:
+            self._check_body(ex.path, headers.get(b"content-type", b""), body)
+        except ServiceError as exc:
+            await self._answer(ex, exc)
+            return
+        await self._dispatch(scope, receive, ex, headers, body)
+
+    async def _answer(self, ex: _Exchange, exc: ServiceError) -> None:
+        """Answer ``exc`` as problem+json before the app ran, and count it."""
+        ex.status = exc.status
+        await self._problem(ex.send, exc, ex.path)
+        ex.done()
+
+    def _check_client(self, scope: Scope, raw_headers: list[tuple[bytes, bytes]]) -> None:
+        """The client address's rate (429) and a single ``Authorization`` header (400)."""
+        client = scope.get("client") or ("?", 0)
+        self.limiter.check(f"addr:{client[0]}")
+        if sum(1 for k, _ in raw_headers if k == b"authorization") > 1:
+            raise BadHeader("more than one Authorization header; send exactly one", field="header.authorization")
+
+    def _too_large(self) -> TooLarge:
+        return TooLarge(f"the body is larger than the {self.max_body} bytes allowed (--max-body-bytes)",
+                        field="header.content-length")
+
+    def _length_refusal(self, length: bytes | None, path: str) -> dict[str, Any] | None:
+        """The problem document for a ``Content-Length`` over the bound (413) or not a count (400)."""
+        if length is None:
+            return None
+        try:
+            declared = int(length)
+        except ValueError:
+            declared = -1
+        if not (declared > self.max_body or declared < 0):
+            return None
+        too_large = self._too_large()
+        status = 413 if declared > self.max_body else 400
+        kind, title = ("too-large", too_large.title) if declared > self.max_body else ("bad-request", "Bad request")
+        detail = too_large.detail if declared > self.max_body else "Content-Length is not a non-negative integer"
+        return {"type": "urn:gensolver:problem:" + kind, "title": title, "status": status, "detail": detail,
+                "field": "header.content-length", "instance": path}
+
+    async def _read_body(self, scope: Scope, receive: Receive, ex: _Exchange) -> bytes | None:
+        """The whole (bounded) body, to replay to the app; None when the client left or it was too large (413 sent)."""
         chunks: list[bytes] = []
         size = 0
         more = scope.get("method") in ("POST", "PUT", "PATCH", "DELETE")
         while more:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return
+                return None
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body:
-                status_box["status"] = 413
-                await self._refuse(send, 413, {"type": "urn:gensolver:problem:too-large", "title": too_large.title,
-                                               "status": 413, "detail": too_large.detail, "field": "body",
-                                               "instance": path})
-                done()
-                return
+                too_large = self._too_large()
+                ex.status = 413
+                await self._refuse(ex.send, 413, {"type": "urn:gensolver:problem:too-large", "title": too_large.title,
+                                                  "status": 413, "detail": too_large.detail, "field": "body",
+                                                  "instance": ex.path})
+                ex.done()
+                return None
             chunks.append(chunk)
             more = message.get("more_body", False)
-        body = b"".join(chunks)
-        try:
-            self._check_body(path, headers.get(b"content-type", b""), body)
-        except ServiceError as exc:
-            status_box["status"] = exc.status
-            await self._problem(send, exc, path)
-            done()
-            return
+        return b"".join(chunks)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, ex: _Exchange, headers: dict[bytes, bytes],
+                        body: bytes) -> None:
+        """Run the app on the replayed body (through idempotency or ETags), bounded by ``request_timeout``."""
         sent = False
 
         async def replay() -> Message:
@@ -179,26 +191,54 @@ class Guard:
         async def run(out: Send) -> None:
             await asyncio.wait_for(self.app(scope, replay, out), self.request_timeout)
 
+        path = ex.path
         try:
             if self.idempotency is not None and scope.get("method") == "POST" and b"idempotency-key" in headers:
-                await self.idempotency.handle(scope, headers, body, run, send_wrapped)
+                await self.idempotency.handle(scope, headers, body, run, ex.send_wrapped)
             elif scope.get("method") == "GET" and path.startswith("/v1/"):
-                await with_etag(headers, run, send_wrapped)
+                await with_etag(headers, run, ex.send_wrapped)
             else:
-                await run(send_wrapped)
+                await run(ex.send_wrapped)
         except ServiceError as exc:
-            if "started" not in status_box:
-                status_box["status"] = exc.status
-                await self._problem(send, exc, path)
+            if not ex.started:
+                ex.status = exc.status
+                await self._problem(ex.send, exc, path)
         except asyncio.TimeoutError:
-            if "started" not in status_box:  # a change the route had begun may still be committed
-                status_box["status"] = 503
-                await self._refuse(send, 503, {
+            if not ex.started:  # a change the route had begun may still be committed
+                ex.status = 503
+                await self._refuse(ex.send, 503, {
                     "type": "urn:gensolver:problem:request-timeout", "title": "Request timed out", "status": 503,
                     "detail": f"no answer within {self.request_timeout:g} s (--request-timeout)", "instance": path},
                     {"Retry-After": "1"})
         finally:
-            done()
+            ex.done()
+
+
+class _Exchange:
+    """One HTTP request's answer so far: its status (500 until one is sent), whether it started, its metrics."""
+
+    def __init__(self, scope: Scope, send: Send, metrics: Metrics) -> None:
+        self.t0 = time.perf_counter()
+        self.scope = scope
+        self.send = send
+        self.metrics = metrics
+        self.path: str = scope.get("path", "")
+        self.status = 500
+        self.started = False
+
+    async def send_wrapped(self, message: Message) -> None:
+        """``send`` that notes the status the app answers."""
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            self.started = True
+        await self.send(message)
+
+    def done(self) -> None:
+        """Count the answer by route template, method and status, and its seconds."""
+        route = self.scope.get("route")
+        template = getattr(route, "path", None) or "unmatched"
+        self.metrics.http_requests.labels(template, self.scope.get("method", ""), str(self.status)).inc()
+        self.metrics.http_seconds.labels(template).observe(time.perf_counter() - self.t0)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
