@@ -25,8 +25,9 @@ Each round boundary (every ``lease`` steps):
    order, each at its preferred memory, a running task keeping its GPUs when they still fit.
    Running preemptible tasks left out are preempted (checkpoint cost).
 4. **Backfill (work-conserving).** Waiting tasks still left out then start, in score order, on
-   whatever is free now: at preferred memory where it fits, else (``backfill="elastic"``, the
-   default) with less memory, at least their minimum, on the GPUs with the most free memory; running tasks
+   whatever is free now: at preferred memory where it fits; then (``backfill="elastic"``, the
+   default) those still waiting with less memory, at least their minimum, on the GPUs with the
+   most free memory; running tasks
    below their preferred memory grow into freed memory. Starts go through
    :meth:`Pool.start`, which refuses any placement over capacity.
 5. **Payment.** A tenant's price per GiB-step this round is the bid per GiB-step of the
@@ -115,8 +116,9 @@ class CreditEngine:
     Parameters
     ----------
     backfill : {"elastic", "preferred", "none"}, keyword-only
-        Left-out tasks start on free capacity at preferred memory, else at least their minimum
-        (``"elastic"``: work-conserving); only at preferred memory, or never (kept to compare).
+        Left-out tasks start on free capacity at preferred memory, then those still waiting at
+        less, at least their minimum (``"elastic"``: work-conserving); or only at preferred
+        memory, or never (kept to compare).
     density : {"work", "size"}, keyword-only
         Bids are per GiB-step of remaining work (``"work"``: Smith's rule, the deferral cost
         per unit of work, short urgent tasks first) or per GiB (``"size"``).
@@ -558,16 +560,18 @@ class CreditEngine:
         return loser_prices(tenant_of, beta, losers, spread=self.bank.config.spread)
 
     def _backfill(self, cluster: Pool, order: list[TaskView]) -> None:
+        """Left-out tasks start on free capacity in ``order``: every one at its preferred memory
+        first, then (``"elastic"``) those still waiting at less, at least their minimum."""
         if self.backfill == "none":
             return
-        elastic = self.backfill == "elastic"
-        free = free_by_node(cluster)  # skips the placement search of a task that fits nowhere
-        for st in order:
-            t = st.task
-            if st.state == "waiting" and may_fit(free, t.gpus, min(t.min_memory, t.preferred_memory) if elastic
-                                                 else t.preferred_memory, t.compute) \
-                    and backfill_start(cluster, st, elastic=elastic):
-                free = free_by_node(cluster)
+        for elastic in (False, True) if self.backfill == "elastic" else (False,):
+            free = free_by_node(cluster)  # skips the placement search of a task that fits nowhere
+            for st in order:
+                t = st.task
+                if st.state == "waiting" and may_fit(free, t.gpus, min(t.min_memory, t.preferred_memory) if elastic
+                                                     else t.preferred_memory, t.compute) \
+                        and backfill_start(cluster, st, elastic=elastic):
+                    free = free_by_node(cluster)
 
     def _grow(self, cluster: Pool) -> None:
         """Running tasks below their preferred memory grow into free memory; a task seen slow
