@@ -46,8 +46,9 @@ import numpy as np
 
 from ..errors import InputError
 from ..solvers.engine import MatrixProblem, first_fit_matrix, highs_rows_model, los_order
+from .fractional import FractionalVcg, at_optimum, face_optima
 
-__all__ = ["Decomposition", "decompose", "ORACLES"]
+__all__ = ["Decomposition", "decompose", "decompose_best", "ORACLES"]
 
 ORACLES = ("greedy", "auto")
 
@@ -151,7 +152,7 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
     x_star : float64[n]
         A feasible fractional solution whose support columns each fit alone.
     alpha : float, optional
-        The scaling wanted; ``None``: the verified ratio ``V``. A value below ``V`` cannot be
+        The scaling wanted; ``None``: the verified ratio ``V`` (at least 1). A value below ``V`` cannot be
         honoured and ``max(alpha, V)`` is used (``Decomposition.alpha`` says which).
     oracle : {"greedy", "auto"}
     time_limit : float, optional
@@ -234,12 +235,50 @@ def decompose(P: MatrixProblem, x_star: np.ndarray, *, alpha: float | None = Non
             break
     lam = _cover_exactly(columns, lam, xs)
     V = math.fsum(lam)
-    a = V if alpha is None else max(float(alpha), V)
+    a = max(1.0, V) if alpha is None else max(float(alpha), V)  # V < 1 only by round-off
     keys, probs = _lottery(columns, lam, xs, a)
     null = max(0.0, 1.0 - math.fsum(probs))
     allocations = tuple(S[np.asarray(k, dtype=np.int64)] for k in keys)
     return Decomposition(allocations, probs, null, float(a), float(V), floor, float(worst), float(last), converged,
                          calls, len(columns), time.perf_counter() - t0)
+
+
+def decompose_best(P: MatrixProblem, fv: FractionalVcg, *, optima: int, alpha: float | None = None,
+                   time_limit: float | None = None, **kw: Any) -> tuple[FractionalVcg, Decomposition, list[dict[str, Any]]]:
+    """Decompose ``fv``'s LP optimum, then up to ``optima`` other optima of the same LP
+    (:func:`~gensolver.mechanisms.fractional.face_optima`), and keep the one of lowest verified
+    ratio (``fv``'s own on ties), re-priced at it
+    (:func:`~gensolver.mechanisms.fractional.at_optimum`).
+
+    With ``alpha`` set, the search stops at the first optimum verified at ``alpha`` (all such
+    optima give every bidder the same expected utility). Other keywords go to
+    :func:`decompose`; ``time_limit`` (seconds) is shared by all the decompositions. Returns the
+    fractional VCG and decomposition kept, and one record per optimum tried (name, verified
+    ratio, whether it was kept).
+    """
+    t0 = time.perf_counter()
+
+    def left() -> float | None:
+        return None if time_limit is None else time_limit - (time.perf_counter() - t0)
+
+    dec = decompose(P, fv.lp.x, alpha=alpha, time_limit=time_limit, **kw)
+    tried = [{"optimum": "simplex", "alpha_verified": dec.alpha_verified, "kept": True}]
+    best_fv, best = fv, dec
+    if optima <= 0 or (alpha is not None and dec.alpha_verified <= alpha):
+        return best_fv, best, tried
+    for name, x in face_optima(P, fv, optima):
+        rest = left()
+        if rest is not None and rest <= 0.05:
+            break
+        cand = decompose(P, x, alpha=alpha, time_limit=rest, **kw)
+        tried.append({"optimum": name, "alpha_verified": cand.alpha_verified, "kept": False})
+        if cand.alpha_verified < best.alpha_verified - 1e-9:
+            best_fv, best = at_optimum(P, fv, x), cand
+            for t in tried:
+                t["kept"] = t is tried[-1]
+        if alpha is not None and best.alpha_verified <= alpha:
+            break
+    return best_fv, best, tried
 
 
 def _cover_exactly(columns: list[np.ndarray], lam: np.ndarray, xs: np.ndarray) -> np.ndarray:

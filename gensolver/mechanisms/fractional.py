@@ -39,7 +39,8 @@ import scipy.sparse as sp
 from ..model.tolerances import payment_tolerance
 from ..solvers.engine import MatrixProblem, add_packing_columns, fit_mask, highs_packing_master, highs_rerun
 
-__all__ = ["LpSolution", "RestrictedLp", "fits_alone", "FractionalVcg", "fractional_vcg"]
+__all__ = ["LpSolution", "RestrictedLp", "fits_alone", "FractionalVcg", "fractional_vcg", "at_optimum", "face_optima",
+           "SECOND_STAGES"]
 
 
 def fits_alone(P: MatrixProblem, chunk_nnz: int = 1 << 20) -> np.ndarray:
@@ -67,6 +68,9 @@ class LpSolution:
     iterations : int
         Master solves.
     seconds : float
+    duals : (float64[rows], float64[n_owners]) or None
+        The final master's capacity and XOR-row duals (full problem only): with them the
+        optimal face is known exactly by complementary slackness (:func:`face_optima`).
     """
 
     value: float
@@ -75,6 +79,7 @@ class LpSolution:
     converged: bool
     iterations: int
     seconds: float
+    duals: tuple[np.ndarray, np.ndarray] | None = None
 
 
 class _HighsMaster:
@@ -297,7 +302,8 @@ class RestrictedLp:
             u = u.copy()
             u[exclude] = 0.0
         bound = float(P.cap @ y + np.maximum(u, np.maximum(best, 0.0)).sum())
-        return LpSolution(value, max(bound, value), x, converged, it, time.perf_counter() - t0)
+        return LpSolution(value, max(bound, value), x, converged, it, time.perf_counter() - t0,
+                          (y, u) if exclude is None else None)
 
 
 @dataclass(frozen=True)
@@ -320,9 +326,14 @@ class FractionalVcg:
         Every LP converged with its certified dual bound within a quarter of
         :func:`~gensolver.model.tolerances.payment_tolerance` (absolute) of its value, so every
         payment is proved to that tolerance.
+    seconds : float
     tolerance : float
         That payment tolerance.
-    seconds : float
+    without : float64[n_owners, 2] or None
+        Certified interval ``[lo, hi]`` of every owner's ``LP*(-i)``, which does not depend on
+        the optimum ``x*`` (:func:`at_optimum` re-prices another optimum with it).
+    allowed : bool[n] or None
+        The columns of the relaxation (bids that fit alone, of positive value).
     """
 
     lp: LpSolution
@@ -333,6 +344,25 @@ class FractionalVcg:
     exact: bool
     seconds: float
     tolerance: float = 1e-6
+    without: np.ndarray | None = None
+    allowed: np.ndarray | None = None
+
+
+def _price(P: MatrixProblem, lp: LpSolution, without: np.ndarray, pivots_converged: bool,
+           ptol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Owner values, fractional VCG payments, their certified intervals and exactness at the
+    optimum ``lp.x``, from the intervals ``without`` of every ``LP*(-i)``."""
+    ov = np.bincount(P.owner, weights=P.values * lp.x, minlength=P.n_owners)
+    won = np.bincount(P.owner, weights=lp.x, minlength=P.n_owners) > 0
+    others = lp.value - ov
+    lo_val = np.maximum(without[:, 0], others)  # x* without i is feasible without i: LP(-i) >= others
+    pay = np.where(won, np.minimum(np.maximum(lo_val - others, 0.0), ov), 0.0)
+    lo = np.where(won, np.minimum(np.maximum(lo_val - (lp.bound - ov), 0.0), ov), 0.0)
+    hi = np.where(won, np.minimum(np.maximum(without[:, 1] - others, 0.0), ov), 0.0)
+    bounds = np.stack([np.minimum(lo, pay), np.maximum(hi, pay)], axis=1)
+    exact = (lp.converged and pivots_converged and lp.bound - lp.value <= ptol / 4
+             and bool(np.all(without[won, 1] - lo_val[won] <= ptol / 4)))
+    return ov, pay, bounds, bool(exact)
 
 
 def fractional_vcg(P: MatrixProblem, *, support_tol: float = 1e-10, time_limit: float | None = None) -> FractionalVcg:
@@ -345,28 +375,23 @@ def fractional_vcg(P: MatrixProblem, *, support_tol: float = 1e-10, time_limit: 
     lp = relax.solve(time_limit=time_limit)
     x = np.where(lp.x > support_tol, lp.x, 0.0)
     lp = LpSolution(float(P.values @ x), max(lp.bound, float(P.values @ x)), x, lp.converged, lp.iterations,
-                    lp.seconds)
-    owner_value = np.bincount(P.owner, weights=P.values * x, minlength=P.n_owners)
+                    lp.seconds, lp.duals)
     share = np.bincount(P.owner, weights=x, minlength=P.n_owners)
-    pay = np.zeros(P.n_owners)
-    bounds = np.zeros((P.n_owners, 2))
     pivots: dict[int, dict[str, Any]] = {}
     # exact: every LP proved to a quarter of the payment tolerance (absolute, not relative)
     ptol = payment_tolerance(lp.bound)
-    exact = lp.converged and lp.bound - lp.value <= ptol / 4
+    # LP*(-i) of an owner without a share is LP*: x* is feasible without it
+    without = np.tile([lp.value, lp.bound], (P.n_owners, 1))
+    converged = True
     for o in np.flatnonzero(share > 0).tolist():
         left = None if time_limit is None else max(0.05, time_limit - (time.perf_counter() - t0))
         s = relax.solve(exclude=o, time_limit=left)
-        others = lp.value - owner_value[o]
-        # x* without o is feasible without o: LP(-o) >= others
-        lo_val = max(s.value, others)
-        p = min(max(lo_val - others, 0.0), owner_value[o])
-        pay[o] = p
-        lo = min(max(lo_val - (lp.bound - owner_value[o]), 0.0), owner_value[o])
-        hi = min(max(s.bound - others, 0.0), owner_value[o])
-        bounds[o] = (min(lo, p), max(hi, p))
-        exact = exact and s.converged and s.bound - lo_val <= ptol / 4
-        pivots[o] = {"value": lo_val, "bound": s.bound, "converged": s.converged, "seconds": s.seconds}
+        without[o] = (s.value, s.bound)
+        converged = converged and s.converged
+        pivots[o] = {"value": s.value, "bound": s.bound, "converged": s.converged, "seconds": s.seconds}
+    owner_value, pay, bounds, exact = _price(P, lp, without, converged, ptol)
+    for o, piv in pivots.items():
+        piv["value"] = max(piv["value"], lp.value - float(owner_value[o]))
     if not lp.converged:
         # x* is not known to be optimal: the exact fractional payment (at an LP optimum) is only
         # known to lie in [0, v_i . x_i] with x_i the optimum's share, at most the best bid
@@ -374,4 +399,77 @@ def fractional_vcg(P: MatrixProblem, *, support_tol: float = 1e-10, time_limit: 
         np.maximum.at(best, P.owner, np.where(relax.allowed, P.values, 0.0))
         bounds[:, 0] = 0.0
         bounds[:, 1] = np.maximum(best, bounds[:, 1])
-    return FractionalVcg(lp, owner_value, pay, bounds, pivots, bool(exact), time.perf_counter() - t0, ptol)
+    return FractionalVcg(lp, owner_value, pay, bounds, pivots, exact, time.perf_counter() - t0, ptol, without,
+                         relax.allowed)
+
+
+def at_optimum(P: MatrixProblem, fv: FractionalVcg, x: np.ndarray) -> FractionalVcg:
+    """Fractional VCG at another optimum ``x`` of the same LP (the pivot LPs ``LP*(-i)`` are
+    the same at every optimum; each owner's value and payment move by the same amount).
+
+    ``fv`` must have converged; ``exact`` is re-checked against ``x``'s own value.
+    """
+    if fv.without is None or not fv.lp.converged:
+        raise ValueError("at_optimum needs a converged fractional VCG")
+    value = float(P.values @ x)
+    lp = LpSolution(value, max(fv.lp.bound, value), x, True, fv.lp.iterations, fv.lp.seconds, fv.lp.duals)
+    without = fv.without.copy()
+    # x* without i is feasible without i as well: LP(-i) >= LP*(x*) - v_i . x*_i
+    without[:, 0] = np.maximum(without[:, 0], fv.lp.value - fv.owner_value)
+    converged = all(bool(p["converged"]) for p in fv.pivots.values())
+    owner_value, pay, bounds, exact = _price(P, lp, without, converged, fv.tolerance)
+    return FractionalVcg(lp, owner_value, pay, bounds, fv.pivots, exact, fv.seconds, fv.tolerance,
+                         without, fv.allowed)
+
+
+#: the second-stage objectives of :func:`face_optima`, in the order they are tried
+SECOND_STAGES = ("values", "-values", "ones", "-ones", "random-0", "random-1", "random-2")
+
+
+def _second_stage(P: MatrixProblem, name: str) -> np.ndarray:
+    if name.startswith("random-"):  # fixed seeds over the canonical column order
+        return np.random.default_rng(int(name.split("-")[1])).random(P.n)
+    base = P.values if name.endswith("values") else np.ones(P.n)
+    return -base if name.startswith("-") else base
+
+
+def face_optima(P: MatrixProblem, fv: FractionalVcg, stages: int) -> list[tuple[str, np.ndarray]]:
+    """Other optima of the LP relaxation: the first ``stages`` objectives of
+    :data:`SECOND_STAGES` maximised over the optimal face.
+
+    The face is described exactly by complementary slackness with the optimal duals ``(y, u)``
+    of ``fv`` (no slack on the objective): columns of negative reduced cost are fixed at 0,
+    capacity rows with ``y_r > 0`` and XOR rows with ``u_i > 0`` are tight, so every point of
+    it has value ``cap.y + sum u``, the dual bound. Numerically "negative" and "positive" are
+    read beyond ``1e-9 * max(1, max v)`` (the pricing tolerance); each answer's value is checked against the
+    certified bound, and an answer more than a quarter of the payment tolerance below
+    ``fv``'s own value is dropped. Returns ``(name, x)`` pairs (support below ``1e-10`` read
+    as 0); empty when ``fv`` did not converge.
+    """
+    from scipy.optimize import linprog
+
+    if not fv.lp.converged or fv.lp.duals is None or fv.allowed is None or stages <= 0:
+        return []
+    y, u = fv.lp.duals
+    tol = 1e-9 * max(1.0, float(np.abs(P.values).max(initial=0.0)))
+    rc = P.values - P.A.T @ y - u[P.owner]
+    cols = np.flatnonzero(fv.allowed & (rc >= -tol))
+    if cols.size == 0:
+        return []
+    X = sp.csr_matrix((np.ones(cols.size), (P.owner[cols], np.arange(cols.size))), shape=(P.n_owners, cols.size))
+    M = sp.vstack([P.A[:, cols].tocsr(), X], format="csr")
+    b = np.concatenate([P.cap, np.ones(P.n_owners)])
+    tight = np.concatenate([y > tol, u > tol])
+    eq = (M[tight], b[tight]) if tight.any() else (None, None)
+    ub = (M[~tight], b[~tight]) if not tight.all() else (None, None)
+    out: list[tuple[str, np.ndarray]] = []
+    for name in SECOND_STAGES[:stages]:
+        res = linprog(-_second_stage(P, name)[cols], A_ub=ub[0], b_ub=ub[1], A_eq=eq[0], b_eq=eq[1],
+                      bounds=(0, None), method="highs-ds")
+        if res.status != 0 or res.x is None:
+            continue
+        x = np.zeros(P.n)
+        x[cols] = np.where(res.x > 1e-10, res.x, 0.0)
+        if float(P.values @ x) >= fv.lp.value - fv.tolerance / 4:
+            out.append((name, x))
+    return out

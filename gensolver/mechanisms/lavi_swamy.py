@@ -23,13 +23,43 @@ and a misreport that lowers it from ``alpha`` to ``alpha'`` gains at most
 should fix ``alpha`` from earlier rounds. As for every VCG-based rule, false-name bids are not
 covered, and a budget cap (below) breaks truthfulness.
 
+Which LP optimum (option ``optima``)
+------------------------------------
+The LP may have a whole face ``F(b)`` of optima, and the ratio the decomposition verifies
+depends on which one is decomposed. Any selection ``x(b) in F(b)``, even one that looks at the
+reports (such as "the one verified at the lowest ratio"), keeps fractional VCG truthful,
+*provided the payments are computed at the selected point*. With ``h_i = LP*(b_-i)`` (the LP
+without ``i``, the same whichever optimum is selected) and ``p_i(x) = h_i - sum_{k != i} b_k .
+x_k``, a truthful bidder's fractional utility is ``v_i . x_i + sum_{k != i} b_k . x_k - h_i =
+LP*(v_i, b_-i) - h_i`` at *every* point of the face, and under a misreport the selected
+``x'`` is merely feasible in the report-independent polytope, so ``v_i . x'_i + sum_{k != i}
+b_k . x'_k - h_i <= LP*(v_i, b_-i) - h_i`` (maximal in range, Lavi & Swamy 2011, Section 2;
+the argument of VCG under any tie-breaking rule). Across the face a bidder's value ``v_i . x_i``
+and payment ``p_i`` move by the same amount; the lottery of one optimum paired with the
+payments of another would not be truthful. The lottery has mean ``x(b) / alpha`` and expected
+payments ``p_i(x(b)) / alpha``, so each expected utility is the (selection-independent)
+fractional utility divided by ``alpha``: with ``alpha`` fixed the choice of optimum is free.
+With ``alpha`` from the reports, choosing the optimum of lowest verified ratio raises the
+expected welfare ``LP*/alpha`` but ``alpha`` stays report-dependent and is flagged as above.
+
+``optima=k`` (default 7): after the simplex optimum, up to ``k`` other optima
+(:func:`.fractional.face_optima`: second-stage objectives over the optimal face, described
+exactly by complementary slackness with the optimal duals, no slack on the objective) are
+decomposed and the lowest verified ratio is kept (the simplex optimum's on ties, so it is never
+worse); with ``alpha`` fixed, the search stops at the first optimum verified at ``alpha``. The
+kept optimum is re-priced from the same pivot LPs (:func:`.fractional.at_optimum`, no new
+re-solve) and ``exact`` is re-checked against its own value. It costs up to ``k + 1``
+decompositions (each with the full iteration budget); ``optima=0`` is the simplex optimum only.
+``details["optimum"]`` names the optimum kept and ``details["optima_tried"]`` lists the ratio
+each verified.
+
 Algorithm (Lavi & Swamy 2011, Sections 2–3)
 -------------------------------------------
 1. Solve the LP relaxation (columns of bids that fit alone) to optimality: ``x*``, ``LP*``
    (:mod:`.fractional`, warm-started simplex with column generation).
 2. Fractional VCG: ``p_i = LP*(-i) - (LP* - v_i . x*_i)``, one warm-started re-solve per bidder
    with ``x*_i > 0`` (the others pay 0).
-3. Decompose ``x* / alpha`` into a lottery over integral feasible allocations by Carr–Vempala
+3. Decompose ``x* / alpha`` (``x*`` the optimum kept, above) into a lottery over integral feasible allocations by Carr–Vempala
    column generation with an approximation oracle whose ratio is checked at every call
    (:mod:`.decomposition`; ``solver="greedy"`` or ``"auto"``, the latter adding the anytime
    engine's LNS when the greedy finds nothing); the lottery's mean is ``x* / alpha`` exactly
@@ -66,6 +96,8 @@ References
 Lavi & Swamy, "Truthful and near-optimal mechanism design via linear programming", J. ACM
 58(6), 2011 (FOCS 2005).
 Carr & Vempala, "Randomized metarounding", Random Structures & Algorithms 20(3), 2002.
+The project's market design notes (``MARKET_DESIGN.md``, "Lavi and Swamy"): alpha must not
+depend on the bids.
 """
 
 from __future__ import annotations
@@ -83,14 +115,14 @@ from ..model import Instance
 from ..model.canonical import canonical
 from ..solvers.engine import MatrixProblem, finish, from_instance
 from .common import check_call, make_outcome
-from .decomposition import ORACLES, Decomposition, decompose, decomposition_summary
-from .fractional import FractionalVcg, fractional_vcg
+from .decomposition import ORACLES, Decomposition, decompose_best, decomposition_summary
+from .fractional import SECOND_STAGES, FractionalVcg, fractional_vcg
 from .outcome import Outcome
 
 __all__ = ["lavi_swamy"]
 
 _DEFAULTS: dict[str, Any] = {"alpha": None, "seed": 0, "threads": None, "payment_rule": "value-proportional",
-                             "deterministic": True}
+                             "deterministic": True, "optima": len(SECOND_STAGES)}
 
 #: column-generation iterations of the decomposition per work unit of ``time_limit`` (deterministic mode)
 ITERATIONS_PER_UNIT = 200
@@ -113,6 +145,9 @@ def _check(opts: dict[str, Any], solver: Any, time_limit: Any) -> str:
         raise InputError(f"lavi-swamy option threads must be None or a positive integer, got {t!r}")
     if not isinstance(opts["deterministic"], bool):
         raise InputError(f"lavi-swamy option deterministic must be True or False, got {opts['deterministic']!r}")
+    k = opts["optima"]
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= int(k) <= len(SECOND_STAGES):
+        raise InputError(f"lavi-swamy option optima must be an integer from 0 to {len(SECOND_STAGES)}, got {k!r}")
     if opts["payment_rule"] not in PAYMENT_RULES:
         raise InputError(f"lavi-swamy option payment_rule must be one of {', '.join(PAYMENT_RULES)}, "
                          f"got {opts['payment_rule']!r}")
@@ -147,17 +182,19 @@ def lavi_swamy(
         improving allocation; it also certifies ``alpha_floor``).
     time_limit : float, optional
         The budget. Deterministic mode (the default): work units; the LPs are solved to
-        optimality and the decomposition runs at most ``ITERATIONS_PER_UNIT * time_limit``
-        column-generation iterations (the ``"auto"`` oracle's engine on its work clock), so the
+        optimality and each decomposition (one per optimum tried) runs at most
+        ``ITERATIONS_PER_UNIT * time_limit`` column-generation iterations (the ``"auto"``
+        oracle's engine on its work clock), so the
         outcome depends on the reports and the budget only, never on the machine's load. With
         ``deterministic=False``: seconds in all, the LPs may be stopped (the outcome is then
-        inexact) and the decomposition gets the rest; the outcome says the wall clock was used.
+        inexact) and the decompositions share the rest; the outcome says the wall clock was used.
     executor : Executor, optional
         Unused (the re-solves are warm-started in one LP object).
     options : mapping, optional
         ``alpha`` (None or a number >= 1): the scaling, fixed before the reports for
         truthfulness in expectation; ``seed`` (int, default 0): the draw; ``threads``: for the
         ``"auto"`` oracle; ``deterministic`` (bool, default True): see ``time_limit``;
+        ``optima`` (int 0–7, default 7): other LP optima tried (module docstring);
         ``payment_rule``: ``"value-proportional"`` (default, the winner of
         bid ``j`` pays ``p_i v_ij / (v_i . x*_i)``, individually rational in every draw) or
         ``"win-indicator"`` (the winner pays ``p_i / sum_j x*_ij``, i.e. ``(p_i/alpha) /
@@ -194,8 +231,9 @@ def lavi_swamy(
     fv = fractional_vcg(P, time_limit=None if det else time_limit)
     t1 = time.perf_counter()
     left, iterations = _decomposition_budget(time_limit, det, spent=t1 - t0)
-    dec = decompose(P, fv.lp.x, alpha=opts["alpha"], oracle=oracle, time_limit=left, seed=int(opts["seed"]),
-                    threads=opts["threads"], max_iterations=iterations, deterministic=det)
+    fv, dec, tried = decompose_best(P, fv, optima=int(opts["optima"]), alpha=opts["alpha"], oracle=oracle,
+                                    time_limit=left, seed=int(opts["seed"]), threads=opts["threads"],
+                                    max_iterations=iterations, deterministic=det)
     t2 = time.perf_counter()
     pricing = _Pricing(instance, P, fv, proportional=opts["payment_rule"] == "value-proportional")
     lottery, expected = _lottery(pricing, dec)
@@ -206,7 +244,7 @@ def lavi_swamy(
     details = _details(pricing, dec, opts, oracle=oracle, time_limit=time_limit, det=det, lottery=lottery,
                        expected=expected, draw={"seed": int(opts["seed"]), "u": u, "index": pick},
                        seconds={"lp_and_pivots": t1 - t0, "decomposition": t2 - t1,
-                                "total": time.perf_counter() - t0})
+                                "total": time.perf_counter() - t0}, tried=tried)
     alpha = dec.alpha
     alloc = finish(instance, x, method=f"lavi-swamy({oracle})", proven_optimal=False, bound=fv.lp.bound,
                    build=0.0, solve=t2 - t0, details={"alpha": alpha, "expected_welfare": details["expected_welfare"]})
@@ -317,7 +355,7 @@ def _notes(fv: FractionalVcg, dec: Decomposition, requested: Any, *, time_limit:
 
 def _details(pricing: _Pricing, dec: Decomposition, opts: dict[str, Any], *, oracle: str, time_limit: float | None,
              det: bool, lottery: list[dict[str, Any]], expected: dict[str, float], draw: dict[str, Any],
-             seconds: dict[str, float]) -> dict[str, Any]:
+             seconds: dict[str, float], tried: list[dict[str, Any]]) -> dict[str, Any]:
     """``Outcome.details``: the lottery, the expectations, the scaling and the guarantee that holds."""
     P, fv, bidders, ov = pricing.P, pricing.fv, pricing.bidders, pricing.ov
     alpha = dec.alpha
@@ -345,4 +383,6 @@ def _details(pricing: _Pricing, dec: Decomposition, opts: dict[str, Any], *, ora
         "decomposition_summary": decomposition_summary(dec),
         "seconds": seconds,
         "pivots": len(fv.pivots),
+        "optimum": next(t["optimum"] for t in tried if t["kept"]),
+        "optima_tried": tried,
     }
