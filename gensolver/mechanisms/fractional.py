@@ -20,6 +20,13 @@ The fractional VCG (Clarke pivot) payment of bidder ``i`` is
 (``x*`` is feasible without it), every other one takes one warm-started re-solve with its
 columns fixed at 0.
 
+Other optima: the LP often has a face of optima. :func:`face_optima` maximises second-stage
+objectives over that face, described exactly by complementary slackness with the optimal duals
+(reduced-cost-negative columns at 0, rows of positive dual tight), and :func:`at_optimum`
+re-prices fractional VCG at another optimum from the same ``LP*(-i)`` intervals: each owner's
+value and payment move by the same amount and its utility ``LP* - LP*(-i)`` does not (the
+argument is in :mod:`gensolver.mechanisms.lavi_swamy`).
+
 References
 ----------
 Lavi & Swamy, "Truthful and near-optimal mechanism design via linear programming", J. ACM
