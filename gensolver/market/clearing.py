@@ -26,7 +26,9 @@ Winner determination
 --------------------
 ``method="greedy"`` (default) ranks bids by value (``alpha=0``: the score order of the credit
 rule; ties by the candidates' order) and accepts first fit, one bid per task:
-``O(B log B)`` for ``B`` bids, deterministic. Any other registered method (``"lp"``,
+``O(B log B)`` for ``B`` bids, deterministic. When every task's most valuable bid fits
+together (an uncontended round), that is the greedy's answer (and optimal), so it is returned
+without building the instance (same winners, proved in :func:`_tops_if_they_fit`). Any other registered method (``"lp"``,
 ``"auto"``...) can be named; ``"auto"`` runs under a deterministic budget of ``budget`` work
 units (``options={"deterministic": True}``), never a wall-clock limit, so reruns are
 byte-identical.
@@ -55,6 +57,7 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -219,19 +222,22 @@ def _solve_pass(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
     # built in canonical order (everything sorted by id), so the solver layer reorders nothing
     slots = tuple(Slot(g, {"compute": max(0.0, float(free[g][1])), "memory": max(0.0, float(free[g][0]))}, g)
                   for g in sorted(free))
-    bids: list[Bid] = []
-    meta: dict[str, tuple[str, tuple[str, ...], float]] = {}
     width = len(str(max(1, len(candidates))))
     most = max((m for m, _ in free.values()), default=0.0)  # no level above it fits anywhere
-    for rank, c in enumerate(candidates):
-        for li, oi, grp, mem, v in _task_bids(c, free, nodes, levels, max_options, stay_bonus, switch_penalty,
-                                              most, allowed):
-            bid_id = f"{rank:0{width}d}|{li}|{oi}"
-            bids.append(Bid(bid_id, c.task.id, v, {g: {"compute": c.task.compute, "memory": mem} for g in sorted(grp)}))
-            meta[bid_id] = (c.task.id, grp, mem)
+    # (bid id, task, GPUs, memory, value) of every bid, in the candidates' order
+    raw = [(f"{rank:0{width}d}|{li}|{oi}", c.task, grp, mem, v) for rank, c in enumerate(candidates)
+           for li, oi, grp, mem, v in _task_bids(c, free, nodes, levels, max_options, stay_bonus, switch_penalty,
+                                                 most, allowed)]
     ids = [c.task.id for c in candidates]
-    if not bids:
+    if not raw:
         return RoundResult({}, tuple(ids), method, "empty", 0)
+    if method == "greedy":
+        tops = _tops_if_they_fit(raw, free)
+        if tops is not None:  # what the greedy would answer, without building the instance
+            return RoundResult(tops, tuple(i for i in ids if i not in tops), "greedy", "optimal", len(raw))
+    bids = [Bid(bid_id, t.id, v, {g: {"compute": t.compute, "memory": mem} for g in sorted(grp)})
+            for bid_id, t, grp, mem, v in raw]
+    meta = {bid_id: (t.id, grp, mem) for bid_id, t, grp, mem, _ in raw}
     bidders = tuple(Bidder(tid, None) for tid in sorted({b.bidder for b in bids}))
     inst = mark_validated(Instance(slots, tuple(bids), bidders, "market-round", {"family": "market-round"}))
     if method == "greedy":
@@ -245,6 +251,34 @@ def _solve_pass(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
         tid, grp, mem = meta[w]
         won[tid] = (grp, mem)
     return RoundResult(won, tuple(i for i in ids if i not in won), alloc.method, alloc.status.value, len(bids))
+
+
+def _tops_if_they_fit(raw: list[tuple[str, Task, tuple[str, ...], float, float]],
+                      free: Mapping[str, tuple[float, float]]) -> dict[str, tuple[tuple[str, ...], float]] | None:
+    """Each task's first bid in the greedy's order (highest value, ties to the smaller bid id:
+    the canonical order), when those bids fit together, exactly (:func:`math.fsum` per GPU and
+    resource, against the slots' capacities); else ``None``.
+
+    Then greedy on value (``alpha=0``) accepts exactly these bids: by induction over its scan,
+    every bid it has accepted is one of them, so each of them still fits when reached, and a
+    task's later bids are skipped once it has won (its first bid comes before them). Each task
+    then has its most valuable bid, the per-bidder upper bound: the answer is optimal.
+    """
+    top: dict[str, tuple[str, tuple[str, ...], float, float, float]] = {}
+    for bid_id, t, grp, mem, v in raw:
+        best = top.get(t.id)
+        if best is None or v > best[3] or (v == best[3] and bid_id < best[0]):
+            top[t.id] = (bid_id, grp, mem, v, t.compute)
+    held: dict[str, tuple[list[float], list[float]]] = {}
+    for _, grp, mem, _, comp in top.values():
+        for g in grp:
+            m, c = held.setdefault(g, ([], []))
+            m.append(mem)
+            c.append(comp)
+    for g, (m, c) in held.items():
+        if math.fsum(m) > max(0.0, float(free[g][0])) or math.fsum(c) > max(0.0, float(free[g][1])):
+            return None
+    return {tid: (grp, mem) for tid, (_, grp, mem, _, _) in top.items()}
 
 
 def _task_bids(c: RoundTask, free: Mapping[str, tuple[float, float]], nodes: Mapping[str, Sequence[str]],

@@ -249,3 +249,52 @@ def test_the_solver_clearing_bounds_what_credits_and_urgency_move():
     assert 1.0 < solver <= spread + 1e-9
     assert _score_ratio(clearing="greedy") > spread + 1e-6
     assert _score_ratio(clearing="solver", credit_power=1.0) > spread + 1e-6
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_uncontended_shortcut_answers_as_the_solver_layer(seed, monkeypatch):
+    """When every task's most valuable bid fits together, the round skips the solve: its
+    winners must be the solver layer's greedy's, which the same round without the shortcut
+    runs (contended and uncontended rounds, running candidates, tied scores, 2 levels)."""
+    import gensolver.market.clearing as clearing
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 9))
+    cands, free, nodes = _round(seed, n, 4)
+    if seed % 2:  # roomy GPUs: everything fits, the shortcut answers
+        free = {g: (400.0, 4.0) for g in free}
+    if seed % 3 == 0:  # tied scores and a running candidate on its own GPU
+        cands = [RoundTask(c.task, 1.0) for c in cands]
+        t = cands[0].task
+        cands[0] = RoundTask(t, 1.0, tuple(f"g{j}" for j in range(0, 2 * t.gpus, 2)), t.preferred_memory)
+    taken = []
+    real = clearing._tops_if_they_fit
+
+    def spy(raw, fr):
+        out = real(raw, fr)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(clearing, "_tops_if_they_fit", spy)
+    fast = clear_round(cands, free, nodes, levels=2, max_options=3, fill=False)
+    monkeypatch.setattr(clearing, "_tops_if_they_fit", lambda raw, fr: None)
+    slow = clear_round(cands, free, nodes, levels=2, max_options=3, fill=False)
+    assert dict(fast.winners) == dict(slow.winners) and fast.losers == slow.losers
+    if seed % 2:
+        assert taken == [True]  # roomy rounds take the shortcut
+    if taken[0]:
+        assert fast.status == "optimal" and set(fast.winners) == {c.task.id for c in cands}
+
+
+def test_the_shortcut_declines_a_contended_round():
+    a = Task("a", tenant="x", min_memory=40, preferred_memory=40, compute=0.5, duration=10, value=1.0)
+    b = Task("b", tenant="y", min_memory=40, preferred_memory=40, compute=0.5, duration=10, value=1.0)
+    from gensolver.market.clearing import _tops_if_they_fit
+
+    # both tasks' best bid is g0 (best fit of 40 GiB): together 80 GiB on a 60 GiB GPU
+    raw = [("0|0|0", a, ("g0",), 40.0, 2.0), ("0|0|1", a, ("g1",), 40.0, 2.0),
+           ("1|0|0", b, ("g0",), 40.0, 1.0), ("1|0|1", b, ("g1",), 40.0, 1.0)]
+    assert _tops_if_they_fit(raw, {"g0": (60.0, 1.0), "g1": (60.0, 1.0)}) is None
+    assert _tops_if_they_fit(raw, {"g0": (80.0, 1.0), "g1": (60.0, 1.0)}) == {"a": (("g0",), 40.0), "b": (("g0",), 40.0)}
+    # ties go to the smaller bid id (the canonical order), as in the greedy's scan
+    assert _tops_if_they_fit(raw[2:], {"g0": (60.0, 1.0), "g1": (60.0, 1.0)}) == {"b": (("g0",), 40.0)}
