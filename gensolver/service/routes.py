@@ -17,7 +17,8 @@ route                      does                                                 
 ``POST /v1/feedback``      an executor's usage report on a running task                 owner
 ``GET /v1/me``              the token's tenant and role                                 any token
 ``GET /v1/schemas/{kind}`` the JSON Schema of instance, gpuround or plan documents      anyone
-``GET /healthz``           liveness and configuration                                   anyone
+``GET /livez``             liveness: the event loop answers (no database, O(1))         anyone
+``GET /healthz``           liveness, configuration and task counts (counted <= 1 s ago) anyone
 ``GET /readyz``            readiness (the database answers)                             anyone
 ``GET /metrics``           Prometheus exposition (per tenant: operator token)           anyone
 ``GET /v1/audit``          the audit log (``limit``, ``after``)                        operator
@@ -258,7 +259,14 @@ async def readyz(request: Request) -> Response:
     ok = await run_in_threadpool(_service(request).ready)
     return JSONResponse({"status": "ready" if ok else "not ready"}, status_code=200 if ok else 503)
 
-@operations_router.get("/healthz", response_model=Health, tags=["operations"], summary="Liveness and configuration")
+@operations_router.get("/livez", tags=["operations"], summary="Liveness: the process answers (O(1), no database)",
+                       responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}}})
+async def livez(request: Request) -> Response:
+    """On the event loop itself: no thread, no database, nothing that grows with the tasks."""
+    return JSONResponse({"status": "ok", "replica": _service(request).replica})
+
+@operations_router.get("/healthz", response_model=Health, tags=["operations"],
+                       summary="Liveness, configuration and the task counts (at most 1 s old)")
 def healthz(request: Request) -> Any:
     return _service(request).status()
 

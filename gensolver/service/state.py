@@ -49,6 +49,8 @@ __all__ = ["MarketService", "TASK_STATES", "UnsupportedMediaType", "check_task_n
 TASK_STATES = ("waiting", "running", "done", "cancelled")
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 _EPS = 1e-9
+#: seconds a count of the tasks per state (``/healthz``'s ``tasks``) is reused before it is counted again
+COUNTS_MAX_AGE = 1.0
 
 
 #: a Kubernetes object name (DNS-1123 subdomain): lower-case letters, digits, '-' and '.', at most 253
@@ -103,6 +105,10 @@ class MarketService:
         #: held while a round clears, and by cancellations and feedback (they change what a round reads)
         self.clear_lock = threading.Lock()
         self._reported: dict[str, tuple[str, float]] = {}
+        #: seconds for the age of :meth:`task_counts` (injectable in tests)
+        self.monotonic: Callable[[], float] = time.monotonic
+        self._counts: tuple[float, dict[str, int]] | None = None
+        self._counts_lock = threading.Lock()
         self._load()
 
     # ------------------------------------------------------------------ start
@@ -705,11 +711,29 @@ class MarketService:
         except Exception:  # noqa: BLE001 - any failure means not ready
             return False
 
+    def task_counts(self) -> dict[str, int]:
+        """Tasks per state, as counted at most :data:`COUNTS_MAX_AGE` seconds ago.
+
+        The count reads every task, so ``/healthz`` does not run it per probe: one caller counts
+        when the last count is older than that (the others wait for it, or take the last one),
+        and every other probe in between is O(1)."""
+        last = self._counts
+        if last is not None and self.monotonic() - last[0] < COUNTS_MAX_AGE:
+            return last[1]
+        with self._counts_lock:
+            last = self._counts
+            if last is not None and self.monotonic() - last[0] < COUNTS_MAX_AGE:
+                return last[1]
+            counts = {s: 0 for s in TASK_STATES}
+            for r in self.store.query("SELECT state, COUNT(*) AS c FROM tasks GROUP BY state"):
+                counts[r["state"]] = int(r["c"])
+            self._counts = (self.monotonic(), counts)
+            return counts
+
     def status(self) -> dict[str, Any]:
-        counts = {s: 0 for s in TASK_STATES}
-        for r in self.store.query("SELECT state, COUNT(*) AS c FROM tasks GROUP BY state"):
-            counts[r["state"]] = int(r["c"])
-        return {"status": "ok", "replica": self.replica, "rounds": self.next_round - 1, "clock": self.clock, "tasks": counts,
+        """The ``/healthz`` document: configuration from memory and :meth:`task_counts`."""
+        return {"status": "ok", "replica": self.replica, "rounds": self.next_round - 1, "clock": self.clock,
+                "tasks": dict(self.task_counts()),
                 "gpus": [{"id": g.id, "memory": g.memory, "compute": g.compute, "node": g.node, "model": g.model}
                          for g in self.glue.gpus],
                 "lease": self.lease, "step_seconds": self.settings.step_seconds,

@@ -311,6 +311,8 @@ def test_readiness_and_no_cdn_docs(api):
     api.service.store.close()
     api.service.store.path = "/nonexistent-dir/\x00bad"  # the database can no longer be opened
     assert api.client.get("/readyz").status_code == 503
+    live = api.client.get("/livez")      # liveness does not touch the database
+    assert live.status_code == 200 and live.json() == {"status": "ok", "replica": api.service.replica}
     for path in ("/docs", "/redoc"):
         assert api.client.get(path).status_code == 404
     assert api.client.get("/openapi.json").status_code == 200
@@ -359,3 +361,48 @@ def test_a_stored_number_that_is_not_finite_is_refused():
     for bad in (float("nan"), float("inf")):
         with pytest.raises(ValueError, match="not finite"):
             _jn(bad)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_healthz_counts_tasks_at_most_once_a_second(api):
+    """``/healthz`` counts the tasks per state once per :data:`COUNTS_MAX_AGE` seconds (an
+    injected clock), whatever the number of probes; the counts agree with the task list."""
+    from gensolver.service.state import COUNTS_MAX_AGE
+
+    svc = api.service
+    clock = _Clock()
+    svc.monotonic = clock
+    counted: list[str] = []
+    query = svc.store.query
+
+    def spy(sql: str, params=()):
+        if "GROUP BY state" in sql:
+            counted.append(sql)
+        return query(sql, params)
+
+    svc.store.query = spy
+    for k in range(3):
+        assert api.client.post("/v1/tasks", json=gentask(f"c{k}"), headers=api.h("alice")).status_code == 201
+    assert api.client.delete("/v1/tasks/c0", headers=api.h("alice")).status_code == 200
+    first = api.client.get("/healthz").json()["tasks"]
+    listed = api.client.get("/v1/tasks?limit=100", headers=api.h("ops")).json()["tasks"]
+    expect = {s: sum(1 for t in listed if t["state"] == s) for s in ("waiting", "running", "done", "cancelled")}
+    assert first == expect and expect["cancelled"] == 1 and expect["waiting"] == 2
+    for _ in range(50):
+        assert api.client.get("/healthz").json()["tasks"] == first
+    assert len(counted) == 1                         # 51 probes, one count
+    assert api.client.post("/v1/tasks", json=gentask("c9"), headers=api.h("alice")).status_code == 201
+    clock.now += COUNTS_MAX_AGE - 0.01
+    assert api.client.get("/healthz").json()["tasks"]["waiting"] == 2 and len(counted) == 1  # still the last count
+    clock.now += 0.02
+    assert api.client.get("/healthz").json()["tasks"]["waiting"] == 3 and len(counted) == 2  # counted again
+    for _ in range(20):
+        assert api.client.get("/livez").status_code == 200
+    assert len(counted) == 2
