@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 from hypothesis import strategies as st
 
+from ._deprecation import method_alias
 from .model import Bid, Bidder, Instance, Slot, validate
 from .verify.regret import DEFAULT_FACTORS, TRUTHFUL_FAMILIES, max_regret
 
@@ -119,17 +120,20 @@ def assert_truthful(
     tol: float = 1e-6,
     families: Sequence[str] = TRUTHFUL_FAMILIES,
     factors: Sequence[float] = DEFAULT_FACTORS,
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     options: Any = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> None:
     """Fail (``AssertionError``) if some bidder gains more than ``tol`` by a misreport.
 
     Misreports are those of :func:`gensolver.verify.misreports` in ``families`` (by default
     all but false-name bids, which truthful mechanisms like VCG do not withstand). The message
-    names the bidder, its gain and the misreport.
+    names the bidder, its gain and the misreport. ``method`` is the solver method the mechanism
+    runs on (``solver=`` is its deprecated alias).
     """
-    res = max_regret(mechanism, instance, families=families, factors=factors, method=solver,
+    method = method_alias(method, solver, where="assert_truthful")
+    res = max_regret(mechanism, instance, families=families, factors=factors, method=method,
                      time_limit=time_limit, options=options)
     if res.regret > tol:
         w = res.worst
