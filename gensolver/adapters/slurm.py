@@ -62,6 +62,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -86,7 +87,7 @@ from .names import (
 )
 
 __all__ = ["SHARING", "SlurmOptions", "SlurmJob", "SlurmState", "SlurmError", "SlurmUnavailableError",
-           "SlurmJournal", "slurm_jobs", "write_slurm", "known_nodes", "submit_plan", "follow", "cancel", "sacct",
+           "SlurmJournal", "slurm_jobs", "write_slurm", "known_nodes", "node_gres", "submit_plan", "follow", "cancel", "sacct",
            "TERMINAL_STATES", "SACCT_FIELDS", "SKIPPED_EXIT"]
 
 #: how a fractional grant is asked of Slurm: ``shard`` (shard:K), ``mps`` (mps:P), ``gpu`` (whole GPU)
@@ -527,9 +528,43 @@ def _by_name(names: Sequence[str], since: float) -> dict[str, str]:
     return found
 
 
+def node_gres() -> dict[str, dict[str, int]]:
+    """Node name -> generic resource -> count, as ``sinfo --Node --noheader --format=%N|%G``
+    reports them (``gpu:a100:4(S:0-1),gpu:v100:2`` counts 6 ``gpu``; ``(null)``: none)."""
+    out: dict[str, dict[str, int]] = {}
+    for line in _call(["sinfo", "--Node", "--noheader", "--format=%N|%G"]).splitlines():
+        node, _, gres = line.strip().partition("|")
+        if not node:
+            continue
+        counts: dict[str, int] = {}
+        for part in re.sub(r"\([^)]*\)", "", gres).split(","):
+            fields = part.strip().split(":")
+            if len(fields) >= 2 and fields[-1].isdigit():
+                counts[fields[0]] = counts.get(fields[0], 0) + int(fields[-1])
+        out[node] = counts  # (a node in several partitions is listed once per partition, alike)
+    return out
+
+
 def known_nodes() -> frozenset[str]:
-    """The cluster's node names (``sinfo --Node --noheader --format=%N``)."""
-    return frozenset(_call(["sinfo", "--Node", "--noheader", "--format=%N"]).split())
+    """The cluster's node names (those of :func:`node_gres`)."""
+    return frozenset(node_gres())
+
+
+def _check_fits(jobs: Sequence[SlurmJob], nodes: Mapping[str, Mapping[str, int]]) -> None:
+    """Refuse, before anything is submitted, a run sent to a node Slurm does not have or one that
+    asks a node for more of a generic resource than the node has (Slurm would refuse that job
+    at submission, after the runs before it were submitted, or leave it pending forever)."""
+    for j in jobs:
+        unknown = [n for n in j.nodes if n not in nodes]
+        if unknown:
+            raise AdapterError("--device-map", f"run {j.key} would go to node(s) {', '.join(unknown)}, which Slurm "
+                                               f"does not have (its nodes: {', '.join(sorted(nodes)) or 'none'})")
+        name, _, count = j.gres.rpartition(":")
+        for n in j.nodes:
+            have = nodes[n].get(name, 0)
+            if int(count) > have:
+                raise AdapterError("--device-map", f"run {j.key} needs --gres={j.gres} on node {n}, which has "
+                                                   f"{have} {name} (sinfo): the plan does not fit the cluster")
 
 
 def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJournal, script_dir: str | os.PathLike[str],
@@ -555,16 +590,12 @@ def submit_plan(plan: ExecutionPlan, options: SlurmOptions, *, journal: SlurmJou
     ------
     AdapterError
         The journal was written for another plan, or the plan cannot be placed (a device
-        without a node, a node Slurm does not have): nothing is submitted.
+        without a node, a node Slurm does not have, a run asking a node for more GPUs, shards
+        or MPS units than it has): nothing is submitted.
     SlurmUnavailableError, SlurmError
     """
     jobs = slurm_jobs(plan, options)
-    nodes = known_nodes()
-    for j in jobs:
-        unknown = [n for n in j.nodes if n not in nodes]
-        if unknown:
-            raise AdapterError("--device-map", f"run {j.key} would go to node(s) {', '.join(unknown)}, which Slurm "
-                                               f"does not have (its nodes: {', '.join(sorted(nodes)) or 'none'})")
+    _check_fits(jobs, node_gres())
     head = journal.head
     if head is None:  # t0 leaves the submission itself time (1 s plus 0.25 s a job), so it eats no window
         t0 = time.time() + 1.0 + 0.25 * len(jobs) if t0 is None else t0

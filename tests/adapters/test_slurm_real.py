@@ -18,6 +18,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Mapping
 
 import pytest
 
@@ -62,11 +63,16 @@ def _journal(path: Path) -> list[dict]:
 
 
 def check_against_plan(plan_path: Path, journal: list[dict], rows: dict[str, dict[str, str]], node: str,
-                       shards_per_gpu: int, scale: float, hold: float | None = None) -> list[str]:
+                       shards_per_gpu: int, scale: float, hold: float | None = None,
+                       launched: Mapping[str, float] | None = None) -> list[str]:
     """Every way the accounting records differ from the plan (an empty list: they agree); with
     ``hold``, also every job that ended (sacct's End) more than ``hold`` seconds after its planned
-    end. (The many plans run at once by the bundled test leave the hold bound to the dedicated
-    tests: eight plans' jobs ending together on a loaded 2-core machine end late in sacct.)"""
+    end, or, given ``launched`` (job id -> when its slurmd began the batch script, see
+    ``SlurmCluster.launches``), after the later of its planned end and that launch. (The bundled
+    test starts ~60 jobs at once: on a loaded 2-core machine slurmd begins their scripts a few per
+    second, up to 20 s after the allocation, and a script begun past its planned end exits at
+    once. What the adapter controls is that no script runs past that bound; a job Slurm
+    allocated but had not yet launched holds its grant for Slurm's own latency.)"""
     plan = read_plan(plan_path)
     head = journal[0]
     t0 = float(head["t0"])
@@ -103,10 +109,16 @@ def check_against_plan(plan_path: Path, journal: list[dict], rows: dict[str, dic
         if start < math.floor(due) - 1e-6 or start > due + LATE:
             problems.append(f"{key}: started {start - t0:.1f} s after t0, the plan says {run.start * scale:.1f} s")
         starts[key] = (run.start, start)
-        if hold is not None and (row["End"] in ("", "Unknown", "None")
-                                 or _epoch(row["End"]) > t0 + run.end * scale + hold):
-            problems.append(f"{key}: held its grant until {row['End']!r}, past its planned end "
-                            f"{run.end * scale:.1f} s after t0 plus {hold:g} s")
+        if hold is not None:
+            due_end = t0 + run.end * scale
+            if launched is not None:
+                if row["JobID"] not in launched:
+                    problems.append(f"{key}: no slurmd launched job {row['JobID']}")
+                    continue
+                due_end = max(due_end, launched[row["JobID"]])
+            if row["End"] in ("", "Unknown", "None") or _epoch(row["End"]) > due_end + hold:
+                problems.append(f"{key}: held its grant until {row['End']!r}, {due_end - t0:.1f} s after t0 "
+                                f"(its planned end{' or launch' if launched is not None else ''}) plus {hold:g} s")
     for a, (pa, sa) in starts.items():
         for b, (pb, sb) in starts.items():
             if pa < pb and sa > sb:  # (sacct's Start has whole seconds; begin times are rounded up)
@@ -140,7 +152,9 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
                                                                       monkeypatch, capsys) -> None:
     """Goal of the adapter: every plan `gensolver plan` makes of the committed suites, all at once
     on the local Slurm (run --backend slurm), plus smoke-gpu-0 once more through `emit slurm` and
-    its submit.sh; then a rerun of one plan adopts its jobs and submits nothing."""
+    its submit.sh, each job where and when the plan put it and ended by its planned end (or its
+    launch, when slurmd began it later) plus 5 s; then a rerun of one plan adopts its jobs and
+    submits nothing."""
     procs = {}
     for name, plan in bundled_plans.items():
         journal = tmp_path / f"{name}.journal"
@@ -162,10 +176,12 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
         summary = [(j["key"], j["outcome"], j["exit_code"], j["start"], j["end"])
                    for j in json.loads(out).get("jobs", [])] if out.strip().startswith("{") else out[-2000:]
         assert proc.returncode == 0, (name, summary, err[-2000:])
+    launched = slurm.launches()
     for name, plan in bundled_plans.items():
         records = _journal(tmp_path / f"{name}.journal")
         rows = _sacct(slurm, [r["job"] for r in records if r["event"] == "submitted"])
-        assert check_against_plan(plan, records, rows, slurm.node, slurm.shards_per_gpu, _scale(plan)) == [], name
+        assert check_against_plan(plan, records, rows, slurm.node, slurm.shards_per_gpu, _scale(plan),
+                                  hold=HOLD, launched=launched) == [], name
     # the emitted scripts, submitted by submit.sh: the same checks on what it printed ("key id" lines)
     ids = dict(line.split() for line in submitted.stdout.splitlines())
     deadline = time.monotonic() + 40
@@ -175,7 +191,17 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
             break
         time.sleep(1)
     records = [{"event": "plan", "t0": t0}] + [{"event": "submitted", "key": k, "job": v} for k, v in ids.items()]
-    assert check_against_plan(gpu0, records, rows, slurm.node, slurm.shards_per_gpu, _scale(gpu0)) == []
+    assert check_against_plan(gpu0, records, rows, slurm.node, slurm.shards_per_gpu, _scale(gpu0), hold=HOLD,
+                              launched=slurm.launches()) == []
+    # the hold check fails on a job that ended past the later of its planned end and its launch + 5 s
+    key, job = next(iter(ids.items()))
+    run = next(r for t in read_plan(gpu0).tasks for r in read_plan(gpu0).runs(t.id) if f"{r.task}.{r.index}" == key)
+    bound = max(t0 + run.end * _scale(gpu0), slurm.launches()[job]) + HOLD
+    late = dict(rows, **{job: dict(rows[job], End=datetime.fromtimestamp(math.ceil(bound) + 1).strftime("%Y-%m-%dT%H:%M:%S"))})
+    assert [p for p in check_against_plan(gpu0, records, late, slurm.node, slurm.shards_per_gpu, _scale(gpu0),
+                                          hold=HOLD, launched=slurm.launches()) if "held its grant" in p] != []
+    assert any("no slurmd launched" in p for p in check_against_plan(
+        gpu0, records, rows, slurm.node, slurm.shards_per_gpu, _scale(gpu0), hold=HOLD, launched={}))
 
     # the checker fails on wrong records: the same jobs against another node, or with starts swapped
     journal = tmp_path / "smoke-gpu-0.journal"
@@ -422,3 +448,76 @@ def test_a_gang_over_two_nodes_runs_on_both_in_the_planned_order(slurm, tmp_path
     assert _epoch(gang["Start"]) <= _epoch(after["Start"]) and _epoch(after["Start"]) >= math.floor(t0 + 9)
     for row, end in ((gang, 2), (after, 6)):
         assert _epoch(row["End"]) <= t0 + end * 3 + HOLD, (row, t0)
+
+
+def test_a_preempted_task_is_stopped_completed_and_resumed_after_its_first_run(slurm, tmp_path: Path, monkeypatch,
+                                                                              capsys) -> None:
+    """A task preempted at 3 s by another on its GPU and resumed at 6 s on another GPU (plan
+    seconds, 3 wall seconds each): its first run is stopped at its planned end and recorded
+    COMPLETED 0:0, not FAILED; the resumed run (``GENSOLVER_RESUME=1``) starts after the first
+    ended (afterany) and at its planned start; everything ends by its planned end + 5 s."""
+    from gensolver.executor import write_plan
+    from tests.executor.helpers import plan_of
+
+    marker = tmp_path / "seen"
+    marker.mkdir()
+    hold = ["sh", "-c", f'echo "$GENSOLVER_RESUME" > "{marker}/$GENSOLVER_TASK.$GENSOLVER_RUN"; exec sleep 1000']
+    plan = plan_of({"gpu0": 40, "gpu1": 40},
+                   {"p": {"at": [("gpu0", 0, 3), ("gpu1", 6, 9)], "memory": 40, "command": hold},
+                    "q": {"at": [("gpu0", 3, 6)], "memory": 40, "command": hold}})
+    assert [(r.task, r.index) for t in plan.tasks for r in plan.runs(t.id)] == [("p", 0), ("p", 1), ("q", 0)]
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--device-map",
+                         f"*={slurm.node}", "--time-scale", "3", "--grace", "1", "--json",
+                         "--journal", str(tmp_path / "j.journal"))
+    assert rc == 0, out + err
+    jobs = {j["key"]: j for j in json.loads(out)["jobs"]}
+    rows = _sacct(slurm, [j["job"] for j in jobs.values()])
+    got = {k: rows[j["job"]] for k, j in jobs.items()}
+    assert {k: (r["State"], r["ExitCode"]) for k, r in got.items()} == {k: ("COMPLETED", "0:0") for k in got}
+    assert sorted((p.name, p.read_text().split()) for p in marker.iterdir()) == [
+        ("p.0", ["0"]), ("p.1", ["1"]), ("q.0", ["0"])]  # every run ran; the second as a resume
+    t0 = float(_journal(tmp_path / "j.journal")[0]["t0"])
+    assert _epoch(got["p.1"]["Start"]) >= max(_epoch(got["p.0"]["End"]), math.floor(t0 + 18)), got
+    assert _epoch(got["q.0"]["Start"]) >= math.floor(t0 + 9), got
+    records = _journal(tmp_path / "j.journal")
+    assert check_against_plan(path, records, rows, slurm.node, slurm.shards_per_gpu, 3.0, hold=HOLD) == []
+
+
+def test_a_plan_that_does_not_fit_the_nodes_is_refused_before_anything_is_submitted(slurm, tmp_path: Path,
+                                                                                      monkeypatch, capsys) -> None:
+    """A run on 3 GPUs of a node that has 2, or a half GPU on a node without shards: exit 2 naming
+    the run, the node and the count sinfo gives, and no job submitted (not even the run before
+    it that fits), where sbatch would have refused it after the earlier runs were submitted."""
+    from gensolver.executor import write_plan
+    from tests.executor.helpers import plan_of
+
+    n1 = slurm.extra_nodes[0]
+    for wide, needs in ((3, f"needs --gres=gpu:3 on node {n1}, which has 2 gpu"),
+                        (0, f"needs --gres=shard:50 on node {n1}, which has 0 shard")):
+        tasks = {"first": {"at": [(f"{n1}/g0", 0, 1)], "memory": 40, "command": ["true"]},
+                 "late": ({"at": [(f"{n1}/g{k}", 1, 2) for k in range(wide)], "memory": 40} if wide else
+                          {"at": [(f"{n1}/g0", 1, 2)], "memory": 10, "compute": 0.5})}
+        path = tmp_path / f"plan{wide}.json"
+        write_plan(plan_of({f"{n1}/g{k}": 40 for k in range(3)}, tasks), path)
+        journal = tmp_path / f"j{wide}.journal"
+        rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--journal",
+                             str(journal), "--time-scale", "30")
+        assert rc == 2 and needs in err and "run late.0" in err, err
+        assert not journal.exists()
+        assert _jobs_of(slurm, path) == []
+    # the same query finds the jobs of a plan that fits (its first run alone)
+    path = tmp_path / "fits.json"
+    write_plan(plan_of({f"{n1}/g0": 40}, {"first": tasks["first"]}), path)
+    # (a window of 60 wall seconds: `true` ends long before it, however late a loaded machine starts it)
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--time-scale", "60")
+    assert rc == 0, out + err
+    assert len(_jobs_of(slurm, path)) == 1
+
+
+def _jobs_of(cluster, plan_path: Path) -> list[str]:
+    """The names of the jobs the accounting database knows of one plan (gs-<digest>-...)."""
+    names = cluster.run("sacct", "-X", "--noheader", "--parsable2", "--format=JobName", "--starttime=now-1hour")
+    assert names.returncode == 0, names.stderr
+    return [n for n in names.stdout.split() if n.startswith(f"gs-{read_plan(plan_path).digest}")]

@@ -315,3 +315,30 @@ def test_run_takes_a_tenant_map_only_with_the_slurm_backend(tmp_path: Path, caps
     good.write_text("team-a: {account: ml}\n")
     assert main(["run", str(path), "--tenant-map", str(good)]) == 2
     assert "--tenant-map" in capsys.readouterr().err
+
+
+def test_node_gres_reads_sinfos_counts_and_a_plan_that_does_not_fit_is_refused(monkeypatch) -> None:
+    """``sinfo``'s %G, typed and with socket bindings, is summed per resource; a run asking a
+    node for more GPUs or shards than it has, or a resource it lacks, is refused by name."""
+    from gensolver.adapters import slurm
+
+    printed = ("a|gpu:a100:4(S:0-1),gpu:v100:2(S:0,1),shard:600\nb|(null)\na|gpu:a100:4(S:0-1),gpu:v100:2(S:0,1),"
+               "shard:600\n\nc|gpu:2\n")
+    monkeypatch.setattr(slurm, "_call", lambda argv, **kw: printed if argv[0] == "sinfo" else "")
+    assert slurm.node_gres() == {"a": {"gpu": 6, "shard": 600}, "b": {}, "c": {"gpu": 2}}
+    assert slurm.known_nodes() == {"a", "b", "c"}
+    plan = plan_of({f"g{k}": 40 for k in range(3)},
+                   {"wide": {"at": [(f"g{k}", 0, 2) for k in range(3)], "memory": 40},
+                    "half": {"at": [("g0", 2, 4)], "memory": 10, "compute": 0.5}})
+    fits = slurm_jobs(plan, SlurmOptions(default_node="a"))
+    slurm._check_fits(fits, slurm.node_gres())  # 3 GPUs and 50 shards on a: fits
+    for node, needs in (("c", "--gres=gpu:3 on node c, which has 2 gpu"), ("b", "--gres=gpu:3 on node b, which has 0")):
+        with pytest.raises(AdapterError, match=needs):
+            slurm._check_fits(slurm_jobs(plan, SlurmOptions(default_node=node)), slurm.node_gres())
+    # the gang fits (2 GPUs a node on a and c); the half-GPU run asks c for shards it has not
+    split = slurm_jobs(plan, SlurmOptions(nodes={"g0": "c", "g1": "a", "g2": "a"}))
+    assert [(j.key, j.nodes, j.gres) for j in split] == [("wide.0", ("a", "c"), "gpu:2"), ("half.0", ("c",), "shard:50")]
+    with pytest.raises(AdapterError, match=r"run half\.0 needs --gres=shard:50 on node c, which has 0 shard"):
+        slurm._check_fits(split, slurm.node_gres())
+    with pytest.raises(AdapterError, match="run wide.0 would go to node.*d"):
+        slurm._check_fits(slurm_jobs(plan, SlurmOptions(default_node="d")), slurm.node_gres())
