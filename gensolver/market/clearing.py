@@ -57,6 +57,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
@@ -235,8 +236,7 @@ def _solve_pass(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
         tops = _tops_if_they_fit(raw, free)
         if tops is not None:  # what the greedy would answer, without building the instance
             return RoundResult(tops, tuple(i for i in ids if i not in tops), "greedy", "optimal", len(raw))
-    bids = [Bid(bid_id, t.id, v, {g: {"compute": t.compute, "memory": mem} for g in sorted(grp)})
-            for bid_id, t, grp, mem, v in raw]
+    bids = [_bundle(grp, t.compute, mem).rebid(bid_id, t.id, v) for bid_id, t, grp, mem, v in raw]
     meta = {bid_id: (t.id, grp, mem) for bid_id, t, grp, mem, _ in raw}
     bidders = tuple(Bidder(tid, None) for tid in sorted({b.bidder for b in bids}))
     inst = mark_validated(Instance(slots, tuple(bids), bidders, "market-round", {"family": "market-round"}))
@@ -251,6 +251,13 @@ def _solve_pass(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
         tid, grp, mem = meta[w]
         won[tid] = (grp, mem)
     return RoundResult(won, tuple(i for i in ids if i not in won), alloc.method, alloc.status.value, len(bids))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _bundle(grp: tuple[str, ...], compute: float, memory: float) -> Bid:
+    """A bid on ``grp`` asking ``compute`` and ``memory`` on each GPU (id, bidder and value
+    blank): its frozen demand is built once and shared across bids and rounds (:meth:`Bid.rebid`)."""
+    return Bid("", "", 0.0, {g: {"compute": compute, "memory": memory} for g in sorted(grp)})
 
 
 def _tops_if_they_fit(raw: list[tuple[str, Task, tuple[str, ...], float, float]],

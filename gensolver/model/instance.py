@@ -100,6 +100,15 @@ class Bid:
             self, "demand", MappingProxyType({str(s): _freeze(r) for s, r in self.demand.items()})
         )
 
+    def rebid(self, id: str, bidder: str, value: float) -> Bid:
+        """This bid's bundle under another ``id``, ``bidder`` and ``value``: the frozen
+        :attr:`demand` is shared, not copied again (for builders of many bids over the same
+        bundles, e.g. one market round after another)."""
+        out = object.__new__(Bid)
+        for name, v in (("id", id), ("bidder", bidder), ("value", float(value)), ("demand", self.demand)):
+            object.__setattr__(out, name, v)
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form, as written in the JSON interchange format."""
         return {
