@@ -252,7 +252,8 @@ def decompose_best(P: MatrixProblem, fv: FractionalVcg, *, optima: int, alpha: f
 
     With ``alpha`` set, the search stops at the first optimum verified at ``alpha`` (all such
     optima give every bidder the same expected utility). Other keywords go to
-    :func:`decompose`; ``time_limit`` (seconds) is shared by all the decompositions. Returns the
+    :func:`decompose`; ``time_limit`` (seconds) is shared by all the decompositions; an optimum
+    equal to one already tried (within ``1e-9``) is skipped. Returns the
     fractional VCG and decomposition kept, and one record per optimum tried (name, verified
     ratio, whether it was kept).
     """
@@ -266,7 +267,11 @@ def decompose_best(P: MatrixProblem, fv: FractionalVcg, *, optima: int, alpha: f
     best_fv, best = fv, dec
     if optima <= 0 or (alpha is not None and dec.alpha_verified <= alpha):
         return best_fv, best, tried
+    seen = [fv.lp.x]
     for name, x in face_optima(P, fv, optima):
+        if any(np.allclose(x, y, rtol=0.0, atol=1e-9) for y in seen):
+            continue  # the same optimum (a face of one point is common): nothing new to decompose
+        seen.append(x)
         rest = left()
         if rest is not None and rest <= 0.05:
             break

@@ -74,8 +74,8 @@ Algorithm (Lavi & Swamy 2011, Sections 2–3)
 payments of every allocation, the empty one included), ``expected_payments``,
 ``expected_utilities`` (reported values), ``fractional_payments``, ``alpha``,
 ``alpha_verified``, ``alpha_floor`` (no oracle can verify less at the optimum kept; another
-optimum of the LP may verify less), ``optimum`` and ``optima_tried``, ``lp_welfare``, ``expected_welfare`` and ``truthful_in_expectation``, so expected utilities
-are exact weighted sums (:func:`gensolver.verify.expected_regret`).
+optimum of the LP may verify less), ``optimum`` and ``optima_tried``, ``lp_welfare``,
+``expected_welfare`` and ``truthful_in_expectation``, so expected utilities are exact weighted sums (:func:`gensolver.verify.expected_regret`).
 
 Exactness
 ---------

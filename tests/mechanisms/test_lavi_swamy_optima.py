@@ -140,3 +140,14 @@ def test_an_unconverged_lp_has_no_face() -> None:
 def test_bad_optima_are_refused(bad) -> None:
     with pytest.raises(InputError, match="optima"):
         lavi_swamy(multi_unit_round(0), solver="greedy", options={"optima": bad})
+
+
+def test_a_unique_optimum_is_decomposed_once() -> None:
+    """One good, values 5 > 3: the LP optimum (A gets it) is unique, so every second stage
+    returns it and nothing else is decomposed."""
+    inst = Instance((Slot("g", {"units": 1.0}),), (Bid("a", "A", 5.0, {"g": {"units": 1.0}}),
+                                                   Bid("b", "B", 3.0, {"g": {"units": 1.0}})))
+    P = from_instance(canonical(inst))
+    assert len(face_optima(P, fractional_vcg(P), len(SECOND_STAGES))) == len(SECOND_STAGES)
+    out = lavi_swamy(inst, solver="greedy")
+    assert [t["optimum"] for t in out.details["optima_tried"]] == ["simplex"]
