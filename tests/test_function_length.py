@@ -1,10 +1,7 @@
 """The size rule: no function or method in ``gensolver/`` longer than 100 lines.
 
-Long functions are split by the steps they already name in comments. The few left over are
-listed in ``ALLOWED`` with the reason each stays; an entry's limit is its current length, so the
-list can only shrink (a listed function that grows fails too, and one that falls under 100 lines
-must leave the list). Functions in files that other work is editing now have their length plus
-``MARGIN`` as ceiling, so that work can land before the split.
+A long function is split by the steps it already names in its comments; there is no list of
+exceptions.
 """
 
 from __future__ import annotations
@@ -16,14 +13,6 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gensolver"
 LIMIT = 100
-#: head room for the entries whose files other work edits now
-MARGIN = 25
-
-#: (path under gensolver/, qualified name) -> (most lines allowed, why it is still long)
-ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
-    # CLI commands whose files other work edits now (signals, execution)
-    ("market/market.py", "Market.build"): (101 + MARGIN, "owned by the market engine work"),
-}
 
 
 def _functions(tree: ast.AST, prefix: str = ""):  # type: ignore[no-untyped-def]
@@ -49,18 +38,15 @@ def long_functions(root: Path = PACKAGE, limit: int = LIMIT) -> dict[tuple[str, 
     return found
 
 
+def check_sizes(root: Path = PACKAGE) -> None:
+    """AssertionError naming every function over :data:`LIMIT` lines under ``root``."""
+    found = long_functions(root)
+    assert not found, f"functions over {LIMIT} lines (split them by their steps): {found}"
+
+
 def test_no_function_over_the_limit() -> None:
-    found = long_functions()
-    over = {k: n for k, n in found.items() if k not in ALLOWED}
-    assert not over, f"functions over {LIMIT} lines (split them by their steps): {over}"
-    grown = {k: (n, ALLOWED[k][0]) for k, n in found.items() if k in ALLOWED and n > ALLOWED[k][0]}
-    assert not grown, f"allowed long functions that grew (lines, allowed): {grown}"
-
-
-def test_allow_list_only_holds_long_functions() -> None:
-    found = long_functions()
-    stale = sorted(k for k in ALLOWED if k not in found)
-    assert not stale, f"no longer over {LIMIT} lines (or renamed): remove from ALLOWED: {stale}"
+    check_sizes()
+    assert long_functions(limit=0), "the check read no function at all"  # it looked at the package
 
 
 def test_the_check_finds_a_long_function(tmp_path: Path) -> None:
@@ -69,8 +55,12 @@ def test_the_check_finds_a_long_function(tmp_path: Path) -> None:
                                    f"def g():\n    pass\n")
     assert long_functions(tmp_path) == {("m.py", "C.f"): LIMIT + 1}
     assert long_functions(tmp_path, limit=LIMIT + 1) == {}
+    with pytest.raises(AssertionError, match=r"'m\.py', 'C\.f'\): 101"):
+        check_sizes(tmp_path)
 
 
-@pytest.mark.parametrize("key", sorted(ALLOWED))
-def test_every_allowed_entry_says_why(key: tuple[str, str]) -> None:
-    assert ALLOWED[key][1].strip()
+def test_a_function_of_exactly_the_limit_passes(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(LIMIT - 1))
+    (tmp_path / "m.py").write_text(f"async def f():\n{body}\n")
+    assert long_functions(tmp_path, limit=0) == {("m.py", "f"): LIMIT}
+    check_sizes(tmp_path)

@@ -119,6 +119,43 @@ class _Obs:
     progress: float | None = None
 
 
+class _Grid:
+    """The round's GPUs as arrays: capacity per block (reservations taken off) and the aligned groups per size."""
+
+    def __init__(self, gpus: Sequence[GpuSpec], reservations: Sequence[Reservation], *, blocks: int,
+                 lease: int) -> None:
+        B, L = blocks, lease
+        self.gpu_ids = [g.id for g in gpus]
+        node_of = {g.id: g.node for g in gpus}
+        model_of = {g.id: g.model for g in gpus}
+        cap = {g.id: np.array([[g.memory, g.compute]] * B, dtype=float) for g in gpus}
+        for r in reservations:
+            if r.gpu in cap:
+                nb = min(B, max(1, math.ceil(r.steps / L - 1e-9)))
+                cap[r.gpu][:nb] -= (r.memory, r.compute)
+        for c in cap.values():
+            np.maximum(c, 0.0, out=c)
+        self.cap = cap
+        self.by_node: dict[str, list[str]] = {}
+        for g in self.gpu_ids:
+            self.by_node.setdefault(node_of[g], []).append(g)
+        self.gindex = {g: i for i, g in enumerate(self.gpu_ids)}
+        self.capm = np.array([cap[g][:, 0] for g in self.gpu_ids]).T  # (B, n_gpus)
+        self.capc = np.array([cap[g][:, 1] for g in self.gpu_ids]).T
+        self.models = np.array([model_of[g] for g in self.gpu_ids], dtype=object)
+        self._by_k: dict[int, tuple[list[tuple[str, ...]], np.ndarray, np.ndarray]] = {}
+
+    def groups(self, k: int) -> tuple[list[tuple[str, ...]], np.ndarray, np.ndarray]:
+        """The aligned groups of ``k`` GPUs, their GPU indices and their lexicographic ranks (built once per k)."""
+        if k not in self._by_k:
+            groups_k = _groups(self.by_node, k)
+            idx_k = np.array([[self.gindex[g] for g in grp] for grp in groups_k], dtype=int).reshape(-1, k)
+            lex = np.empty(len(groups_k), dtype=int)  # tie-break: the group ids in lexicographic order
+            lex[sorted(range(len(groups_k)), key=lambda i: groups_k[i])] = np.arange(len(groups_k))
+            self._by_k[k] = (groups_k, idx_k, lex)
+        return self._by_k[k]
+
+
 class Market:
     """A stateful market (tenants' balances and weights, observations, ledger).
 
@@ -230,101 +267,99 @@ class Market:
         """The round's instance and, per bid id, ``(candidate, gpus, memory, start block, length, value)``."""
         cfg = self.config
         B, L = cfg.blocks, cfg.lease
-        gpu_ids = [g.id for g in gpus]
-        node_of = {g.id: g.node for g in gpus}
-        model_of = {g.id: g.model for g in gpus}
-        cap = {g.id: np.array([[g.memory, g.compute]] * B, dtype=float) for g in gpus}
-        for r in reservations:
-            if r.gpu in cap:
-                nb = min(B, max(1, math.ceil(r.steps / L - 1e-9)))
-                cap[r.gpu][:nb] -= (r.memory, r.compute)
-        for c in cap.values():
-            np.maximum(c, 0.0, out=c)
-        by_node: dict[str, list[str]] = {}
-        for g in gpu_ids:
-            by_node.setdefault(node_of[g], []).append(g)
-        slots = [Slot(f"{g}@b{b}", {"memory": float(cap[g][b, 0]), "compute": float(cap[g][b, 1])}, g,
-                      float(b * L), float((b + 1) * L)) for g in gpu_ids for b in range(B)]
+        grid = _Grid(gpus, reservations, blocks=B, lease=L)
+        slots = [Slot(f"{g}@b{b}", {"memory": float(grid.cap[g][b, 0]), "compute": float(grid.cap[g][b, 1])}, g,
+                      float(b * L), float((b + 1) * L)) for g in grid.gpu_ids for b in range(B)]
         bids: list[Bid] = []
         meta: dict[str, tuple[Candidate, tuple[str, ...], float, int, int, float]] = {}
-        gindex = {g: i for i, g in enumerate(gpu_ids)}
-        capm = np.array([cap[g][:, 0] for g in gpu_ids]).T  # (B, n_gpus)
-        capc = np.array([cap[g][:, 1] for g in gpu_ids]).T
-        models = np.array([model_of[g] for g in gpu_ids], dtype=object)
-        by_k: dict[int, tuple[list[tuple[str, ...]], np.ndarray, np.ndarray]] = {}
         for cand in candidates:
             cand = self._adjusted(cand)
-            t = cand.task
-            tenant = t.tenant
-            w = self.weights.get(tenant, 1.0) * (1.0 + cfg.aging * cand.waited / t.duration)
-            if t.gpus not in by_k:  # the aligned groups of k GPUs, as index arrays (built once per k)
-                groups_k = _groups(by_node, t.gpus)
-                idx_k = np.array([[gindex[g] for g in grp] for grp in groups_k], dtype=int).reshape(-1, t.gpus)
-                lex = np.empty(len(groups_k), dtype=int)  # tie-break: the group ids in lexicographic order
-                lex[sorted(range(len(groups_k)), key=lambda i: groups_k[i])] = np.arange(len(groups_k))
-                by_k[t.gpus] = (groups_k, idx_k, lex)
-            groups, gidx, lex = by_k[t.gpus]
-            allowed = np.ones(len(groups), dtype=bool)
-            if cand.models is not None and len(groups):
-                ok_model = np.isin(models, list(cand.models))
-                allowed = ok_model[gidx].all(axis=1)
-            res_dur = max(1, math.ceil(cand.remaining - 1e-9))
-            options: list[tuple[tuple[str, ...], float, int, int, float]] = []
-            pref_len = task_steps(t, t.preferred_memory, work=res_dur)
-            defer = (1.0 - cfg.deferral_floor) * worth(t, now + cfg.horizon + pref_len) \
-                if cfg.bid_model == "deferral" else 0.0
-            floor = cfg.late_value * float(t.value)
-            mems = np.asarray(t.memory_levels(cfg.memory_levels), dtype=float)
-            if len(groups):  # every (level, block, group) at once: fits, and memory left over
-                gm, gc = capm[:, gidx], capc[:, gidx]  # (B, groups, k)
-                fit_all = ((gm[None] + 1e-9 >= mems[:, None, None, None]).all(axis=-1)
-                           & (gc + 1e-9 >= t.compute).all(axis=-1)[None] & allowed[None, None])
-                left_all = gm.sum(axis=-1)[None] - t.gpus * mems[:, None, None]
-            for li, mem in enumerate(mems):
-                mem = float(mem)
-                stay_len = task_steps(t, mem, work=res_dur)
-                move_len = task_steps(t, mem, work=max(1, math.ceil(cand.remaining + cfg.checkpoint_steps - 1e-9)))
-                for b in range(B):
-                    if len(groups):
-                        cand_idx = np.flatnonzero(fit_all[li, b])
-                        order = cand_idx[np.lexsort((lex[cand_idx], left_all[li, b, cand_idx]))]
-                    else:
-                        order = np.zeros(0, dtype=int)
-                    chosen = [groups[i] for i in order[:cfg.max_gpu_options]]
-                    if cand.placement is not None and b == 0 and cand.placement not in chosen and \
-                            any(groups[i] == cand.placement for i in order):
-                        chosen.append(cand.placement)
-                    for grp in chosen:
-                        stay = cand.placement is not None and grp == cand.placement and b == 0
-                        extra = 0 if (cand.placement is None or stay) else cfg.checkpoint_steps
-                        length = move_len if extra else stay_len
-                        finish = now + b * L + length
-                        value = max(worth(t, finish) - defer, floor) * w
-                        if cand.placement is not None and not stay:
-                            value *= 1.0 - cfg.switch_penalty
-                        if value <= 0:
-                            continue
-                        options.append((grp, mem, b, length, value))
+            options = self._options(now, cand, grid)
             if not options:
                 continue
-            cap_value = self.balances.get(tenant, cfg.budget) / max(1, sum(1 for c in candidates if c.task.tenant == tenant))
-            top = max(o[4] * (min(1.0, L / o[3]) if t.preemptible else 1.0) for o in options)
-            scale = min(1.0, cap_value / top) if top > 0 else 0.0
-            for k, (grp, mem, b, length, value) in enumerate(options):
-                v = value * scale
-                if v <= 0:
-                    continue
-                nb = min(B, b + math.ceil(length / L - 1e-9))
-                demand = {f"{g}@b{bb}": {"memory": mem, "compute": t.compute} for g in grp for bb in range(b, nb)}
-                bid_id = f"{t.id}|{k}"
-                bids.append(Bid(bid_id, t.id, float(v), demand))
-                meta[bid_id] = (cand, grp, mem, b, length, float(v))
+            self._add_bids(cand, options, candidates, bids, meta)
         if not bids:
             return None, meta
         bidders = tuple(Bidder(tid, None) for tid in dict.fromkeys(b.bidder for b in bids))
         inst = mark_validated(Instance(tuple(slots), tuple(bids), bidders, f"market@{now:g}",
                               {"family": "market-round", "time": now, "lease": L, "blocks": B}))
         return inst, meta
+
+    def _options(self, now: float, cand: Candidate, grid: _Grid) -> list[tuple[tuple[str, ...], float, int, int, float]]:
+        """Every ``(gpus, memory, start block, length, value)`` the candidate may bid for, before the budget cap.
+
+        Per memory level and start block: the aligned GPU groups where it fits, the least memory
+        left over first (ties by group ids), at most ``max_gpu_options`` of them plus the task's
+        current placement at block 0; the value of finishing then, aged, weighted and deferred.
+        """
+        cfg = self.config
+        B, L = cfg.blocks, cfg.lease
+        t = cand.task
+        w = self.weights.get(t.tenant, 1.0) * (1.0 + cfg.aging * cand.waited / t.duration)
+        groups, gidx, lex = grid.groups(t.gpus)
+        allowed = np.ones(len(groups), dtype=bool)
+        if cand.models is not None and len(groups):
+            ok_model = np.isin(grid.models, list(cand.models))
+            allowed = ok_model[gidx].all(axis=1)
+        res_dur = max(1, math.ceil(cand.remaining - 1e-9))
+        options: list[tuple[tuple[str, ...], float, int, int, float]] = []
+        pref_len = task_steps(t, t.preferred_memory, work=res_dur)
+        defer = (1.0 - cfg.deferral_floor) * worth(t, now + cfg.horizon + pref_len) \
+            if cfg.bid_model == "deferral" else 0.0
+        floor = cfg.late_value * float(t.value)
+        mems = np.asarray(t.memory_levels(cfg.memory_levels), dtype=float)
+        if len(groups):  # every (level, block, group) at once: fits, and memory left over
+            gm, gc = grid.capm[:, gidx], grid.capc[:, gidx]  # (B, groups, k)
+            fit_all = ((gm[None] + 1e-9 >= mems[:, None, None, None]).all(axis=-1)
+                       & (gc + 1e-9 >= t.compute).all(axis=-1)[None] & allowed[None, None])
+            left_all = gm.sum(axis=-1)[None] - t.gpus * mems[:, None, None]
+        for li, mem in enumerate(mems):
+            mem = float(mem)
+            stay_len = task_steps(t, mem, work=res_dur)
+            move_len = task_steps(t, mem, work=max(1, math.ceil(cand.remaining + cfg.checkpoint_steps - 1e-9)))
+            for b in range(B):
+                if len(groups):
+                    cand_idx = np.flatnonzero(fit_all[li, b])
+                    order = cand_idx[np.lexsort((lex[cand_idx], left_all[li, b, cand_idx]))]
+                else:
+                    order = np.zeros(0, dtype=int)
+                chosen = [groups[i] for i in order[:cfg.max_gpu_options]]
+                if cand.placement is not None and b == 0 and cand.placement not in chosen and \
+                        any(groups[i] == cand.placement for i in order):
+                    chosen.append(cand.placement)
+                for grp in chosen:
+                    stay = cand.placement is not None and grp == cand.placement and b == 0
+                    extra = 0 if (cand.placement is None or stay) else cfg.checkpoint_steps
+                    length = move_len if extra else stay_len
+                    finish = now + b * L + length
+                    value = max(worth(t, finish) - defer, floor) * w
+                    if cand.placement is not None and not stay:
+                        value *= 1.0 - cfg.switch_penalty
+                    if value <= 0:
+                        continue
+                    options.append((grp, mem, b, length, value))
+        return options
+
+    def _add_bids(self, cand: Candidate, options: list[tuple[tuple[str, ...], float, int, int, float]],
+                  candidates: Sequence[Candidate], bids: list[Bid],
+                  meta: dict[str, tuple[Candidate, tuple[str, ...], float, int, int, float]]) -> None:
+        """The candidate's bids: its options scaled so the best per-lease value fits its tenant's budget share."""
+        cfg = self.config
+        B, L = cfg.blocks, cfg.lease
+        t = cand.task
+        tenant = t.tenant
+        cap_value = self.balances.get(tenant, cfg.budget) / max(1, sum(1 for c in candidates if c.task.tenant == tenant))
+        top = max(o[4] * (min(1.0, L / o[3]) if t.preemptible else 1.0) for o in options)
+        scale = min(1.0, cap_value / top) if top > 0 else 0.0
+        for k, (grp, mem, b, length, value) in enumerate(options):
+            v = value * scale
+            if v <= 0:
+                continue
+            nb = min(B, b + math.ceil(length / L - 1e-9))
+            demand = {f"{g}@b{bb}": {"memory": mem, "compute": t.compute} for g in grp for bb in range(b, nb)}
+            bid_id = f"{t.id}|{k}"
+            bids.append(Bid(bid_id, t.id, float(v), demand))
+            meta[bid_id] = (cand, grp, mem, b, length, float(v))
 
     def clear(self, now: float, *, gpus: Sequence[GpuSpec], candidates: Sequence[Candidate],
               reservations: Sequence[Reservation] = (), mechanism: str | None = None, solver: str | None = None,
