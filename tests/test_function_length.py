@@ -1,4 +1,4 @@
-"""The size rule: no function or method in ``gensolver/`` longer than 100 lines.
+"""The size rules: no function or method in ``gensolver/`` longer than 100 lines, no module over 650.
 
 A long function is split by the steps it already names in its comments; there is no list of
 exceptions.
@@ -64,3 +64,24 @@ def test_a_function_of_exactly_the_limit_passes(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(f"async def f():\n{body}\n")
     assert long_functions(tmp_path, limit=0) == {("m.py", "f"): LIMIT}
     check_sizes(tmp_path)
+
+
+#: the module rule: "none much over 600 lines" (a module past this is split by the concern it holds)
+MODULE_LIMIT = 650
+
+
+def long_modules(root: Path = PACKAGE, limit: int = MODULE_LIMIT) -> dict[str, int]:
+    """Every module under ``root`` over ``limit`` lines: relative path -> lines."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > limit:
+            found[path.relative_to(root).as_posix()] = lines
+    return found
+
+
+def test_no_module_much_over_600_lines(tmp_path: Path) -> None:
+    assert not long_modules(), f"modules over {MODULE_LIMIT} lines (split them by concern): {long_modules()}"
+    (tmp_path / "big.py").write_text("x = 1\n" * (MODULE_LIMIT + 1))
+    (tmp_path / "ok.py").write_text("x = 1\n" * MODULE_LIMIT)
+    assert long_modules(tmp_path) == {"big.py": MODULE_LIMIT + 1}  # the check can fail

@@ -1,6 +1,7 @@
 """From a cleared round to a cluster: a ``gensolver.plan/v1`` plan as Slurm jobs or Kubernetes objects.
 
-- :mod:`gensolver.adapters.slurm`: batch scripts, ``sbatch``/``sacct``/``scancel``, a journal of job ids;
+- :mod:`gensolver.adapters.slurm`: batch scripts;
+- :mod:`gensolver.adapters.slurm_cluster`: ``sbatch``/``sacct``/``scancel``, a journal of job ids;
 - :mod:`gensolver.adapters.k8s`: Jobs (and the ConfigMaps a flavor needs) as plain data;
 - :mod:`gensolver.adapters.flavors`: one table entry per GPU-sharing convention
   (``nvidia``, ``hami``, ``kai``, ``kueue``);

@@ -86,7 +86,7 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
 def _open_journal(journal: Path | None) -> Any:
     """The Slurm journal at ``journal`` (in memory when None); exit 2 when it cannot be read."""
     from ..adapters.common import AdapterError
-    from ..adapters.slurm import SlurmJournal
+    from ..adapters.slurm_cluster import SlurmJournal
 
     try:
         return SlurmJournal(journal)
@@ -128,7 +128,8 @@ def _submit_and_follow(plan: Any, opts: Any, book: Any, *, journal: Path | None,
     (2 for bad input, 3 when Slurm is not installed); ``--timeout`` exits 1 and leaves the jobs.
     """
     from ..adapters.common import AdapterError
-    from ..adapters.slurm import SlurmError, SlurmUnavailableError, cancel, follow, submit_plan
+    from ..adapters.slurm import SlurmError, SlurmUnavailableError
+    from ..adapters.slurm_cluster import cancel, follow, submit_plan
 
     def interrupt(signum: int, _frame: Any) -> None:
         raise _Interrupted(signal.Signals(signum).name)

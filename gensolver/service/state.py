@@ -43,10 +43,10 @@ from .metrics import Metrics
 from .settings import Settings
 from .storage import audit, open_store
 from .strict import check_gentask_fields, check_numbers, loads_strict
+from .views import TASK_STATES, ReadViews
 
 __all__ = ["MarketService", "TASK_STATES", "UnsupportedMediaType", "check_task_name", "task_key"]
 
-TASK_STATES = ("waiting", "running", "done", "cancelled")
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 _EPS = 1e-9
 #: seconds a count of the tasks per state (``/healthz``'s ``tasks``) is reused before it is counted again
@@ -88,7 +88,7 @@ def _dumps(obj: Any) -> str:
     return json.dumps(json_safe(obj), sort_keys=True, separators=(",", ":"), default=str)
 
 
-class MarketService:
+class MarketService(ReadViews):
     """Tasks, rounds and credits of one service, durable in SQLite (see the module docstring)."""
 
     def __init__(self, settings: Settings, metrics: Metrics) -> None:
@@ -601,108 +601,6 @@ class MarketService:
             m.payments_total.labels(tenant)  # present (at 0) for every tenant with an account
         self._refresh_task_metrics()
         self._refresh_memory_metrics()
-
-    # ------------------------------------------------------------------ views
-    @staticmethod
-    def _filter_round(doc: dict[str, Any], principal: Principal) -> dict[str, Any]:
-        """A round as ``principal`` may see it: an operator sees all; a tenant its own entries."""
-        if principal.admin:
-            return doc
-        mine = principal.tenant
-        out = dict(doc)
-        for key in ("assignments", "preempted", "finished", "payments", "credits"):
-            if key in out:
-                out[key] = [e for e in out[key] if e.get("tenant") == mine]
-        if out.get("plan") is not None:
-            own = {a["task"] for a in out["assignments"]}
-            plan = dict(out["plan"])
-            plan["tasks"] = [t for t in plan["tasks"] if t["id"] in own]
-            plan["devices"] = [{**d, "entries": [e for e in d["entries"] if e["task"] in own]} for d in plan["devices"]]
-            plan["preemptions"] = [p for p in plan["preemptions"] if p["task"] in own]
-            out["plan"] = plan
-        return out
-
-    def get_round(self, principal: Principal, n: int) -> dict[str, Any]:
-        row = self.store.one("SELECT detail FROM rounds WHERE n = ?", (n,))
-        if row is None:
-            raise NotFound(f"no round {n} (rounds cleared so far: {self.next_round - 1})", field="path.n")
-        return self._filter_round(json.loads(row["detail"]), principal)
-
-    def list_rounds(self, principal: Principal, *, limit: int, after: int | None = None
-                    ) -> tuple[list[dict[str, Any]], str | None]:
-        """Rounds ``n > after`` in order (without ``after``: the latest ``limit``); and the next cursor."""
-        if after is None:
-            rows = list(reversed(self.store.query("SELECT n, summary FROM rounds ORDER BY n DESC LIMIT ?", (limit,))))
-            nxt = None
-        else:
-            rows = self.store.query("SELECT n, summary FROM rounds WHERE n > ? ORDER BY n LIMIT ?", (after, limit + 1))
-            nxt = str(rows[limit - 1]["n"]) if len(rows) > limit else None
-            rows = rows[:limit]
-        return [self._filter_round(json.loads(r["summary"]), principal) for r in rows], nxt
-
-    def audit_page(self, *, limit: int, after: int) -> dict[str, Any]:
-        """Audit entries with ``seq > after``, oldest first, at most ``limit``."""
-        rows = self.store.query("SELECT seq, at, actor, action, subject, detail FROM audit WHERE seq > ? "
-                                "ORDER BY seq LIMIT ?", (after, limit + 1))
-        more = len(rows) > limit
-        entries = [{**dict(r), "detail": json.loads(r["detail"])} for r in rows[:limit]]
-        return {"entries": entries, "next": entries[-1]["seq"] if more else None}
-
-    def _tenant_names(self, after: str, limit: int) -> list[str]:
-        """Tenant names ``> after`` in order, at most ``limit`` (each table's index is walked)."""
-        names: set[str] = set()
-        for table in ("tenants", "tokens", "tasks"):
-            rows = self.store.query(f"SELECT DISTINCT tenant FROM {table} WHERE tenant > ? ORDER BY tenant LIMIT ?",
-                                    (after, limit))
-            names.update(r["tenant"] for r in rows)
-        return sorted(names)[:limit]
-
-    def _accounts(self, names: list[str], *, ledger: int) -> list[dict[str, Any]]:
-        """The account views of ``names``, with a few grouped queries for the whole page."""
-        if not names:
-            return []
-        marks = ",".join("?" * len(names))
-        accts = {r["tenant"]: r for r in self.store.query(
-            f"SELECT tenant, balance, weight, usage FROM tenants WHERE tenant IN ({marks})", names)}
-        counts: dict[str, dict[str, int]] = {t: {s: 0 for s in TASK_STATES} for t in names}
-        for r in self.store.query(f"SELECT tenant, state, COUNT(*) AS c FROM tasks WHERE tenant IN ({marks}) "
-                                  "GROUP BY tenant, state", names):
-            counts[r["tenant"]][r["state"]] = int(r["c"])
-        spent = {r["tenant"]: float(r["s"]) for r in self.store.query(
-            f"SELECT tenant, SUM(charge) AS s FROM payments WHERE tenant IN ({marks}) GROUP BY tenant", names)}
-        mem: dict[str, float] = {}
-        for t, b in self._reported.values():
-            mem[t] = mem.get(t, 0.0) + b
-        out = []
-        for t in names:
-            acct = accts.get(t)
-            entries = [] if ledger <= 0 else self.store.query(
-                "SELECT round, time, amount, reason, task FROM credits WHERE tenant = ? ORDER BY seq DESC LIMIT ?",
-                (t, ledger))
-            out.append({
-                "tenant": t, "opened": acct is not None,
-                "balance": float(acct["balance"]) if acct is not None else float(self.config.budget),
-                "weight": float(acct["weight"]) if acct is not None else 1.0,
-                "spent": spent.get(t, 0.0), "tasks": counts[t],
-                "usage": {"memory_gib_steps": float(acct["usage"]) if acct is not None else 0.0,
-                          "executor_memory_bytes": float(mem.get(t, 0.0))},
-                "credits": [dict(r) for r in entries],
-            })
-        return out
-
-    def tenant_view(self, principal: Principal, tenant: str, *, ledger: int = 50) -> dict[str, Any]:
-        principal.require(tenant, f"tenant {tenant!r}'s account", field="path.tenant")
-        if not any(self.store.one(f"SELECT 1 FROM {t} WHERE tenant = ? LIMIT 1", (tenant,)) is not None
-                   for t in ("tenants", "tokens", "tasks")):
-            raise NotFound(f"no tenant {tenant!r}", field="path.tenant")
-        return self._accounts([tenant], ledger=ledger)[0]
-
-    def tenants(self, principal: Principal, *, limit: int = 100, after: str = "") -> tuple[list[dict[str, Any]], str | None]:
-        """One page of every tenant's account (operator), in name order after ``after``."""
-        principal.require_admin("listing every tenant")
-        names = self._tenant_names(after, limit + 1)
-        nxt = names[limit - 1] if len(names) > limit else None
-        return self._accounts(names[:limit], ledger=0), nxt
 
     def ready(self) -> bool:
         """Whether the database answers (a read on the writer connection)."""

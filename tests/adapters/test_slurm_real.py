@@ -314,7 +314,8 @@ def test_late_starts_get_the_remainder_or_do_not_start_and_planned_stops_complet
     [0, 5) s is over at submission and is not submitted (journaled skipped); one planned for
     [12, 20) s starts on time and is stopped at its end. None holds its grant past its planned end
     plus 5 s (sacct's End), and every stop at a planned end is COMPLETED 0:0, not FAILED 124."""
-    from gensolver.adapters.slurm import SKIPPED_EXIT, SlurmJournal, SlurmOptions, submit_plan
+    from gensolver.adapters.slurm import SKIPPED_EXIT, SlurmOptions
+    from gensolver.adapters.slurm_cluster import SlurmJournal, submit_plan
     from gensolver.executor import write_plan
     from tests.executor.helpers import plan_of
 
@@ -393,7 +394,8 @@ def test_a_run_waiting_for_its_start_holds_no_gpu(slurm, tmp_path: Path, monkeyp
     pending, holding nothing: a job outside the plan that needs every GPU of the node, submitted
     just after, starts and ends before the run's start (were the run holding its GPU while it
     waits, that job could not start before the run's end). The run then starts at its begin."""
-    from gensolver.adapters.slurm import SlurmJournal, SlurmOptions, submit_plan
+    from gensolver.adapters.slurm import SlurmOptions
+    from gensolver.adapters.slurm_cluster import SlurmJournal, submit_plan
     from gensolver.executor import write_plan
     from tests.executor.helpers import plan_of
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from gensolver.adapters.common import AdapterError
-from gensolver.adapters.slurm import SlurmJournal, SlurmOptions, slurm_jobs, write_slurm
+from gensolver.adapters.slurm import SlurmOptions, slurm_jobs, write_slurm
+from gensolver.adapters.slurm_cluster import SlurmJournal
 from gensolver.cli import main
 from gensolver.executor import read_plan, write_plan
 from tests.executor.helpers import plan_of
@@ -320,7 +321,7 @@ def test_run_takes_a_tenant_map_only_with_the_slurm_backend(tmp_path: Path, caps
 def test_node_gres_reads_sinfos_counts_and_a_plan_that_does_not_fit_is_refused(monkeypatch) -> None:
     """``sinfo``'s %G, typed and with socket bindings, is summed per resource; a run asking a
     node for more GPUs or shards than it has, or a resource it lacks, is refused by name."""
-    from gensolver.adapters import slurm
+    from gensolver.adapters import slurm_cluster as slurm
 
     printed = ("a|gpu:a100:4(S:0-1),gpu:v100:2(S:0,1),shard:600\nb|(null)\na|gpu:a100:4(S:0-1),gpu:v100:2(S:0,1),"
                "shard:600\n\nc|gpu:2\n")
