@@ -425,3 +425,18 @@ def write_slurm(plan: ExecutionPlan, out: str | os.PathLike[str], options: Slurm
     files["jobs.json"] = json.dumps(index, indent=2) + "\n"
     write_tree(out, files, executable=("submit.sh",) + tuple(j.file for j in jobs))
     return jobs
+
+
+#: names of the live-cluster part, in :mod:`gensolver.adapters.slurm_cluster` since it was split
+#: off; still importable from here
+_CLUSTER_NAMES = frozenset({"SlurmJournal", "known_nodes", "node_gres", "submit_plan", "follow", "cancel", "sacct"})
+
+
+def __getattr__(name: str) -> Any:
+    """The names of :mod:`gensolver.adapters.slurm_cluster`, loaded on first use (that module
+    imports this one, so it cannot be imported here at load)."""
+    if name in _CLUSTER_NAMES:
+        from . import slurm_cluster
+
+        return getattr(slurm_cluster, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

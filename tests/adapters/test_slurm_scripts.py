@@ -343,3 +343,14 @@ def test_node_gres_reads_sinfos_counts_and_a_plan_that_does_not_fit_is_refused(m
         slurm._check_fits(split, slurm.node_gres())
     with pytest.raises(AdapterError, match="run wide.0 would go to node.*d"):
         slurm._check_fits(slurm_jobs(plan, SlurmOptions(default_node="d")), slurm.node_gres())
+
+
+def test_the_live_cluster_names_are_still_importable_from_the_scripts_module() -> None:
+    from gensolver.adapters import slurm, slurm_cluster
+    from gensolver.adapters.slurm import submit_plan
+
+    assert submit_plan is slurm_cluster.submit_plan
+    for name in slurm_cluster.__all__:
+        assert getattr(slurm, name) is getattr(slurm_cluster, name)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        slurm.no_such_name  # noqa: B018
