@@ -512,14 +512,22 @@ def test_a_plan_that_does_not_fit_the_nodes_is_refused_before_anything_is_submit
     # the same query finds the jobs of a plan that fits (its first run alone)
     path = tmp_path / "fits.json"
     write_plan(plan_of({f"{n1}/g0": 40}, {"first": tasks["first"]}), path)
-    # (a window of 60 wall seconds: `true` ends long before it, however late a loaded machine starts it)
-    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--time-scale", "60")
+    # (a window of 600 wall seconds, so that it has not passed at submission however loaded the
+    # machine: `true` ends at once, and the command returns when its job has ended)
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--time-scale", "600")
     assert rc == 0, out + err
-    assert len(_jobs_of(slurm, path)) == 1
+    assert len(_jobs_of(slurm, path, wait_for=1)) == 1, out + err
 
 
-def _jobs_of(cluster, plan_path: Path) -> list[str]:
-    """The names of the jobs the accounting database knows of one plan (gs-<digest>-...)."""
-    names = cluster.run("sacct", "-X", "--noheader", "--parsable2", "--format=JobName", "--starttime=now-1hour")
-    assert names.returncode == 0, names.stderr
-    return [n for n in names.stdout.split() if n.startswith(f"gs-{read_plan(plan_path).digest}")]
+def _jobs_of(cluster, plan_path: Path, *, wait_for: int = 0) -> list[str]:
+    """The names of the jobs the accounting database knows of one plan (gs-<digest>-...); with
+    ``wait_for``, polled until at least that many are there (the controller sends job records to
+    the accounting daemon asynchronously), bounded by a generous deadline."""
+    deadline = time.monotonic() + 120.0
+    while True:
+        names = cluster.run("sacct", "-X", "--noheader", "--parsable2", "--format=JobName", "--starttime=now-1hour")
+        assert names.returncode == 0, names.stderr
+        found = [n for n in names.stdout.split() if n.startswith(f"gs-{read_plan(plan_path).digest}")]
+        if len(found) >= wait_for or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
