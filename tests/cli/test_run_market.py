@@ -18,6 +18,7 @@ from gensolver.cli import main
 from gensolver.market.spec import load_gentasks
 from gensolver.model.tasks import GpuSpec
 from gensolver.sim import simulate
+from tests.market.event_log import sim_state
 
 SLEEP = ["python", "-c", "import time; time.sleep(120)"]  # still running when its lease ends
 
@@ -51,23 +52,7 @@ def _run(capsys, jobs: Path, market: dict, *extra: str, scale: str = "0.002") ->
 
 def _sim_rounds(events, times: list[float]) -> list[tuple[dict, dict]]:
     """``({task: (gpus, memory)}, {task: charge})`` of a simulation at each of ``times``."""
-    out = []
-    for at in times:
-        placed: dict[str, tuple[list[str], float]] = {}
-        charges: dict[str, float] = {}
-        for e in events:
-            if e.time > at:
-                break
-            if e.kind == "start":
-                placed[e.task] = (list(e.gpus), e.memory)
-            elif e.kind == "resize":
-                placed[e.task] = (placed[e.task][0], e.memory)
-            elif e.kind in ("stop", "finish"):
-                placed.pop(e.task, None)
-            elif e.kind == "credit" and e.note == "payment" and e.time == at:
-                charges[e.task] = charges.get(e.task, 0.0) - e.amount
-        out.append((placed, charges))
-    return out
+    return [sim_state(events, at) for at in times]
 
 
 def test_run_clears_every_round_with_the_market_engine(tmp_path, capsys):

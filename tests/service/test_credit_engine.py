@@ -20,6 +20,7 @@ from gensolver.model.tasks import task_speed
 from gensolver.service.market_glue import task_from_dict
 from gensolver.service.settings import parse_gpus
 from gensolver.sim import simulate
+from tests.market.event_log import sim_state
 
 from .conftest import GENSOLVER, gentask, make_api, token_direct
 from .test_market import overfilled
@@ -92,25 +93,6 @@ def test_serve_clears_rounds_with_the_credit_engine(tmp_path):
     assert paid_rounds > 0, "overloaded rounds set prices"
 
 
-def _sim_state(events, at: float) -> tuple[dict, dict]:
-    """``({task: (gpus, memory)}, {task: charge})`` of a simulation after every event up to
-    step ``at`` (charges: the payments at ``at``), read from its event log."""
-    placed: dict[str, tuple[list[str], float]] = {}
-    charges: dict[str, float] = {}
-    for e in events:
-        if e.time > at:
-            break
-        if e.kind == "start":
-            placed[e.task] = (list(e.gpus), e.memory)
-        elif e.kind == "resize":
-            placed[e.task] = (placed[e.task][0], e.memory)
-        elif e.kind in ("stop", "finish"):
-            placed.pop(e.task, None)
-        elif e.kind == "credit" and e.note == "payment" and e.time == at:
-            charges[e.task] = charges.get(e.task, 0.0) - e.amount
-    return placed, charges
-
-
 def test_a_workload_through_real_serve_matches_simulate(tmp_path, server_factory):
     """8 tasks of two tenants through a real ``gensolver serve`` (uvicorn on 127.0.0.1), round
     by round, and the same tasks through ``simulate``: same assignments and charges."""
@@ -141,7 +123,7 @@ def test_a_workload_through_real_serve_matches_simulate(tmp_path, server_factory
                    policy_options={"between": False})
     compared = 0
     for doc in docs:
-        placed, charges = _sim_state(res.events, doc["time"])
+        placed, charges = sim_state(res.events, doc["time"])
         assert {a["task"]: (a["gpus"], a["memory"]) for a in doc["assignments"]} == placed, doc["round"]
         got = {p["task"]: p["charge"] for p in doc["payments"] if p["charge"] > 0}
         assert got.keys() == charges.keys() and all(abs(got[k] - charges[k]) < 1e-9 for k in charges), doc["round"]
