@@ -10,9 +10,11 @@ the answer does (on any replica).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Awaitable, Callable
+from typing import Awaitable, Callable
 
-from starlette.types import Message, Send
+from starlette.types import Send
+
+from .capture import Captured
 
 __all__ = ["etag_of", "with_etag"]
 
@@ -29,19 +31,9 @@ def _matches(header: bytes, tag: str) -> bool:
 
 async def with_etag(headers: dict[bytes, bytes], run: Callable[[Send], Awaitable[None]], send: Send) -> None:
     """Run the route, buffer its answer, and send it with an ``ETag`` (or a ``304``)."""
-    start: dict[str, Any] = {}
-    chunks: list[bytes] = []
-
-    async def capture(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            start.update(message)
-        elif message["type"] == "http.response.body":
-            chunks.append(message.get("body", b""))
-
-    await run(capture)
-    body = b"".join(chunks)
-    status = int(start.get("status", 500))
-    out = [(k, v) for k, v in start.get("headers", [])]
+    answer = Captured()
+    await run(answer)
+    body, status, out = answer.body, answer.status, answer.headers
     if status == 200:
         tag = etag_of(body)
         out += [(b"etag", tag.encode()), (b"vary", b"authorization")]

@@ -27,9 +27,10 @@ import time
 from typing import Any, Awaitable, Callable
 
 from starlette.concurrency import run_in_threadpool
-from starlette.types import Message, Scope, Send
+from starlette.types import Scope, Send
 
 from .auth import TokenCache, verify_token
+from .capture import Captured
 from .errors import BadRequest, ServiceError
 from .storage import Store
 
@@ -106,24 +107,15 @@ class Idempotency:
 
     async def _run_claimed(self, tenant: str, key: str, digest: str, run: Callable[[Send], Awaitable[None]],
                            send: Send) -> None:
-        start: dict[str, Any] = {}
-        chunks: list[bytes] = []
-
-        async def capture(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                start.update(message)
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-            await send(message)
-
+        answer = Captured(forward=send)
         saved = False
         try:
-            await run(capture)
-            status = int(start.get("status", 500))
+            await run(answer)
+            status = answer.status
             if 200 <= status < 300:
-                hdrs_out = [[k.decode("latin-1"), v.decode("latin-1")] for k, v in start.get("headers", [])
+                hdrs_out = [[k.decode("latin-1"), v.decode("latin-1")] for k, v in answer.headers
                             if k.lower() in (b"content-type", b"location")]
-                await run_in_threadpool(self._save, tenant, key, digest, status, hdrs_out, b"".join(chunks))
+                await run_in_threadpool(self._save, tenant, key, digest, status, hdrs_out, answer.body)
                 saved = True
         finally:
             if not saved:  # an error is not stored: free the key for a retry
