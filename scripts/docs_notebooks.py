@@ -24,6 +24,8 @@ log = logging.getLogger("mkdocs.hooks.notebooks")
 
 #: seconds a cell may run
 CELL_TIMEOUT = 300
+#: seconds a kernel may take to start (a loaded machine starts one slowly; nbclient's default is 60)
+KERNEL_STARTUP_TIMEOUT = 300
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -44,7 +46,7 @@ def render(path: Path, *, execute: bool = True) -> tuple[str, dict[str, bytes]]:
 
         t0 = time.perf_counter()
         try:
-            NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+            NotebookClient(nb, timeout=CELL_TIMEOUT, startup_timeout=KERNEL_STARTUP_TIMEOUT, kernel_name="python3",
                            resources={"metadata": {"path": str(path.parent)}}).execute()
         except CellExecutionError as exc:
             raise RuntimeError(f"{path.name}: a cell failed while building the docs:\n{exc}") from None
