@@ -51,9 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, load in rounds:
         inst = load()
         t0 = time.perf_counter()
-        base = lavi_swamy(inst, solver="auto", options={"optima": 0, "alpha": args.alpha})
+        base = lavi_swamy(inst, method="auto", options={"optima": 0, "alpha": args.alpha})
         t1 = time.perf_counter()
-        face = lavi_swamy(inst, solver="auto", options={"optima": args.optima, "alpha": args.alpha})
+        face = lavi_swamy(inst, method="auto", options={"optima": args.optima, "alpha": args.alpha})
         t2 = time.perf_counter()
         a0, a1 = base.details["alpha_verified"], face.details["alpha_verified"]
         kept = face.details["optimum"]

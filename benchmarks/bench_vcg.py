@@ -78,7 +78,7 @@ def main() -> None:
                 same = all(abs(out.payments[b] - ref.payments[b]) <= 1e-6 * max(1.0, ref.payments[b]) for b in ref.payments)
                 sec = out.details["seconds"]
                 r = ((label, f"{inst.n_bids} bids / {len(out.details['pivots'])} winners", mode,
-                      out.details["solver"], sec["main"], sec["pivots"], sec["pivots"] / sec["main"],
+                      out.details["method"], sec["main"], sec["pivots"], sec["pivots"] / sec["main"],
                       out.exact, same))
                 print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.2f} | {r[5]:.2f} | {r[6]:.2f} | {r[7]} | {r[8]} |",
                       flush=True)

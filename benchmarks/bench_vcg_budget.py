@@ -9,7 +9,7 @@ Usage::
     python benchmarks/bench_vcg_budget.py --no-round --set large     # ... and CATS 100 x 500 (minutes)
     python benchmarks/bench_vcg_budget.py --deterministic      # the budget in work units
 
-Table 1 runs ``vcg`` with ``solver="auto"`` and ``time_limit`` as the whole budget (main
+Table 1 runs ``vcg`` with ``method="auto"`` and ``time_limit`` as the whole budget (main
 solve and every pivot) on the GPU round ``gpu-8x16x60`` of ``bench_anytime.py`` (about 15,000
 bids, 60 tasks) and prints wall and CPU seconds (``time.process_time`` of this process, which
 shows how much of the wall time the machine's load took), the main solve's status and gap,

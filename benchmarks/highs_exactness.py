@@ -2,7 +2,7 @@
 
 Runs ``--count`` random tiny rounds (1 or 2 slots of memory and compute; 2 to 5 bidders with 1 or
 2 bids; values log-uniform on ``[1e-3, 1e6]``, some exactly ``1e-3, 2.5, 5, 1e6``) through
-``solve(method=M)`` and ``vcg(instance, solver=M)`` for every method ``M`` given, and counts:
+``solve(method=M)`` and ``vcg(instance, method=M)`` for every method ``M`` given, and counts:
 
 - wrong optimal: the status is ``optimal`` but the welfare is below the brute-force optimum
   (or the reported bound is below it);
@@ -85,7 +85,7 @@ def main() -> int:
                 print(f"wrong optimal: {m} seed {seed}: welfare {res.welfare!r}, optimum {opt!r}", flush=True)
             if args.no_vcg:
                 continue
-            out = vcg(inst, solver=m)
+            out = vcg(inst, method=m)
             if out.exact:
                 exact_vcg[m] += 1
                 pay = clarke_payments(inst, out.allocation.winners, opt, without)

@@ -7,6 +7,7 @@ The main entry points:
 - :func:`check_allocation` — an independent feasibility certificate.
 """
 
+from ._deprecation import GensolverDeprecationWarning
 from .model import (
     SCHEMA,
     Bid,
@@ -38,5 +39,6 @@ __all__ = [
     "Status",
     "list_methods",
     "check_allocation",
+    "GensolverDeprecationWarning",
     "__version__",
 ]

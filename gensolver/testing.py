@@ -11,7 +11,7 @@ Use them in your own test suite::
         assert_truthful(my_mechanism, instance)
 
 ``my_mechanism`` is a registry name or a callable
-``f(instance, *, solver, time_limit, executor, options) -> Outcome``.
+``f(instance, *, method, time_limit, executor, options) -> Outcome``.
 
 The strategies draw small instances (a handful of slots, bidders and bids) so that exact
 solvers and brute force stay fast; every instance they return is valid.

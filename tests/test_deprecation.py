@@ -1,30 +1,41 @@
 """``method=`` is the solver everywhere; ``solver=`` is a deprecated alias for one release
-(:mod:`gensolver._deprecation`) on :func:`~gensolver.mechanisms.run_mechanism` and the regret
-front ends of :mod:`gensolver.verify`."""
+(:mod:`gensolver._deprecation`) on :func:`~gensolver.mechanisms.run_mechanism`, every mechanism
+function, the helpers :func:`~gensolver.mechanisms.vcg.pivot_welfare` and
+:func:`~gensolver.mechanisms.core.separate`, and the regret front ends of
+:mod:`gensolver.verify`; a user mechanism written to the old contract (its parameter named
+``solver``) still runs, with a warning (:func:`~gensolver.mechanisms.call_mechanism`)."""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import pytest
 
-from gensolver import from_dict
-from gensolver._deprecation import GensolverDeprecationWarning
+from gensolver import GensolverDeprecationWarning, from_dict
 from gensolver.errors import InputError
-from gensolver.mechanisms import run_mechanism
-from gensolver.verify import max_regret, regret
+from gensolver.mechanisms import MECHANISMS, Mechanism, run_mechanism
+from gensolver.mechanisms.core import separate
+from gensolver.mechanisms.vcg import pivot_welfare
+from gensolver.verify import expected_regret, max_expected_regret, max_regret, regret
 
 INST = from_dict({"schema": "gensolver.instance/v1",
                   "slots": [{"id": "s", "capacity": {"units": 1}}],
                   "bids": [{"id": "a", "bidder": "A", "value": 5, "demand": {"s": {"units": 1}}},
                            {"id": "b", "bidder": "B", "value": 3, "demand": {"s": {"units": 1}}}]})
 
+#: what A (the winner of the one unit, bid 5 against B's 3) pays under each mechanism, worked
+#: out by hand: second price for the truthful ones (and the core: B's 3 blocks below it), its
+#: bid for pay-as-bid; the method each runs on (lavi-swamy's oracle is greedy or auto)
+PAID_BY_A = {"vcg": (3.0, "cpsat"), "greedy-critical": (3.0, "greedy"), "pay-as-bid": (5.0, "cpsat"),
+             "core": (3.0, "cpsat"), "lavi-swamy": (3.0, "greedy")}
+
 
 def _used_method(**kwargs: object) -> str:
     seen: list[object] = []
 
-    def mech(instance, *, solver, time_limit, executor, options):  # type: ignore[no-untyped-def]
-        seen.append(solver)
+    def mech(instance, *, method, time_limit, executor, options):  # type: ignore[no-untyped-def]
+        seen.append(method)
         return run_mechanism(instance, mechanism="pay-as-bid", method="greedy")
 
     run_mechanism(INST, mechanism=mech, **kwargs)  # type: ignore[arg-type]
@@ -39,15 +50,82 @@ def test_method_is_passed_to_the_mechanism_without_a_warning() -> None:
 
 
 def test_solver_still_works_and_warns() -> None:
-    with pytest.warns(DeprecationWarning, match="run_mechanism: solver= is deprecated; use method="):
+    with pytest.warns(GensolverDeprecationWarning, match="run_mechanism: solver= is deprecated; use method="):
         assert _used_method(solver="cpsat") == "cpsat"
-    with pytest.warns(DeprecationWarning):  # the same value twice is not a conflict
+    with pytest.warns(GensolverDeprecationWarning):  # the same value twice is not a conflict
         assert _used_method(method="cpsat", solver="cpsat") == "cpsat"
 
 
 def test_both_names_with_different_values_are_refused() -> None:
-    with pytest.warns(DeprecationWarning), pytest.raises(InputError, match="give method= only"):
+    with pytest.warns(GensolverDeprecationWarning), pytest.raises(InputError, match="give method= only"):
         _used_method(method="greedy", solver="cpsat")
+
+
+@pytest.mark.parametrize("name", sorted(PAID_BY_A))
+def test_every_mechanism_function_takes_method_and_warns_on_solver(name: str) -> None:
+    paid, method = PAID_BY_A[name]
+    fn = MECHANISMS.get(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new = fn(INST, method=method, time_limit=None, executor=None, options=None)
+    with pytest.warns(GensolverDeprecationWarning, match=f"{fn.__name__}: solver= is deprecated; use method="):
+        old = fn(INST, solver=method, time_limit=None, executor=None, options=None)  # type: ignore[call-arg]
+    for out in (new, old):
+        assert dict(out.payments) == pytest.approx({"A": paid, "B": 0.0})
+    with pytest.warns(GensolverDeprecationWarning), pytest.raises(InputError, match="give method= only"):
+        fn(INST, method="lp", solver=method, time_limit=None, executor=None, options=None)  # type: ignore[call-arg]
+
+
+def test_the_registered_mechanisms_have_the_protocol_signature() -> None:
+    wanted = [p for p in inspect.signature(Mechanism.__call__).parameters if p != "self"]
+    for name in MECHANISMS:
+        params = list(inspect.signature(MECHANISMS.get(name)).parameters)
+        assert params[:len(wanted)] == wanted, name
+        assert params[len(wanted):] == ["solver"], name  # the deprecated alias, last
+
+
+def test_the_pivot_and_separation_helpers_take_method_and_warn_on_solver() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # without A, B's 3 is the best welfare (the pivot); with A winning at 3, no coalition blocks
+        assert pivot_welfare(INST.without_bidder("A"), method="cpsat", time_limit=None, threads=1,
+                             hint=None)["welfare"] == pytest.approx(3.0)
+        won = {"A": INST.bids[0]}
+        assert separate(INST, won, {"A": 3.0}, method="cpsat").z == pytest.approx(3.0)
+    with pytest.warns(GensolverDeprecationWarning, match="pivot_welfare: solver= is deprecated"):
+        assert pivot_welfare(INST.without_bidder("A"), solver="cpsat", time_limit=None, threads=1,
+                             hint=None)["welfare"] == pytest.approx(3.0)
+    with pytest.warns(GensolverDeprecationWarning, match="separate: solver= is deprecated"):
+        # at A paying 1, B's coalition (3) beats the revenue: the separation finds it
+        assert separate(INST, won, {"A": 1.0}, solver="cpsat").coalition == ("B",)
+
+
+def test_a_user_mechanism_that_names_the_method_solver_still_runs_and_warns() -> None:
+    seen: list[object] = []
+
+    def old_style(instance, *, solver, time_limit, executor, options):  # type: ignore[no-untyped-def]
+        seen.append(solver)
+        return run_mechanism(instance, mechanism="vcg", method=solver)
+
+    with pytest.warns(GensolverDeprecationWarning, match="mechanism old_style: name its parameter method="):
+        out = run_mechanism(INST, mechanism=old_style, method="cpsat")  # type: ignore[arg-type]
+    assert seen == ["cpsat"] and dict(out.payments) == pytest.approx({"A": 3.0, "B": 0.0})
+    with pytest.warns(GensolverDeprecationWarning, match="mechanism old_style"):
+        assert regret(old_style, INST, "B", method="cpsat").regret <= 1e-9
+    assert set(seen) == {"cpsat"}
+
+
+def test_a_mechanism_with_keyword_catch_all_gets_method() -> None:
+    seen: list[dict[str, object]] = []
+
+    def catch_all(instance, **kw):  # type: ignore[no-untyped-def]
+        seen.append(kw)
+        return run_mechanism(instance, mechanism="pay-as-bid", method="greedy")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_mechanism(INST, mechanism=catch_all, method="greedy")  # type: ignore[arg-type]
+    assert seen[0]["method"] == "greedy" and "solver" not in seen[0]
 
 
 def test_regret_front_ends_take_method_and_warn_on_solver() -> None:
@@ -55,8 +133,13 @@ def test_regret_front_ends_take_method_and_warn_on_solver() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert regret("vcg", INST, "A", method="cpsat").regret <= 1e-9
-    with pytest.warns(DeprecationWarning, match="max_regret: solver= is deprecated"):
+    with pytest.warns(GensolverDeprecationWarning, match="max_regret: solver= is deprecated"):
         assert max_regret("vcg", INST, solver="cpsat").regret <= 1e-9
+    # pay-as-bid is not truthful: A gains by shading its bid towards B's 3
+    with pytest.warns(GensolverDeprecationWarning, match="^expected_regret: solver= is deprecated"):
+        assert expected_regret("pay-as-bid", INST, "A", solver="cpsat").regret > 0.5
+    with pytest.warns(GensolverDeprecationWarning, match="^max_expected_regret: solver= is deprecated"):
+        assert max_expected_regret("pay-as-bid", INST, solver="cpsat").regret > 0.5
 
 
 def test_the_suite_turns_the_packages_deprecations_into_errors() -> None:

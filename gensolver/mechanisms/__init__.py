@@ -18,10 +18,12 @@ callable with the same signature) and returns a frozen :class:`Outcome`.
 
 from __future__ import annotations
 
+import inspect
+import warnings
 from concurrent.futures import Executor
 from typing import Any, Callable, Mapping, Protocol
 
-from .._deprecation import method_alias
+from .._deprecation import GensolverDeprecationWarning, method_alias
 from ..errors import InputTypeError, UnknownNameError, check_executor, check_time_limit, extras_named
 from ..model import Instance, coerce_instance
 from ..model.canonical import canonical
@@ -45,6 +47,7 @@ __all__ = [
     "DESCRIPTIONS",
     "UnknownMechanismError",
     "run_mechanism",
+    "call_mechanism",
     "get_mechanism",
     "vcg",
     "greedy_critical",
@@ -55,16 +58,18 @@ __all__ = [
 ]
 
 class Mechanism(Protocol):
-    """The contract of a mechanism: ``f(instance, *, solver, time_limit, executor, options) -> Outcome``.
+    """The contract of a mechanism: ``f(instance, *, method, time_limit, executor, options) -> Outcome``.
 
-    ``instance`` holds the reported bids; ``solver`` is the winner determination method (a
-    registry name or a callable, see :func:`gensolver.solve`; :func:`run_mechanism` passes its
-    ``method`` here); ``time_limit`` the mechanism's budget; ``executor`` parallelises
-    independent solves; ``options`` the mechanism's own options (unknown keys raise). Every
-    registered mechanism and any callable given to :func:`run_mechanism` has this signature.
+    ``instance`` holds the reported bids; ``method`` is the winner determination method (a
+    registry name or a callable, see :func:`gensolver.solve`); ``time_limit`` the mechanism's
+    budget; ``executor`` parallelises independent solves; ``options`` the mechanism's own
+    options (unknown keys raise). Every registered mechanism has this signature, and so should
+    any callable given to :func:`run_mechanism`; one that still names the method ``solver`` is
+    called with ``solver=`` and a :class:`~gensolver.GensolverDeprecationWarning` (see
+    :func:`call_mechanism`).
     """
 
-    def __call__(self, instance: Instance, *, solver: str | Callable[..., Any], time_limit: float | None,
+    def __call__(self, instance: Instance, *, method: str | Callable[..., Any], time_limit: float | None,
                  executor: Executor | None, options: Mapping[str, Any] | None) -> Outcome: ...
 
 
@@ -123,10 +128,10 @@ def run_mechanism(
         The reported bids (validated on entry).
     mechanism : str or callable, keyword-only
         A name in :data:`MECHANISMS` (``vcg``, ``greedy-critical``, ``pay-as-bid``, ``core``)
-        or a callable ``f(instance, *, solver, time_limit, executor, options) -> Outcome``.
+        or a callable ``f(instance, *, method, time_limit, executor, options) -> Outcome``
+        (:class:`Mechanism`).
     method : str or callable
-        Winner determination method (see :func:`gensolver.solve`); the mechanism function
-        receives it as its ``solver`` argument.
+        Winner determination method (see :func:`gensolver.solve`).
     time_limit : float, optional
         The mechanism's time budget: for ``vcg`` the whole budget of the main solve and every
         pivot together (shared adaptively, see :func:`~gensolver.mechanisms.vcg.vcg`); for the
@@ -136,8 +141,8 @@ def run_mechanism(
     options : mapping, optional
         Mechanism-specific options; each mechanism's docstring lists them, unknown keys raise.
     solver : str or callable, optional
-        Deprecated alias of ``method`` (a :class:`DeprecationWarning`; removed in the next
-        release).
+        Deprecated alias of ``method`` (a :class:`~gensolver.GensolverDeprecationWarning`;
+        removed in the next release).
 
     Returns
     -------
@@ -173,4 +178,51 @@ def run_mechanism(
     instance = canonical(coerce_instance(instance))
     method = method_alias(method, solver, where="run_mechanism")
     with extras_named(f"mechanism {mechanism!r}" if isinstance(mechanism, str) else "this mechanism"):
+        return call_mechanism(func, instance, method=method, time_limit=time_limit, executor=executor,
+                              options=options)
+
+
+def _names_solver(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` takes ``solver`` but not ``method`` (a mechanism written to the old
+    contract); ``**kwargs`` and signatures that cannot be read count as taking ``method``."""
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return "solver" in params and "method" not in params and not any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def call_mechanism(
+    func: Callable[..., Outcome],
+    instance: Instance,
+    *,
+    method: str | Callable[..., Any],
+    time_limit: float | None,
+    executor: Executor | None,
+    options: Mapping[str, Any] | None,
+) -> Outcome:
+    """Call a mechanism function with the winner determination method under the name it takes.
+
+    The one place the package calls a mechanism function (:func:`run_mechanism`,
+    :mod:`gensolver.verify`): as ``func(instance, method=..., ...)`` (:class:`Mechanism`), or,
+    for a function whose parameter is still named ``solver`` (the contract's old name, accepted
+    for one release), as ``func(instance, solver=..., ...)`` with a
+    :class:`~gensolver.GensolverDeprecationWarning` that names the function.
+
+    Examples
+    --------
+    >>> from gensolver import from_dict
+    >>> inst = from_dict({"schema": "gensolver.instance/v1",
+    ...     "slots": [{"id": "s", "capacity": {"units": 1}}],
+    ...     "bids": [{"id": "a", "bidder": "A", "value": 5, "demand": {"s": {"units": 1}}}]})
+    >>> call_mechanism(pay_as_bid, inst, method="greedy", time_limit=None, executor=None,
+    ...                options=None).payments["A"]
+    5.0
+    """
+    if _names_solver(func):
+        name = getattr(func, "__name__", type(func).__name__)
+        warnings.warn(f"mechanism {name}: name its parameter method= (solver= is deprecated, the same value)",
+                      GensolverDeprecationWarning, stacklevel=3)
         return func(instance, solver=method, time_limit=time_limit, executor=executor, options=options)
+    return func(instance, method=method, time_limit=time_limit, executor=executor, options=options)

@@ -39,24 +39,24 @@ def check_call(instance: Any, executor: Any) -> Instance:
     return instance if isinstance(instance, Instance) else coerce_instance(instance)
 
 
-def check_solver_and_limit(solver: Any, time_limit: Any) -> None:
-    """``ValueError``/``UnknownMethodError`` for a solver name not in the registry (callables
+def check_method_and_limit(method: Any, time_limit: Any) -> None:
+    """``ValueError``/``UnknownMethodError`` for a method name not in the registry (callables
     pass) or a ``time_limit`` that is not a positive finite number or ``None``."""
     from ..solvers import get_method
 
-    if isinstance(solver, str):
-        get_method(solver)
-    elif not callable(solver):
-        raise InputError(f"solver must be a method name or a callable, got {solver!r}")
+    if isinstance(method, str):
+        get_method(method)
+    elif not callable(method):
+        raise InputError(f"method must be a method name or a callable, got {method!r}")
     check_time_limit(time_limit)
 
 
-def _takes_hints(solver: str | Callable[..., Any]) -> bool:
-    """Whether ``solver`` is a registered method that declares :attr:`~gensolver.solvers.Method.hints`."""
-    if not isinstance(solver, str):
+def _takes_hints(method: str | Callable[..., Any]) -> bool:
+    """Whether ``method`` is a registered method that declares :attr:`~gensolver.solvers.Method.hints`."""
+    if not isinstance(method, str):
         return False
     try:
-        return get_method(solver).hints
+        return get_method(method).hints
     except UnknownMethodError:
         return False  # solve() raises the error that lists the valid names
 
@@ -64,7 +64,7 @@ def _takes_hints(solver: str | Callable[..., Any]) -> bool:
 def solve_wdp(
     instance: Instance,
     *,
-    solver: str | Callable[..., Any],
+    method: str | Callable[..., Any],
     time_limit: float | None,
     threads: int | None = None,
     hint: Iterable[str] | None = None,
@@ -74,17 +74,17 @@ def solve_wdp(
     to prove payments to an absolute tolerance) only to methods that take them
     (:attr:`gensolver.solvers.Method.hints`: the exact backends)."""
     options: dict[str, Any] = {}
-    if hint is not None and _takes_hints(solver):
+    if hint is not None and _takes_hints(method):
         options["hint"] = list(hint)
-    if mip_gap is not None and _takes_hints(solver):
+    if mip_gap is not None and _takes_hints(method):
         options["mip_gap"] = float(mip_gap)
     if instance.n_bids == 0:
         import numpy as np
 
         from ..solvers.engine import finish
 
-        return finish(instance, np.zeros(0), method=str(solver), proven_optimal=True, bound=0.0, build=0.0, solve=0.0)
-    return solve(instance, method=solver, time_limit=time_limit, threads=threads, options=options or None)
+        return finish(instance, np.zeros(0), method=str(method), proven_optimal=True, bound=0.0, build=0.0, solve=0.0)
+    return solve(instance, method=method, time_limit=time_limit, threads=threads, options=options or None)
 
 
 def winning_bids(instance: Instance, allocation: Allocation) -> dict[str, Bid]:

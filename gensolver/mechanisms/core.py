@@ -2,7 +2,7 @@
 
 Guarantee
 ---------
-With an exact solver, the payments are in the **core** with respect to the reported values: no
+With an exact method, the payments are in the **core** with respect to the reported values: no
 coalition of bidders together with the seller can block the outcome, i.e. for every coalition
 ``C`` the winners outside ``C`` pay at least ``W(C) - sum_{i in C, winner} v_i(x*)``. Among core
 payments they minimise revenue (bidder-optimal, "minimum revenue core") and, among those, the
@@ -17,7 +17,7 @@ Algorithm (Day & Raghavan 2007 constraint generation)
 1. Solve the welfare problem (allocation ``x*``, winners ``W``) and VCG payments ``p_vcg``.
 2. Start from ``p = p_vcg`` and no core constraints.
 3. Separation: solve the welfare problem with every winner's bids reduced by its current
-   surplus ``v_i(x*) - p_i`` (a MILP, with the same solver). Its optimum ``z`` equals the most
+   surplus ``v_i(x*) - p_i`` (a MILP, with the same method). Its optimum ``z`` equals the most
    violated core constraint's left side; if ``z <= sum(p)`` (absolute tolerance a quarter of
    the payment tolerance) ``p`` is in the core: stop. Otherwise the bidders of its solution form a blocking coalition
    ``C``; add ``sum_{i in W \\ C} p_i >= V(C) - sum_{i in W cap C} v_i(x*)``.
@@ -73,6 +73,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 import numpy as np
 from scipy.optimize import linprog, minimize
 
+from .._deprecation import method_alias
 from ..errors import InputError, check_options
 from ..model import Bid, Instance
 from ..model.tolerances import payment_tolerance
@@ -111,13 +112,17 @@ def separate(
     winning: Mapping[str, Bid],
     payments: Mapping[str, float],
     *,
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     threads: int | None = None,
     deterministic: bool = False,
     mip_gap: float | None = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> Separation:
     """Most violated core constraint at ``payments`` (Day & Raghavan's separation MILP).
+    solver : str or callable, optional
+        Deprecated alias of ``method`` (a :class:`~gensolver.GensolverDeprecationWarning`;
+        removed in the next release).
 
     Returns
     -------
@@ -127,6 +132,7 @@ def separate(
         ``coalition_value``: their true (reported) welfare; ``optimal``: proven optimal;
         ``bids``: the coalition's winning bids.
     """
+    method = method_alias(method, solver, where="separate")
     surplus = {i: max(0.0, winning[i].value - payments.get(i, 0.0)) for i in winning}
     bids = [
         Bid(b.id, b.bidder, max(0.0, b.value - surplus.get(b.bidder, 0.0)), b.demand) if b.bidder in surplus else b
@@ -136,7 +142,7 @@ def separate(
     if deterministic:  # ``time_limit`` in work units of the anytime engine: load-independent
         res = solve(reduced, method="auto", time_limit=time_limit, threads=threads, options={"deterministic": True})
     else:
-        res = solve_wdp(reduced, solver=solver, time_limit=time_limit, threads=threads, mip_gap=mip_gap)
+        res = solve_wdp(reduced, method=method, time_limit=time_limit, threads=threads, mip_gap=mip_gap)
     index = reduced.bid_index
     coalition: list[str] = []
     chosen: list[str] = []
@@ -207,7 +213,7 @@ class _Generation:
 
 
 def _generate(instance: Instance, won: Mapping[str, Bid], lo: np.ndarray, hi: np.ndarray, vcg_p: np.ndarray, *,
-              solver: str | Callable[..., Any], time_limit: float | None, threads: int | None, deterministic: bool,
+              method: str | Callable[..., Any], time_limit: float | None, threads: int | None, deterministic: bool,
               max_iterations: int, tol: float,
               certify: Callable[[list[tuple[np.ndarray, float]], np.ndarray, np.ndarray], np.ndarray | None] | None,
               ) -> _Generation:
@@ -221,7 +227,7 @@ def _generate(instance: Instance, won: Mapping[str, Bid], lo: np.ndarray, hi: np
     g = _Generation(vcg_p.copy(), vcg_p.copy())
     while winners and g.iterations < max_iterations:
         g.iterations += 1
-        sep = separate(instance, won, dict(zip(winners, g.p.tolist())), solver=solver, time_limit=time_limit,
+        sep = separate(instance, won, dict(zip(winners, g.p.tolist())), method=method, time_limit=time_limit,
                        threads=threads, deterministic=deterministic)
         revenue = float(g.p.sum())
         if sep.z_bound <= revenue + tol:
@@ -243,8 +249,8 @@ def _generate(instance: Instance, won: Mapping[str, Bid], lo: np.ndarray, hi: np
         if sep.z <= revenue + tol:
             # proved only to the backend's relative gap: once more with a gap worth ``tol`` at
             # this scale on an exact backend that takes it ("auto": CP-SAT)
-            exact_solver = "cpsat" if solver == "auto" else solver
-            sep = separate(instance, won, dict(zip(winners, g.p.tolist())), solver=exact_solver,
+            exact_method = "cpsat" if method == "auto" else method
+            sep = separate(instance, won, dict(zip(winners, g.p.tolist())), method=exact_method,
                            time_limit=time_limit, threads=threads,
                            mip_gap=min(DEFAULT_MIP_GAP, tol / max(1.0, abs(sep.z_bound))))
             g.certified = sep.z_bound <= revenue + tol
@@ -269,10 +275,11 @@ def _generate(instance: Instance, won: Mapping[str, Bid], lo: np.ndarray, hi: np
 def core(
     instance: Instance,
     *,
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     executor: Executor | None = None,
     options: Mapping[str, Any] | None = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> Outcome:
     """Bidder-optimal, VCG-nearest core payments (see the module docstring).
 
@@ -280,34 +287,38 @@ def core(
     ----------
     instance : Instance
         Reported bids.
-    solver : str or callable, keyword-only
+    method : str or callable, keyword-only
         Winner determination method for the main solve, the VCG pivots and the separation
         MILPs (``"auto"``: see :func:`gensolver.mechanisms.vcg.vcg`).
     time_limit : float, optional
         Budget of the VCG stage (shared as in :func:`~gensolver.mechanisms.vcg.vcg`) and of each
         separation solve: work units of the anytime engine when deterministic (the default with
-        ``solver="auto"``, so payments do not depend on the machine's load), else seconds.
+        ``method="auto"``, so payments do not depend on the machine's load), else seconds.
     executor : Executor, optional
         Parallelises the VCG pivots.
     options : mapping, optional
         ``max_iterations`` (default 200) of constraint generation; ``threads``;
-        ``deterministic`` (default ``None``: ``True`` with ``solver="auto"``; ``False`` reads
+        ``deterministic`` (default ``None``: ``True`` with ``method="auto"``; ``False`` reads
         ``time_limit`` as wall-clock seconds).
+    solver : str or callable, optional
+        Deprecated alias of ``method`` (a :class:`~gensolver.GensolverDeprecationWarning`;
+        removed in the next release).
 
     Returns
     -------
     Outcome
         ``details`` holds the VCG payments, the number of iterations and the core constraints.
     """
+    method = method_alias(method, solver, where="core")
     instance = check_call(instance, executor)
     opts = check_options(options, _DEFAULTS, "mechanism 'core'")
     t0 = time.perf_counter()
     plain = mark_validated(Instance(instance.slots, instance.bids, (), instance.name, instance.metadata))
-    det = solver == "auto" if opts["deterministic"] is None else opts["deterministic"]
-    if not isinstance(det, bool) or (det and solver != "auto"):
-        raise InputError(f"core option deterministic must be True (with solver='auto') or False, "
-                         f"got {opts['deterministic']!r} with solver={solver!r}")
-    base = vcg(plain, solver=solver, time_limit=time_limit, executor=executor,
+    det = method == "auto" if opts["deterministic"] is None else opts["deterministic"]
+    if not isinstance(det, bool) or (det and method != "auto"):
+        raise InputError(f"core option deterministic must be True (with method='auto') or False, "
+                         f"got {opts['deterministic']!r} with method={method!r}")
+    base = vcg(plain, method=method, time_limit=time_limit, executor=executor,
                options={"threads": opts["threads"], "deterministic": det})
     alloc = base.allocation
     won = winning_bids(instance, alloc)
@@ -320,7 +331,7 @@ def core(
         G, h = _constraint_matrix(rows, lo, hi)
         return certify_core_point(G, h, vcg_p, p_lp, p_qp, slack=ptol / 4)
 
-    gen = _generate(instance, won, lo, hi, vcg_p, solver=solver, time_limit=time_limit, threads=opts["threads"],
+    gen = _generate(instance, won, lo, hi, vcg_p, method=method, time_limit=time_limit, threads=opts["threads"],
                     deterministic=det and time_limit is not None, max_iterations=int(opts["max_iterations"]),
                     tol=ptol / 4, certify=certify if base.exact and len(winners) <= MAX_CERTIFIED else None)
     p, rows, coalitions, iterations, beaten = gen.p, gen.rows, gen.coalitions, gen.iterations, gen.beaten

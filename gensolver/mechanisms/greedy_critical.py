@@ -49,11 +49,12 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .._deprecation import method_alias
 from ..errors import InputError, check_options
 from ..model import Instance
 from ..model.tolerances import boundary_guard, capacity_limit
 from ..solvers.engine import finish, first_fit, greedy_keys, greedy_order
-from .common import check_call, check_solver_and_limit, make_outcome
+from .common import check_call, check_method_and_limit, make_outcome
 from .outcome import Outcome
 
 __all__ = ["greedy_critical", "critical_value"]
@@ -115,10 +116,11 @@ def critical_value(instance: Instance, bid_id: str, *, alpha: float = 0.5) -> fl
 def greedy_critical(
     instance: Instance,
     *,
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     executor: Executor | None = None,
     options: Mapping[str, Any] | None = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> Outcome:
     """LOS greedy with critical payments (see the module docstring).
 
@@ -126,21 +128,25 @@ def greedy_critical(
     ----------
     instance : Instance
         Reported bids.
-    solver, time_limit, executor : keyword-only
+    method, time_limit, executor : keyword-only
         Accepted for a uniform interface and ignored: the allocation *is* the greedy (using an
-        optimal solver instead would break monotonicity, hence truthfulness).
+        optimal method instead would break monotonicity, hence truthfulness).
     options : mapping, optional
         ``alpha`` (default 0.5, the LOS rule ``value / sqrt(size)``).
+    solver : str or callable, optional
+        Deprecated alias of ``method`` (a :class:`~gensolver.GensolverDeprecationWarning`;
+        removed in the next release).
 
     Returns
     -------
     Outcome
         Always ``exact`` (the critical values are computed exactly, not by bisection).
     """
+    method = method_alias(method, solver, where="greedy_critical")
     instance = check_call(instance, executor)
     opts = check_options(options, _DEFAULTS, "mechanism 'greedy-critical'")
     # ignored, but checked like every mechanism's: a typo is not silently accepted
-    check_solver_and_limit(solver, time_limit)
+    check_method_and_limit(method, time_limit)
     alpha = opts["alpha"]
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha < 0:
         raise InputError(f"greedy-critical option alpha must be a finite number >= 0, got {alpha!r}")

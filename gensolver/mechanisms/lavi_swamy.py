@@ -61,7 +61,7 @@ Algorithm (Lavi & Swamy 2011, Sections 2–3)
    with ``x*_i > 0`` (the others pay 0).
 3. Decompose ``x* / alpha`` (``x*`` the optimum kept, above) into a lottery over integral feasible allocations by Carr–Vempala
    column generation with an approximation oracle whose ratio is checked at every call
-   (:mod:`.decomposition`; ``solver="greedy"`` or ``"auto"``, the latter adding the anytime
+   (:mod:`.decomposition`; ``method="greedy"`` or ``"auto"``, the latter adding the anytime
    engine's LNS when the greedy finds nothing); the lottery's mean is ``x* / alpha`` exactly
    and the empty allocation takes the remaining probability.
 4. Draw one allocation with ``numpy.random.default_rng(seed)``.
@@ -110,6 +110,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .._deprecation import method_alias
 from ..errors import InputError, check_options, check_seed
 from ..model import Instance
 from ..model.canonical import canonical
@@ -135,7 +136,7 @@ GUARANTEE = ("truthful in expectation for a report-independent alpha (options['a
              "in every draw for reported values")
 
 
-def _check(opts: dict[str, Any], solver: Any, time_limit: Any) -> str:
+def _check(opts: dict[str, Any], method: Any, time_limit: Any) -> str:
     a = opts["alpha"]
     if a is not None and (isinstance(a, bool) or not isinstance(a, numbers.Real) or not math.isfinite(a) or a < 1):
         raise InputError(f"lavi-swamy option alpha must be None or a finite number >= 1, got {a!r}")
@@ -151,22 +152,23 @@ def _check(opts: dict[str, Any], solver: Any, time_limit: Any) -> str:
     if opts["payment_rule"] not in PAYMENT_RULES:
         raise InputError(f"lavi-swamy option payment_rule must be one of {', '.join(PAYMENT_RULES)}, "
                          f"got {opts['payment_rule']!r}")
-    if solver not in ORACLES:
-        raise InputError(f"lavi-swamy: solver is the decomposition oracle and must be one of {', '.join(ORACLES)}, "
-                         f"got {solver!r}")
+    if method not in ORACLES:
+        raise InputError(f"lavi-swamy: method is the decomposition oracle and must be one of {', '.join(ORACLES)}, "
+                         f"got {method!r}")
     if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
                                    or not math.isfinite(time_limit) or time_limit <= 0):
         raise InputError(f"time_limit must be a positive finite number of seconds or None, got {time_limit!r}")
-    return str(solver)
+    return str(method)
 
 
 def lavi_swamy(
     instance: Instance,
     *,
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     executor: Executor | None = None,
     options: Mapping[str, Any] | None = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> Outcome:
     """Lavi–Swamy lottery over integral allocations with scaled fractional VCG payments.
 
@@ -176,7 +178,7 @@ def lavi_swamy(
     ----------
     instance : Instance
         Reported bids.
-    solver : {"auto", "greedy"}, keyword-only
+    method : {"auto", "greedy"}, keyword-only
         The decomposition oracle: ``"greedy"`` (LOS first fit on the dual prices) or
         ``"auto"`` (the greedy, then the anytime engine's LNS when the greedy finds no
         improving allocation; it also certifies ``alpha_floor``).
@@ -200,6 +202,9 @@ def lavi_swamy(
         ``"win-indicator"`` (the winner pays ``p_i / sum_j x*_ij``, i.e. ``(p_i/alpha) /
         Pr[i wins]``; individually rational only in expectation for bidders with several
         bids). Both charge ``p_i / alpha`` in expectation.
+    solver : str or callable, optional
+        Deprecated alias of ``method`` (a :class:`~gensolver.GensolverDeprecationWarning`;
+        removed in the next release).
 
     Returns
     -------
@@ -222,9 +227,10 @@ def lavi_swamy(
     >>> out.details["alpha"], dict(out.details["expected_payments"])
     (1.0, {'A': 3.0, 'B': 0.0})
     """
+    method = method_alias(method, solver, where="lavi_swamy")
     instance = canonical(check_call(instance, executor))  # an LP optimum independent of the input order
     opts = check_options(options, _DEFAULTS, "mechanism 'lavi-swamy'")
-    oracle = _check(opts, solver, time_limit)
+    oracle = _check(opts, method, time_limit)
     det = bool(opts["deterministic"])
     t0 = time.perf_counter()
     P = from_instance(instance)

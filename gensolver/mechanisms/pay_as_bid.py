@@ -31,6 +31,7 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from typing import Any, Callable, Mapping
 
+from .._deprecation import method_alias
 from ..errors import check_options
 from ..model import Instance
 from ..solvers import Status
@@ -45,17 +46,18 @@ _DEFAULTS: dict[str, Any] = {"threads": None}
 def pay_as_bid(
     instance: Instance,
     *,
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     executor: Executor | None = None,
     options: Mapping[str, Any] | None = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> Outcome:
     """First-price payments (see the module docstring).
 
     Parameters
     ----------
     instance : Instance
-    solver : str or callable, keyword-only
+    method : str or callable, keyword-only
         Winner determination method (:func:`gensolver.solve`; ``"auto"`` is the anytime
         method, exact without a time limit).
     time_limit : float, optional
@@ -64,10 +66,14 @@ def pay_as_bid(
         Unused (one solve).
     options : mapping, optional
         ``threads``: solver threads.
+    solver : str or callable, optional
+        Deprecated alias of ``method`` (a :class:`~gensolver.GensolverDeprecationWarning`;
+        removed in the next release).
     """
+    method = method_alias(method, solver, where="pay_as_bid")
     instance = check_call(instance, executor)
     opts = check_options(options, _DEFAULTS, "mechanism 'pay-as-bid'")
-    alloc = solve_wdp(instance, solver=solver, time_limit=time_limit, threads=opts["threads"])
+    alloc = solve_wdp(instance, method=method, time_limit=time_limit, threads=opts["threads"])
     payments = {b: bid.value for b, bid in winning_bids(instance, alloc).items()}
     exact = alloc.status is Status.OPTIMAL
     msg = "" if exact else "allocation not proven optimal; payments are the bids of the returned allocation"

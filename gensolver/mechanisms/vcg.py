@@ -2,7 +2,7 @@
 
 Guarantee
 ---------
-With an exact winner determination solver, truthful bidding is a dominant strategy for every
+With an exact winner determination method, truthful bidding is a dominant strategy for every
 bidder (XOR bids included), the outcome is efficient and individually rational, and payments
 are non-negative. None of this holds for false-name bids (one bidder posing as several; see
 Yokoo, Sakurai & Matsubara 2004), and a budget cap (below) breaks truthfulness.
@@ -15,7 +15,7 @@ Algorithm
    feasible without ``i``; re-solves may run in parallel on any
    :class:`concurrent.futures.Executor`. With warm starts on, a pivot whose ``W* - v_i``
    already meets the trivial bound (every other bidder's best bid that fits alone) is settled
-   without a re-solve, whatever the solver.
+   without a re-solve, whatever the method.
 3. ``p_i = W*(-i) - (W* - v_i(x*))``, which lies in ``[0, v_i(x*)]``.
 
 One budget
@@ -80,6 +80,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .._deprecation import method_alias
 from ..errors import InputError, check_options
 from ..model import Bid, Instance, Slot
 from ..model.tolerances import payment_tolerance
@@ -118,20 +119,24 @@ def _instance_from_doc(doc: Mapping[str, Any]) -> Instance:
 def pivot_welfare(
     instance: Instance | Mapping[str, Any],
     *,
-    solver: str | Callable[..., Any],
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None,
     threads: int | None,
     hint: list[str] | None,
     mip_gap: float | None = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> dict[str, Any]:
     """Solve one pivot problem; a plain (picklable) dict of status, welfare, bound, seconds.
 
     ``instance`` may be the plain dict form (used with process pools, since instances hold
-    read-only mappings that do not pickle).
+    read-only mappings that do not pickle). ``method`` is the winner determination method
+    (:func:`gensolver.solve`); ``solver`` its deprecated alias (a
+    :class:`~gensolver.GensolverDeprecationWarning`; removed in the next release).
     """
+    method = method_alias(method, solver, where="pivot_welfare")
     inst = instance if isinstance(instance, Instance) else _instance_from_doc(instance)
     t0 = time.perf_counter()
-    res = solve_wdp(inst, solver=solver, time_limit=time_limit, threads=threads, hint=hint, mip_gap=mip_gap)
+    res = solve_wdp(inst, method=method, time_limit=time_limit, threads=threads, hint=hint, mip_gap=mip_gap)
     return {
         "status": res.status.value,
         "welfare": res.welfare,
@@ -236,10 +241,10 @@ def _fast_pivots(instance: Instance, P: Any, main: Any, run: Any, won: Mapping[s
     return out, extra
 
 
-def _plain_pivots(jobs: Mapping[str, tuple[Instance, list[str] | None]], *, solver: Any, budget: PivotBudget,
+def _plain_pivots(jobs: Mapping[str, tuple[Instance, list[str] | None]], *, method: Any, budget: PivotBudget,
                   threads: int | None, executor: Executor | None,
                   mip_gap: float | None = None) -> dict[str, dict[str, Any]]:
-    """Pivots re-solved by ``solver`` from scratch, each given its share of ``budget`` when it
+    """Pivots re-solved by ``method`` from scratch, each given its share of ``budget`` when it
     starts (serially, or as many at once as ``executor`` has workers)."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
@@ -256,10 +261,10 @@ def _plain_pivots(jobs: Mapping[str, tuple[Instance, list[str] | None]], *, solv
             share = budget.share()
             limit = None if share is None else max(share, 0.05)
             if executor is None:
-                out[bidder] = pivot_welfare(inst_i, solver=solver, time_limit=limit, threads=threads, hint=hint,
+                out[bidder] = pivot_welfare(inst_i, method=method, time_limit=limit, threads=threads, hint=hint,
                                             mip_gap=mip_gap)
                 continue
-            running[executor.submit(pivot_welfare, inst_i.to_dict() if plain else inst_i, solver=solver,
+            running[executor.submit(pivot_welfare, inst_i.to_dict() if plain else inst_i, method=method,
                                     time_limit=limit, threads=threads, hint=hint, mip_gap=mip_gap)] = bidder
         if running:
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
@@ -297,10 +302,11 @@ def _trivial_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], upper
 def vcg(
     instance: Instance,
     *,
-    solver: str | Callable[..., Any] = "auto",
+    method: str | Callable[..., Any] = "auto",
     time_limit: float | None = None,
     executor: Executor | None = None,
     options: Mapping[str, Any] | None = None,
+    solver: str | Callable[..., Any] | None = None,
 ) -> Outcome:
     """VCG (Clarke pivot) payments; see the module docstring for guarantee and algorithm.
 
@@ -308,7 +314,7 @@ def vcg(
     ----------
     instance : Instance
         Reported bids.
-    solver : str or callable, keyword-only
+    method : str or callable, keyword-only
         Winner determination method (:func:`gensolver.solve`) for the main solve and the
         pivots. ``"auto"`` (the anytime method) proves optimality without a time limit, is never
         worse than the greedy with one, and enables the LP-dual fast path for the pivots.
@@ -322,17 +328,20 @@ def vcg(
         ``i`` nothing is a warm start for ``i``'s pivot); other solvers run them serially.
     options : mapping, optional
         ``warm_start`` (bool, default True): hint each pivot with the main winners minus the
-        bidder's bid; with ``solver="auto"`` the pivots also reuse the main run's LP duals as a
+        bidder's bid; with ``method="auto"`` the pivots also reuse the main run's LP duals as a
         free bound and for reduced-cost fixing, on threads or in worker processes (see
         :func:`gensolver.mechanisms.pivots.pivot_solve`); ``threads`` (int): solver
         threads per solve; ``main_share`` (float in (0, 1], default 0.7): the fraction of
         ``time_limit`` the main solve may use (the pivots share the rest, and whatever the
-        main solve leaves); ``deterministic`` (bool; ``solver="auto"`` only; default: on with
-        ``solver="auto"`` and ``warm_start``, so payments depend on the reports and the budget,
+        main solve leaves); ``deterministic`` (bool; ``method="auto"`` only; default: on with
+        ``method="auto"`` and ``warm_start``, so payments depend on the reports and the budget,
         not on the machine's load): ``time_limit`` is a budget of work units and the outcome is
         the same on every run for a thread count and executor width. ``False`` reads
         ``time_limit`` as wall-clock seconds, and the outcome says so (``details["budget"]``
         and ``message``).
+    solver : str or callable, optional
+        Deprecated alias of ``method`` (a :class:`~gensolver.GensolverDeprecationWarning`;
+        removed in the next release).
 
     Returns
     -------
@@ -342,14 +351,15 @@ def vcg(
         ``details["seconds"]`` and ``details["work"]`` give the main solve's and the pivots'
         share of the budget (``work`` in deterministic mode).
     """
+    method = method_alias(method, solver, where="vcg")
     instance = check_call(instance, executor)
-    opts = _vcg_options(options, solver)
+    opts = _vcg_options(options, method)
     det, share = opts["deterministic"], opts["main_share"]
     threads = opts["threads"]
     t0 = time.perf_counter()
     c0 = time.process_time()
-    scale, ptol, gap, slack = _tolerances(instance, solver)
-    main, run, P = _main_solve(instance, solver, time_limit, share=share, threads=threads, deterministic=det,
+    scale, ptol, gap, slack = _tolerances(instance, method)
+    main, run, P = _main_solve(instance, method, time_limit, share=share, threads=threads, deterministic=det,
                                gap=gap, t0=t0)
     t_main = time.perf_counter() - t0
     main_work = float(getattr(run, "work", 0.0)) if det else 0.0
@@ -360,10 +370,10 @@ def vcg(
     left = None if time_limit is None else float(time_limit) - (main_work if det else t_main)
     budget = PivotBudget(left, 0, deterministic=det)
 
-    fast = solver == "auto" and opts["warm_start"] and bool(won)
+    fast = method == "auto" and opts["warm_start"] and bool(won)
     t1 = time.perf_counter()
     results, jobs, extra_work = _pivots(instance, P if fast else None, main, run, won, main_bound, fast=fast,
-                                        warm_start=opts["warm_start"], solver=solver, budget=budget,
+                                        warm_start=opts["warm_start"], method=method, budget=budget,
                                         threads=threads, executor=executor, deterministic=det, gap=gap)
     t_pivots = time.perf_counter() - t1
     payments, bounds, pivots, all_exact, notes = _payments(instance, main, won, results, jobs, main_ok=main_ok,
@@ -375,11 +385,11 @@ def vcg(
         details_work = None
     budget_kind = "none" if time_limit is None else "work units" if det else "wall clock"
     message = _message(main, notes, budget_kind, all_exact=all_exact, main_ok=main_ok, main_proved=main_proved,
-                       slack=slack, solver=solver)
+                       slack=slack, method=method)
     details = {
         "budget": budget_kind,
         "payment_tolerance": ptol,
-        "solver": getattr(solver, "__name__", solver),
+        "method": getattr(method, "__name__", method),
         "warm_start": bool(opts["warm_start"]),
         "executor": type(executor).__name__ if executor is not None else None,
         "seconds": {"main": t_main, "pivots": t_pivots, "total": time.perf_counter() - t0,
@@ -394,11 +404,11 @@ def vcg(
                         message=message, details=details)
 
 
-def _vcg_options(options: Mapping[str, Any] | None, solver: Any) -> dict[str, Any]:
-    """The options of :func:`vcg`, checked, with ``deterministic`` resolved from ``solver``."""
+def _vcg_options(options: Mapping[str, Any] | None, method: Any) -> dict[str, Any]:
+    """The options of :func:`vcg`, checked, with ``deterministic`` resolved from ``method``."""
     opts = check_options(options, _DEFAULTS, "mechanism 'vcg'")
     if opts["deterministic"] is None:  # the default: the work budget wherever it exists
-        opts["deterministic"] = solver == "auto" and opts["warm_start"] is True
+        opts["deterministic"] = method == "auto" and opts["warm_start"] is True
     for key in ("warm_start", "deterministic"):
         if not isinstance(opts[key], bool):
             raise InputError(f"vcg option {key} must be True or False, got {opts[key]!r}")
@@ -406,14 +416,14 @@ def _vcg_options(options: Mapping[str, Any] | None, solver: Any) -> dict[str, An
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 < share <= 1.0:
         raise InputError(f"vcg option main_share must be a number in (0, 1], got {share!r}")
     det = opts["deterministic"]
-    if det and solver != "auto":
-        raise InputError(f"vcg option deterministic needs solver='auto', got solver={solver!r}")
+    if det and method != "auto":
+        raise InputError(f"vcg option deterministic needs method='auto', got method={method!r}")
     if det and not opts["warm_start"]:
         raise InputError("vcg option deterministic needs warm_start=True (the pivots of the 'auto' fast path)")
     return opts
 
 
-def _tolerances(instance: Instance, solver: Any) -> tuple[float, float, float, float]:
+def _tolerances(instance: Instance, method: Any) -> tuple[float, float, float, float]:
     """``(scale, ptol, gap, slack)``: the payment tolerance of this round, the MIP gap that
     proves it and the widening of bounds a floating-point backend does not certify."""
     # exact payments are proved to ptol (absolute): every welfare to a quarter of it, so the
@@ -425,14 +435,14 @@ def _tolerances(instance: Instance, solver: Any) -> tuple[float, float, float, f
     # UNCERTIFIED_BOUNDS): their proofs count only on integral values small enough that their
     # 1e-9 relative tolerances are below one unit, and their bounds are widened otherwise
     slack = 0.0
-    if isinstance(solver, str) and solver in UNCERTIFIED_BOUNDS and not (
+    if isinstance(method, str) and method in UNCERTIFIED_BOUNDS and not (
             bool(np.all(instance.values == np.round(instance.values))) and 2 * DEFAULT_MIP_GAP * scale < 0.5):
         slack = 2 * DEFAULT_MIP_GAP * max(1.0, scale) + ptol
     return scale, ptol, gap, slack
 
 
 def _pivots(instance: Instance, P: Any, main: Any, run: Any, won: dict[str, Any], main_bound: float, *,
-            fast: bool, warm_start: bool, solver: Any, budget: PivotBudget, threads: int | None, executor: Any,
+            fast: bool, warm_start: bool, method: Any, budget: PivotBudget, threads: int | None, executor: Any,
             deterministic: bool, gap: float) -> tuple[dict[str, dict[str, Any]], dict[str, Any], float]:
     """Every winner's pivot: ``(results per bidder, re-solved instances and hints, extra work)``."""
     jobs: dict[str, tuple[Any, list[str] | None]] = {}
@@ -442,7 +452,7 @@ def _pivots(instance: Instance, P: Any, main: Any, run: Any, won: dict[str, Any]
         results, extra_work = _fast_pivots(instance, P, main, run, won, budget=budget, threads=threads,
                                            executor=executor, deterministic=deterministic)
     else:
-        # warm start, any solver: x* minus the bidder's bid is feasible without the bidder;
+        # warm start, any method: x* minus the bidder's bid is feasible without the bidder;
         # when it meets the trivial bound (every other bidder's best bid that fits alone, as
         # when everyone won their best bid) the pivot is settled here, with no re-solve
         if warm_start and won:
@@ -453,7 +463,7 @@ def _pivots(instance: Instance, P: Any, main: Any, run: Any, won: dict[str, Any]
             hint = [w for w in main.winners if w != bid.id] if warm_start else None
             jobs[bidder] = (instance.without_bidder(bidder), hint)
         if jobs:
-            results.update(_plain_pivots(jobs, solver=solver, budget=budget, threads=threads, executor=executor,
+            results.update(_plain_pivots(jobs, method=method, budget=budget, threads=threads, executor=executor,
                                          mip_gap=gap))
     return results, jobs, extra_work
 
@@ -508,29 +518,29 @@ def _payments(instance: Instance, main: Any, won: dict[str, Any], results: dict[
     return payments, bounds, pivots, all_exact, notes
 
 
-def _main_solve(instance: Instance, solver: Any, time_limit: float | None, *, share: float, threads: int | None,
+def _main_solve(instance: Instance, method: Any, time_limit: float | None, *, share: float, threads: int | None,
                 deterministic: bool, gap: float, t0: float) -> tuple[Any, Any, Any]:
     """The main solve on its share of the budget: ``(result, the auto engine's run, problem)``
-    (the last two ``None`` unless ``solver`` is ``"auto"``)."""
+    (the last two ``None`` unless ``method`` is ``"auto"``)."""
     run = P = None
     main_limit = None if time_limit is None else share * float(time_limit)
-    if solver == "auto":
+    if method == "auto":
         P = from_instance(instance)
         if main_limit is not None and not deterministic:
             main_limit = max(0.05, main_limit - (time.perf_counter() - t0))
         main, run = _main_auto(instance, P, time_limit=main_limit, threads=threads, deterministic=deterministic)
     else:
-        main = solve_wdp(instance, solver=solver, time_limit=main_limit, threads=threads, mip_gap=gap)
+        main = solve_wdp(instance, method=method, time_limit=main_limit, threads=threads, mip_gap=gap)
     return main, run, P
 
 
 def _message(main: Any, notes: list[str], budget_kind: str, *, all_exact: bool, main_ok: bool, main_proved: bool,
-             slack: float, solver: Any) -> str:
+             slack: float, method: Any) -> str:
     """The outcome's message: what is not proved, and how the budget was read."""
     message = ""
     if budget_kind == "wall clock":
         notes_clock = ("time_limit read as wall-clock seconds: payments of a run stopped by it depend on the "
-                       "machine's load (solver='auto' runs on the deterministic work budget)")
+                       "machine's load (method='auto' runs on the deterministic work budget)")
     else:
         notes_clock = ""
     if not main_ok:
@@ -546,6 +556,6 @@ def _message(main: Any, notes: list[str], budget_kind: str, *, all_exact: bool, 
         gap_now = 0.0 if main.bound is None else main.bound - main.welfare
         message = (f"{message}; " if message else "") + (
             f"main solve optimal to the MIP gap only (bound - welfare = {gap_now:.3g}"
-            f"{', bounds of ' + str(solver) + ' not certified on fractional values' if slack else ''}): "
+            f"{', bounds of ' + str(method) + ' not certified on fractional values' if slack else ''}): "
             "payments not proved to the stated tolerance")
     return message

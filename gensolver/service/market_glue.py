@@ -191,8 +191,6 @@ class MarketGlue:
 
         def recording_mechanism(instance: Instance, **kw: Any) -> Outcome:
             recorded["instance"] = instance
-            if "solver" in kw:  # a mechanism function receives the method as ``solver``
-                kw["method"] = kw.pop("solver")
             if name == "lavi-swamy":  # as Market does: alpha fixed by the settings, never by the reports
                 kw.update(lavi_swamy_options(self.config))
             work = work_budget_options(name, kw.get("method"), self.config)

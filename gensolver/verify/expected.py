@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .._deprecation import method_alias
 from ..errors import InputError
 from ..model import Instance
 from .regret import (
@@ -99,8 +100,9 @@ def expected_regret(
     Parameters and result as :func:`gensolver.verify.regret`; utilities are
     :func:`expected_utility`.
     """
+    method = method_alias(method, solver, where="expected_regret")
     return regret(mechanism, instance, bidder, misreports=misreports, families=families, factors=factors,
-                  method=method, solver=solver, time_limit=time_limit, executor=executor, options=options,
+                  method=method, time_limit=time_limit, executor=executor, options=options,
                   truthful=truthful,
                   utility=expected_utility)
 
@@ -119,5 +121,6 @@ def max_expected_regret(
     solver: str | Callable[..., Any] | None = None,
 ) -> MaxRegretResult:
     """:func:`expected_regret` of every bidder (or of ``bidders``); the largest and who has it."""
+    method = method_alias(method, solver, where="max_expected_regret")
     return max_regret(mechanism, instance, bidders=bidders, families=families, factors=factors, method=method,
-                      solver=solver, time_limit=time_limit, executor=executor, options=options, utility=expected_utility)
+                      time_limit=time_limit, executor=executor, options=options, utility=expected_utility)

@@ -267,7 +267,7 @@ def best_response_dynamics(
             break
         seen.add(key)
     _, welfare = game.play(profile)
-    opt = solve_wdp(instance, solver=_method(mechanism_kwargs, "best_response_dynamics"),
+    opt = solve_wdp(instance, method=_method(mechanism_kwargs, "best_response_dynamics"),
                     time_limit=mechanism_kwargs.get("time_limit")).welfare
     if welfare > 0:
         poa = opt / welfare

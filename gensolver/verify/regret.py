@@ -285,9 +285,9 @@ def true_utility(instance: Instance, bidder: str, reported: Instance, outcome: A
     return true_value(instance, bidder, got) - paid
 
 
-def _runner(mechanism: Any, solver: Any, time_limit: float | None, executor: Any,
+def _runner(mechanism: Any, method: Any, time_limit: float | None, executor: Any,
             options: Mapping[str, Any] | None) -> Callable[[Instance], Any]:
-    from ..mechanisms import get_mechanism
+    from ..mechanisms import call_mechanism, get_mechanism
 
     func = get_mechanism(mechanism)
 
@@ -295,7 +295,8 @@ def _runner(mechanism: Any, solver: Any, time_limit: float | None, executor: Any
 
     def run(inst: Instance) -> Any:
         with extras_named(feature):  # vcg without OR-Tools: the pip line, not a bare import error
-            return func(inst, solver=solver, time_limit=time_limit, executor=executor, options=options)
+            return call_mechanism(func, inst, method=method, time_limit=time_limit, executor=executor,
+                                  options=options)
 
     return run
 

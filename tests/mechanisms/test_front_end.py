@@ -36,8 +36,8 @@ def test_bad_arguments():
 
 
 def test_callable_mechanism():
-    def free(instance, *, solver, time_limit, executor, options):
-        out = run_mechanism(instance, mechanism="pay-as-bid", method=solver)
+    def free(instance, *, method, time_limit, executor, options):
+        out = run_mechanism(instance, mechanism="pay-as-bid", method=method)
         return dataclasses.replace(out, mechanism="free", payments={b: 0.0 for b in out.payments}, revenue=0.0)
 
     inst = goods_instance([("x", "X", 3, ["A"])], ["A"])

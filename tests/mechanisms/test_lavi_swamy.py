@@ -202,9 +202,9 @@ def test_expected_regret_on_a_gpu_round_with_xor_bids():
     assert all(r.evaluated > 0 for r in res.per_bidder.values())
 
 
-def _pay_as_bid_lottery(instance, *, solver="greedy", time_limit=None, executor=None, options=None):
+def _pay_as_bid_lottery(instance, *, method="greedy", time_limit=None, executor=None, options=None):
     """The Lavi–Swamy lottery with first-price payments: not truthful in expectation."""
-    out = lavi_swamy(instance, solver=solver, time_limit=time_limit, executor=executor, options=options)
+    out = lavi_swamy(instance, method=method, time_limit=time_limit, executor=executor, options=options)
     index = instance.bid_index
     lot = []
     for a in out.details["decomposition"]:

@@ -112,8 +112,8 @@ def test_the_certificates_can_fail() -> None:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_kept_optimum_is_decomposed_and_priced(seed: int) -> None:
     inst = multi_unit_round(seed)
-    base = lavi_swamy(inst, solver="greedy", options={"optima": 0})
-    out = lavi_swamy(inst, solver="greedy")
+    base = lavi_swamy(inst, method="greedy", options={"optima": 0})
+    out = lavi_swamy(inst, method="greedy")
     assert out.details["alpha_verified"] < base.details["alpha_verified"] - 1e-9
     assert out.details["optimum"] != "simplex" and base.details["optimum"] == "simplex"
     assert out.exact
@@ -139,7 +139,7 @@ def test_an_unconverged_lp_has_no_face() -> None:
 @pytest.mark.parametrize("bad", [-1, len(SECOND_STAGES) + 1, True, 1.5, "all"])
 def test_bad_optima_are_refused(bad) -> None:
     with pytest.raises(InputError, match="optima"):
-        lavi_swamy(multi_unit_round(0), solver="greedy", options={"optima": bad})
+        lavi_swamy(multi_unit_round(0), method="greedy", options={"optima": bad})
 
 
 def test_a_unique_optimum_is_decomposed_once() -> None:
@@ -149,5 +149,5 @@ def test_a_unique_optimum_is_decomposed_once() -> None:
                                                    Bid("b", "B", 3.0, {"g": {"units": 1.0}})))
     P = from_instance(canonical(inst))
     assert len(face_optima(P, fractional_vcg(P), len(SECOND_STAGES))) == len(SECOND_STAGES)
-    out = lavi_swamy(inst, solver="greedy")
+    out = lavi_swamy(inst, method="greedy")
     assert [t["optimum"] for t in out.details["optima_tried"]] == ["simplex"]

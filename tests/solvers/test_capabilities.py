@@ -52,7 +52,7 @@ def test_solve_wdp_passes_hints_by_the_entry_not_by_name() -> None:
     for name, hints in (("test-recording-hints", True), ("test-recording-plain", False)):
         register(Method(name, recording, False, (), "records its options", hints=hints))
         try:
-            solve_wdp(INSTANCE, solver=name, time_limit=None, hint=["a"])
+            solve_wdp(INSTANCE, method=name, time_limit=None, hint=["a"])
         finally:
             METHODS.unregister(name)
     assert seen == [{"hint": ["a"]}, {}]

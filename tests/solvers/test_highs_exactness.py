@@ -54,7 +54,7 @@ def test_highs_is_optimal_only_at_the_brute_force_optimum() -> None:
 
 
 def test_vcg_on_highs_is_exact_only_with_the_clarke_payments() -> None:
-    """The seed-13 round through VCG with ``solver="highs"``: brute force's optimal welfare, and
+    """The seed-13 round through VCG with ``method="highs"``: brute force's optimal welfare, and
     Clarke payments that an ``exact`` outcome states and an inexact one brackets (before, B2's
     2.5 bid was dropped and the payments were wrong with ``exact=True``). HiGHS's proofs on
     fractional values count as exact only to the relative MIP gap, so the outcome may be
@@ -66,7 +66,7 @@ def test_vcg_on_highs_is_exact_only_with_the_clarke_payments() -> None:
     bench = _bench()
     inst = bench.tiny_round(13)
     opt, _ = brute_force(inst)
-    out = vcg(inst, solver="highs")
+    out = vcg(inst, method="highs")
     assert out.allocation.welfare == pytest.approx(opt, rel=1e-12)
     without = {b: brute_force(inst.without_bidder(b))[0] for b in inst.bidder_ids}
     expected = bench.clarke_payments(inst, out.allocation.winners, opt, without)
