@@ -62,12 +62,17 @@ score order on free capacity (step 4 only, no preemption, no payment).
 
 Every choice is a deterministic function of the reports and the state (ties broken by arrival
 and id): reruns give the same event log, byte for byte.
+
+**State** (:meth:`CreditEngine.state`): per tenant, plus per task not yet gone. A boundary
+round's pool holds every unfinished task; a task absent from it is forgotten (also on
+:meth:`CreditEngine.learn` and :meth:`CreditEngine.forget`), so the state stays bounded.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -248,8 +253,8 @@ class CreditEngine:
         self.evidence, self.verify_memory, self.forfeit = evidence, verify_memory, forfeit
         self.tail = _number("tail", tail, 0.0, math.inf)
         self.income, self.limit = _choice("income", income, ("arrivals", "active")), _choice("limit", limit, ("share", "balance"))
-        self._seen: set[str] = set()
-        self._arrived: list[str] = []  # the owner of every task seen so far, in arrival order
+        self._seen: set[str] = set()  # the tasks seen and not yet gone (see _forget)
+        self._arrived: dict[str, int] = {}  # tasks seen so far per tenant, in order of first arrival
         self._price: dict[str, float] = {}
         self.density, self.backfill = (_choice("density", density, ("work", "size")),
                                        _choice("backfill", backfill, ("elastic", "preferred", "none")))
@@ -276,28 +281,49 @@ class CreditEngine:
 
     def state(self) -> dict[str, Any]:
         """The engine's memory between rounds, balances included, JSON-ready: what a restarted
-        engine needs (:meth:`load_state`) to clear the next round as this one would."""
+        engine needs (:meth:`load_state`) to clear the next round as this one would. A task gone
+        leaves only its tenant's task count (income) and calibration sums."""
         out: dict[str, Any] = {k: sorted(v) if isinstance(v, set) else v for k, v in
                                ((k.lstrip("_"), getattr(self, k)) for k in self._STATE)}
         return {**out, "balances": dict(self.bank.balances)}
 
     def load_state(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state` returned."""
+        """Restore what :meth:`state` returned (``arrived`` may be the earlier list of owners)."""
         for k in self._STATE:
             v = state.get(k.lstrip("_"))
+            if k == "_arrived" and isinstance(v, list):  # stored before counts: one owner per task seen
+                v = dict(Counter(map(str, v)))
             if v is not None:
                 setattr(self, k, set(v) if isinstance(getattr(self, k), set) else type(getattr(self, k))(v))
         self.bank.balances.update({str(t): float(b) for t, b in state.get("balances", {}).items()})
 
+    def forget(self, task_id: str) -> None:
+        """``task_id`` is gone for good (finished, failed or cancelled): drop what the engine
+        kept about it. Its tenant's task count (income) and calibration sums stay."""
+        self._forget((task_id,))
+
+    def _forget(self, ids: Any) -> None:
+        gone = set(ids)
+        self._seen -= gone
+        self._slow -= gone
+        self._short -= gone
+
+    def _retain(self, active: set[str]) -> None:  # a boundary pool holds every task not yet gone
+        self._forget([tid for tid in (self._seen | self._slow | self._short) if tid not in active])
+
+    def _payers(self) -> list[str]:  # one owner per task seen (income="arrivals")
+        return [t for t, k in self._arrived.items() for _ in range(k)]
+
     def learn(self, st: TaskView) -> None:
         """A task finished: its observed work against its reported duration, per tenant
-        (the evidence calibration uses)."""
+        (the evidence calibration uses); the task itself is then forgotten (:meth:`forget`)."""
         done = st.executed - st.overhead - st.lost
         t = st.task
         self._worked[t.tenant] = self._worked.get(t.tenant, 0.0) + done
         self._reported[t.tenant] = self._reported.get(t.tenant, 0.0) + t.duration
         if t.duration > 0:
             self._ratio[t.tenant] = max(self._ratio.get(t.tenant, 0.0), self._beyond_band(done / t.duration))
+        self._forget((st.id,))
 
     def calibration(self, tenant: str) -> float:
         """Observed work / reported duration over the tenant's finished tasks, in total (1 before
@@ -445,7 +471,7 @@ class CreditEngine:
         for s in states:
             if s.id not in self._seen:
                 self._seen.add(s.id)
-                self._arrived.append(s.task.tenant)
+                self._arrived[s.task.tenant] = self._arrived.get(s.task.tenant, 0) + 1
 
     def round(self, cluster: Pool, boundary: bool) -> None:
         """One scheduling pass on ``cluster``: a full clearing with income, preemption and
@@ -473,11 +499,12 @@ class CreditEngine:
         running = cluster.running()
         waiting = cluster.waiting()
         active = waiting + running
+        self._retain({s.id for s in active})
         if not active:
             return
         self._arrive(active)
         if self.income == "arrivals":
-            self.bank.pay_income(self._arrived)
+            self.bank.pay_income(self._payers())
         elif self.forfeit:  # a task that proved its report false earns no share of the income
             caught = self._caught(active, np.fromiter((attained(s, now) for s in active), float, len(active)))
             self.bank.pay_income([s.task.tenant for s, c in zip(active, caught) if not c], shares=len(active))
@@ -543,7 +570,7 @@ class CreditEngine:
         self._price = prices
         charged = 0
         self.payments = {}
-        shares = len(self._arrived) if self.income == "arrivals" else len(active)  # who shared this round's income
+        shares = sum(self._arrived.values()) if self.income == "arrivals" else len(active)  # who shared this round's income
         share = self.bank.config.income / shares if self.limit == "share" else math.inf
         for s in active:
             price = prices.get(s.task.tenant, 0.0)

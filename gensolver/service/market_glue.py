@@ -162,7 +162,10 @@ class MarketGlue:
         self.market.observe(task_id, memory_gib=memory_gib, progress=progress)
 
     def forget(self, task_id: str) -> None:
+        """``task_id`` finished or was cancelled: neither market keeps anything of it."""
         self.market.forget(task_id)
+        if self.engine is not None:
+            self.engine.forget(task_id)
 
     # -------------------------------------------------------------- rounds
     def clear(self, now: float, *, waiting: Sequence[tuple[Task, float, float]],
