@@ -109,6 +109,11 @@ class Cluster:
         #: times of the next arrival and the next fault event still to come (inf: none)
         self.next_arrival = math.inf
         self.next_fault_event = math.inf
+        #: set by a policy that can prove its boundary round a no-op (see :meth:`ticks`)
+        self.quiet: Callable[[], bool] | None = None
+        #: round boundaries held (policy called) and jumped over (idle or quiet)
+        self.boundaries_held = 0
+        self.boundaries_jumped = 0
         for g in gpus:
             self.emit("gpu_up", gpus=(g.id,), memory=g.memory, compute=g.compute)
 
@@ -415,13 +420,39 @@ class Cluster:
     def ticks(self, on_tick: Callable[[], None]):
         """simpy process: round boundaries every ``lease`` steps while work remains.
 
-        Idle spans are jumped over: while no task runs and either no GPU is up or no task waits,
-        a boundary can change nothing (policies start tasks only on up GPUs; credit refills
-        catch up by time), so the boundaries before the next arrival or fault event are skipped,
-        up to the last one before it. An outage of 10**9 steps costs a few boundaries, not 10**8.
+        A boundary that provably changes nothing is jumped over: the process waits several
+        leases at once, and the checkpoints of the boundaries it passes are replayed (the same
+        float operations in the same order, so progress figures are bit-identical). Two cases:
+
+        - **Idle**: no task runs and either no GPU is up or no waiting task fits on the GPUs
+          that are up. Policies start tasks only on up GPUs and credit refills catch up by time,
+          so the boundaries before the next arrival or fault event change nothing. An outage of
+          10**9 steps costs a few boundaries, not 10**8.
+        - **Quiet** (:attr:`quiet`, set by a policy that can prove it): no scheduling pass is
+          pending and the policy's ``quiet()`` returns ``True``. That is its promise that its
+          boundary round, in the present state and in every state that time alone reaches from it
+          (running tasks progressing; no arrival, finish, fault event or pass), calls none of
+          :meth:`start`, :meth:`stop`, :meth:`resize`, :meth:`set_factor`, :meth:`emit`, and
+          changes none of the policy's state that a later round reads. The boundaries are then
+          jumped up to the last one at least one lease before the next arrival, fault event or
+          finish (:meth:`_horizon`). Proof of equivalence: a jumped boundary would have run
+          :meth:`checkpoint` (replayed exactly) and the round (a no-op by the promise); nothing
+          else happens between events, so the event log is that of the step-by-step run, byte for
+          byte (``tests/sim/test_time_jumps.py`` checks it against ``quiet = None``).
+
+        Jumped rounds leave no row in the policy's ``rounds``; :attr:`boundaries_held` and
+        :attr:`boundaries_jumped` count both kinds.
         """
         while self.unfinished > 0:
-            yield self.env.timeout(self.lease * self._idle_periods())
+            k = self._idle_periods()
+            if k == 1:
+                k = self._quiet_periods()
+            start = self.now
+            yield self.env.timeout(self.lease * k)
+            if k > 1:
+                self._replay_checkpoints(start, k - 1)
+                self.boundaries_jumped += k - 1
+            self.boundaries_held += 1
             self.checkpoint()
             on_tick()
             # stall detection: nothing can ever happen again
@@ -444,6 +475,42 @@ class Cluster:
             return 1
         # the last boundary strictly before ``nxt``: the boundaries from there on are as before
         return max(1, math.ceil((nxt - self.now) / self.lease) - 1)
+
+    def _quiet_periods(self) -> int:
+        """How many lease periods the next boundary may be ahead when the policy proves its round
+        a no-op (:attr:`quiet`; see :meth:`ticks`), else 1."""
+        if self.quiet is None or self._pass_pending or not self.quiet():
+            return 1
+        nxt = self._horizon()
+        if not math.isfinite(nxt):
+            return 1
+        # a full lease of slack before ``nxt``: a finish time estimated from a checkpointed
+        # task's progress may differ from its countdown's by float rounding
+        return max(1, math.ceil((nxt - self.now) / self.lease) - 2)
+
+    def _horizon(self) -> float:
+        """The time of the next arrival, fault event or finish (``inf``: none)."""
+        finishes = (st.since + st.remaining / st.speed for st in self.running() if st.speed > 0)
+        return min(self.next_arrival, self.next_fault_event, *finishes)
+
+    def _replay_checkpoints(self, start: float, count: int) -> None:
+        """The checkpoints of the ``count`` boundaries after ``start`` that were jumped over:
+        :meth:`checkpoint`'s arithmetic at each of their times, in order (bit-identical progress).
+        Nothing else changed in between, so only running preemptible tasks move."""
+        for st in self.running():
+            if not st.task.preemptible:
+                continue
+            since, remaining, executed, speed = st.since, st.remaining, st.executed, st.speed
+            for j in range(1, count + 1):
+                at = start + self.lease * j
+                dt = at - since
+                if dt > 0:
+                    done = dt * speed
+                    executed += done
+                    remaining = max(0.0, remaining - done)
+                since = at
+            st.since, st.remaining, st.executed = since, remaining, executed
+            st.ckpt_remaining = remaining
 
     def fault_process(self, faults: Iterable[Fault]):
         """simpy process: take GPUs down and bring them back."""

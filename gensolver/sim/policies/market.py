@@ -45,6 +45,7 @@ class MarketPolicy(CreditEngine, Policy):
                 previous(st)
 
         cluster.on_finish = learn
+        cluster.quiet = lambda: self.quiet(cluster)  # boundaries it proves no-ops are jumped
 
     def schedule(self, cluster: Cluster, boundary: bool) -> None:
         self.round(cluster, boundary)
