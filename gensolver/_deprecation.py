@@ -30,7 +30,7 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["GensolverDeprecationWarning", "method_alias"]
+__all__ = ["GensolverDeprecationWarning", "method_alias", "option_alias"]
 
 
 class GensolverDeprecationWarning(DeprecationWarning):
@@ -53,3 +53,27 @@ def method_alias(method: Any, solver: Any, *, where: str, default: Any = "auto")
         raise InputError(f"{where}: give method= only (solver= is its deprecated alias), got both "
                          f"method={method!r} and solver={solver!r}")
     return solver
+
+
+def option_alias(options: dict[str, Any], old: str, new: str, *, where: str) -> dict[str, Any]:
+    """``options`` with the deprecated key ``old`` renamed ``new`` (a
+    :class:`GensolverDeprecationWarning`; both keys with different values raise
+    :class:`~gensolver.errors.InputError`).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     option_alias({"sub_solver": "scip"}, "sub_solver", "sub_method", where="method 'auto'")
+    {'sub_method': 'scip'}
+    """
+    if old not in options:
+        return options
+    warnings.warn(f"{where}: option {old} is deprecated; use {new} (the same value)", GensolverDeprecationWarning,
+                  stacklevel=3)
+    out = dict(options)
+    value = out.pop(old)
+    if new in out and out[new] != value:
+        raise InputError(f"{where}: give option {new} only ({old} is its deprecated alias), got both "
+                         f"{new}={out[new]!r} and {old}={value!r}")
+    out[new] = value
+    return out

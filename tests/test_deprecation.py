@@ -152,3 +152,27 @@ def test_the_suite_turns_the_packages_deprecations_into_errors() -> None:
             _used_method(solver="cpsat")
     assert [type(w.message) for w in caught] == [DeprecationWarning]
     assert issubclass(GensolverDeprecationWarning, DeprecationWarning)
+
+
+def test_the_credit_engine_takes_method_and_warns_on_solver() -> None:
+    from gensolver.market.engine import CreditEngine
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert CreditEngine().method == "greedy" and CreditEngine(method="lp").method == "lp"
+    with pytest.warns(GensolverDeprecationWarning, match="CreditEngine: solver= is deprecated; use method="):
+        assert CreditEngine(solver="lp").method == "lp"
+    with pytest.warns(GensolverDeprecationWarning), pytest.raises(InputError, match="give method= only"):
+        CreditEngine(method="lp", solver="auto", budget=1.0)
+
+
+def test_autos_sub_method_option_and_its_deprecated_alias() -> None:
+    from gensolver import solve
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert solve(INST, method="auto", options={"sub_method": "cpsat"}).winners == ("a",)
+    with pytest.warns(GensolverDeprecationWarning, match="option sub_solver is deprecated; use sub_method"):
+        assert solve(INST, method="auto", options={"sub_solver": "cpsat"}).winners == ("a",)
+    with pytest.warns(GensolverDeprecationWarning), pytest.raises(InputError, match="give option sub_method only"):
+        solve(INST, method="auto", options={"sub_solver": "cpsat", "sub_method": "scip"})

@@ -49,6 +49,18 @@ def check_time_limit_option(value: float | None, option: str = "--time-limit") -
         fail(str(exc))
 
 
+def method_or_alias(method: str, solver: str | None, *, default: str = "auto") -> str:
+    """``--method``, or the deprecated ``--solver`` (a warning on stderr; both given with
+    different values exit 2)."""
+    if solver is None:
+        return method
+    err_console.print("warning: --solver is deprecated; use --method (the same value)", highlight=False)
+    if method != default and method != solver:
+        fail(f"--solver: give --method only (--solver is its deprecated alias), got --method {method} "
+             f"and --solver {solver}")
+    return solver
+
+
 def print_json(obj: Any) -> None:
     """One JSON object on stdout (no colour, no wrapping); strict JSON: a non-finite float is ``null``."""
     from ..model.io import json_safe

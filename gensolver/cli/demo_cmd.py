@@ -95,7 +95,7 @@ def demo_command(
         data[name] = buf.getvalue()
     summary = {"jobs": [t.id for t in tasks], "tenants": tenants,
                "round": {"slots": instance.n_slots, "bids": instance.n_bids, "mechanism": mechanism,
-                         "solver": alloc.method, "status": alloc.status.value, "welfare": alloc.welfare,
+                         "method": alloc.method, "status": alloc.status.value, "welfare": alloc.welfare,
                          "exact": outcome.exact, "revenue": outcome.revenue},
                "winners": c.winners, "losers": c.losers, "payments": dict(outcome.payments),
                "checks": {"feasible": c.feasible, "individually_rational": c.ir, "nonnegative": c.nonneg,

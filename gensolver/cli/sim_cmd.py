@@ -26,6 +26,7 @@ from .common import (
     console,
     err_console,
     fail,
+    method_or_alias,
     print_json,
 )
 
@@ -172,7 +173,7 @@ def _cell(v: Any) -> str:
     return f"{v:.3g}"
 
 
-def _check_options(trace: str, policy: List[str], solver: str, mechanism: str, time_limit: float, lease: int,
+def _check_options(trace: str, policy: List[str], method: str, mechanism: str, time_limit: float, lease: int,
                    until: Optional[float], max_jobs: Optional[int], nodes: Optional[int],
                    compress: Optional[float], seed: int) -> None:
     """Every option's value, before any work (exit 2 naming the option)."""
@@ -189,7 +190,7 @@ def _check_options(trace: str, policy: List[str], solver: str, mechanism: str, t
         if p in seen:
             fail(f"--policy: {p!r} given twice")
         seen.add(p)
-    _check_solver(solver)
+    _check_method(method)
     _check_mechanism(mechanism)
     check_time_limit_option(time_limit, "--time-limit:")  # this command names options "--opt: ..."
     if lease < 1:
@@ -214,16 +215,16 @@ def _check_options(trace: str, policy: List[str], solver: str, mechanism: str, t
         fail(f"--compress: must be a finite positive factor, got {compress:g}")
 
 
-def _check_solver(solver: str) -> None:
+def _check_method(method: str) -> None:
     from ..solvers import UnknownMethodError, get_method
 
     try:
-        method = get_method(solver)
+        entry = get_method(method)
     except UnknownMethodError as exc:
-        fail(f"--solver: {exc}")
-    ok, why = method.available()
+        fail(f"--method: {exc}")
+    ok, why = entry.available()
     if not ok:
-        fail(f"--solver: method {solver!r} is not available here: {why}")
+        fail(f"--method: method {method!r} is not available here: {why}")
 
 
 def _check_mechanism(mechanism: str) -> None:
@@ -233,7 +234,7 @@ def _check_mechanism(mechanism: str) -> None:
              f"{mechanism!r} was a mechanism of the retired welfare auction (deprecated option)")
 
 
-def _policy_options(p: str, solver: str, time_limit: float) -> dict[str, Any] | None:
+def _policy_options(p: str, method: str, time_limit: float) -> dict[str, Any] | None:
     """Options of policy ``p``: the solver clearing's method (and, for ``auto``, its work budget)
     for the deprecated ``auction``, which runs ``market`` cleared by the solver layer."""
     from ..sim.policies import DEPRECATED_POLICIES, deprecated_policy_note
@@ -241,7 +242,7 @@ def _policy_options(p: str, solver: str, time_limit: float) -> dict[str, Any] | 
     if p not in DEPRECATED_POLICIES:
         return None
     err_console.print(f"warning: {deprecated_policy_note(p)}", highlight=False)
-    return {"solver": solver, **({"budget": time_limit} if solver == "auto" else {})}
+    return {"method": method, **({"budget": time_limit} if method == "auto" else {})}
 
 
 def _check_fault_targets(texts: List[str], faults: list, gpus) -> None:  # type: ignore[no-untyped-def]
@@ -347,10 +348,12 @@ def simulate_command(
     mechanism: str = typer.Option("others-price", "--mechanism", **choice(SIM_MECHANISMS),
                                   help="Deprecated: the market's payment rule is others-price (no tenant's report "
                                        "sets its own price), the only value."),
-    solver: str = typer.Option("greedy", "--solver", **choice(METHODS),
+    method: str = typer.Option("greedy", "--method", **choice(METHODS),
                                help="Method of solver-cleared rounds (policy auction: market with clearing=solver)."),
+    solver: Optional[str] = typer.Option(None, "--solver", **choice(METHODS),
+                                         help="Deprecated alias of --method (removed in the next release)."),
     time_limit: float = typer.Option(0.2, "--time-limit",
-                                     help="Work units per solver-cleared round with --solver auto (deterministic)."),
+                                     help="Work units per solver-cleared round with --method auto (deterministic)."),
     lease: int = typer.Option(5, "--lease", help="Round length in steps."),
     max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="Trace: at most this many jobs."),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Trace: number of nodes."),
@@ -369,7 +372,8 @@ def simulate_command(
                                                                        "openb_node_list_gpu_node.csv beside the pod list)."),
 ) -> None:
     """Simulate TRACE under each --policy and print a comparison table."""
-    _check_options(trace, policy, solver, mechanism, time_limit, lease, until, max_jobs, nodes, compress, seed)
+    method = method_or_alias(method, solver, default="greedy")
+    _check_options(trace, policy, method, mechanism, time_limit, lease, until, max_jobs, nodes, compress, seed)
     if traces_dir is not None and trace not in TRACES:
         fail(f"--traces-dir: applies only to the {' and '.join(TRACES)} traces, not to {trace!r}")
     from ..sim.trace_workloads import TRACE_FORMATS
@@ -386,7 +390,7 @@ def simulate_command(
             check_output_file(path, "--out")
         created = _make_out_dir(out)
     try:
-        _run(trace, policy, gpus, until, out, fault, mechanism, solver, time_limit, lease, max_jobs, nodes, compress,
+        _run(trace, policy, gpus, until, out, fault, mechanism, method, time_limit, lease, max_jobs, nodes, compress,
              seed, as_json, traces_dir, fmt, node_list, bound)
     except BaseException:
         for d in created:  # leave no empty folder behind when the run fails
@@ -398,7 +402,7 @@ def simulate_command(
 
 
 def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[float], out: Optional[Path],
-         fault: List[str], mechanism: str, solver: str, time_limit: float, lease: int, max_jobs: Optional[int],
+         fault: List[str], mechanism: str, method: str, time_limit: float, lease: int, max_jobs: Optional[int],
          nodes: Optional[int], compress: Optional[float], seed: int, as_json: bool,
          traces_dir: Optional[Path] = None, fmt: Optional[str] = None, node_list: Optional[Path] = None,
          with_bound: bool = True) -> None:
@@ -432,7 +436,7 @@ def _run(trace: str, policy: List[str], gpus: Optional[str], until: Optional[flo
     results = []
     with progress or contextlib.nullcontext():
         for p in policy:
-            opts = _policy_options(p, solver, time_limit) or {}
+            opts = _policy_options(p, method, time_limit) or {}
             try:
                 with warnings.catch_warnings():  # said once on stderr by _policy_options
                     warnings.simplefilter("ignore", DeprecationWarning)

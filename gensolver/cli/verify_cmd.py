@@ -12,7 +12,7 @@ from ..errors import MissingExtraError
 from ..model import InstanceError, read_instance
 from ..solvers import BackendUnavailableError, UnknownMethodError
 from .choices import MECHANISMS, METHODS, choice
-from .common import check_time_limit_option, console, err_console, fail, print_json
+from .common import check_time_limit_option, console, err_console, fail, method_or_alias, print_json
 
 __all__ = ["register"]
 
@@ -36,7 +36,7 @@ def verify_command(
     from ..verify.regret import FAMILIES, max_regret
 
     check_time_limit_option(time_limit)  # the one rule of -t, before the file is read
-    method = _method_or_alias(method, solver)
+    method = method_or_alias(method, solver)
     from .solve_cmd import bundled_or_none
 
     named = bundled_or_none(file)
@@ -111,16 +111,6 @@ def verify_command(
         console.print(f"max regret [bold red]{worst.regret:.6g}[/]: bidder {worst.bidder} by "
                       f"'{worst.best_misreport.description}' ({worst.best_misreport.family})")
 
-
-def _method_or_alias(method: str, solver: str | None) -> str:
-    """``--method``, or the deprecated ``--solver`` (a warning on stderr; both differing exit 2)."""
-    if solver is None:
-        return method
-    err_console.print("warning: --solver is deprecated; use --method (the same value)", highlight=False)
-    if method != "auto" and method != solver:
-        fail(f"--solver: give --method only (--solver is its deprecated alias), got --method {method} "
-             f"and --solver {solver}")
-    return solver
 
 
 def register(app: typer.Typer) -> None:

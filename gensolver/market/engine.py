@@ -21,7 +21,7 @@ Each round boundary (every ``lease`` steps):
    :func:`gensolver.market.clearing.clear_round`; each candidate bids XOR over best-fit
    placements, worth its score times :func:`gensolver.model.tasks.task_speed`, a running
    task's own placement ``1 + stay_bonus`` times as much; greedy on value under
-   ``solver="greedy"``), or (``clearing="greedy"``, the default) in decreasing score
+   ``method="greedy"``), or (``clearing="greedy"``, the default) in decreasing score
    order, each at its preferred memory, a running task keeping its GPUs when they still fit.
    Running preemptible tasks left out are preempted (checkpoint cost).
 4. **Backfill (work-conserving).** Waiting tasks still left out then start, in score order, on
@@ -77,6 +77,7 @@ from typing import Any
 
 import numpy as np
 
+from .._deprecation import method_alias
 from ..errors import InputError
 from .credit import CreditBank, CreditConfig, deferral_cost, loser_prices
 from .pool import (
@@ -193,11 +194,11 @@ class CreditEngine:
         6.1% (noise floor 7.3% / 5.9%) at 12 GPUs x16 and false names 2.6% (floor 1.1%) at 28;
         at 0.5 urgency lies no longer pay, but deflating durations still gains 10.7% (floor
         6.3%) on the Alibaba list at 12 GPUs x16 over 5 seeds (``--seeds 5``).
-    solver : str, keyword-only
+    method : str, keyword-only
         With ``clearing="solver"``: the :func:`gensolver.solve` method (``"greedy"`` on value,
         ``"lp"``, or ``"auto"`` with a deterministic ``budget`` of work units).
     budget : float, keyword-only
-        Work units per round for ``solver="auto"`` (never wall-clock seconds: reruns are
+        Work units per round for ``method="auto"`` (never wall-clock seconds: reruns are
         byte-identical).
     levels : int, keyword-only
         Memory levels per task, preferred down to minimum (``clearing="solver"``; default 1:
@@ -215,6 +216,9 @@ class CreditEngine:
     switch_penalty : float, keyword-only
         Relative discount of a running task's bids that move it or change its memory level
         (``clearing="solver"``).
+    solver : str, keyword-only
+        Deprecated alias of ``method`` (a :class:`~gensolver.GensolverDeprecationWarning`;
+        removed in the next release).
     **options
         :class:`gensolver.market.credit.CreditConfig` fields (``income``, ``spend``,
         ``rho_power``, ``credit_power``, ``spread``, ``cap``).
@@ -224,9 +228,9 @@ class CreditEngine:
                  evidence: bool = True, verify_memory: bool = True, income: str = "arrivals",
                  forfeit: bool = True, tail: float = 0.0, limit: str = "share", calibrate: str = "max",
                  pay_back: bool = True, tolerance: float = 0.05, smith: float = 0.0, clearing: str = "greedy",
-                 solver: str = "greedy", budget: float | None = None, levels: int = 1, stay_bonus: float = 0.05,
+                 method: str = "greedy", budget: float | None = None, levels: int = 1, stay_bonus: float = 0.05,
                  switch_penalty: float = 0.2, max_options: int = 8, between: bool = True,
-                 **options: Any) -> None:
+                 solver: str | None = None, **options: Any) -> None:
         self.rounds: list[dict[str, Any]] = []
         #: per task holding GPUs after the last boundary round: ``price x GiB x GPUs x lease``
         self.payments: dict[str, float] = {}
@@ -234,11 +238,12 @@ class CreditEngine:
             raise InputError(f"between must be true or false, got {between!r}")
         self.between = between
         self.clearing = _choice("clearing", clearing, ("greedy", "solver"))
-        if not isinstance(solver, str) or not solver:
-            raise InputError(f"solver must be a method name, got {solver!r}")
-        if solver == "auto" and budget is None:
-            raise InputError("solver='auto' needs a deterministic work budget (budget=...)")
-        self.method, self.budget = solver, budget
+        method = method_alias(method, solver, where="CreditEngine", default="greedy")
+        if not isinstance(method, str) or not method:
+            raise InputError(f"method must be a method name, got {method!r}")
+        if method == "auto" and budget is None:
+            raise InputError("method='auto' needs a deterministic work budget (budget=...)")
+        self.method, self.budget = method, budget
         for name, v in (("levels", levels), ("max_options", max_options)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"{name} must be an integer >= 1, got {v!r}")

@@ -300,7 +300,8 @@ class Health(_Model):
     step_seconds: float
     engine: str = Field(description="the market engine: credit (the default) or auction (deprecated)")
     mechanism: str
-    solver: str
+    method: str = Field(description="the winner determination method of the market's rounds")
+    solver: str = Field(description="deprecated: the same as method (removed in the next release)")
     round_seconds: float
 
 

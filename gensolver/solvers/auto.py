@@ -29,6 +29,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from .._deprecation import option_alias
 from ..errors import check_options
 from ..model import Instance
 from ..model.tasks import GpuRound
@@ -39,7 +40,8 @@ from .result import Allocation, finish
 
 __all__ = ["solve_auto", "solve_round"]
 
-_OPTIONS = {"lp_share", "k0", "full_lp_nnz", "sub_solver", "exact_share", "deterministic", "warm_start"}
+_OPTIONS = {"lp_share", "k0", "full_lp_nnz", "sub_method", "exact_share", "deterministic", "warm_start",
+            "sub_solver"}
 
 
 def _budget_left(time_limit: float | None, build_s: float, opts: dict[str, Any]) -> float | None:
@@ -51,6 +53,12 @@ def _budget_left(time_limit: float | None, build_s: float, opts: dict[str, Any])
     return max(0.05, time_limit - build_s)
 
 
+def _options(options: dict[str, Any] | None) -> dict[str, Any]:
+    """The options of ``auto``, checked (``sub_solver`` read as ``sub_method``, with a warning)."""
+    return option_alias(check_options(options, _OPTIONS, "method 'auto'"), "sub_solver", "sub_method",
+                        where="method 'auto'")
+
+
 def solve_auto(instance: Instance, *, time_limit: float | None = None, threads: int | None = None, seed: int = 0,
                options: dict[str, Any] | None = None) -> Allocation:
     """Anytime portfolio (see module docstring).
@@ -59,7 +67,8 @@ def solve_auto(instance: Instance, *, time_limit: float | None = None, threads: 
     ``k0`` (largest restricted-MIP size in columns), ``full_lp_nnz`` (up to this many
     non-zeros the LP is solved over all columns at once, default 20,000; above it, by column
     generation),
-    ``sub_solver`` (``"cpsat"``, default, or ``"scip"`` for the LNS sub-MIPs),
+    ``sub_method`` (``"cpsat"``, default, or ``"scip"`` for the LNS sub-MIPs; ``sub_solver``
+    is its deprecated alias, removed in the next release),
     ``exact_share`` (fraction of the remaining time for the exact restricted MIP, 0.5),
     ``deterministic`` (default False: ``time_limit`` is wall-clock seconds; True: it is a
     budget of work units, about a second each on a 2-core reference machine, and the answer
@@ -69,7 +78,7 @@ def solve_auto(instance: Instance, *, time_limit: float | None = None, threads: 
     mapped by bid id, repaired to fit, and the answer is never worse than it; see
     :mod:`gensolver.solvers.anytime.incremental`).
     """
-    opts = check_options(options, _OPTIONS, "method 'auto'")
+    opts = _options(options)
     previous = opts.pop("warm_start", None)
     t0 = time.perf_counter()
     P = from_instance(instance)
@@ -91,7 +100,7 @@ def solve_round(rnd: GpuRound, *, time_limit: float | None = None, threads: int 
     bid ids :meth:`GpuRound.expand` would give, so the answer can be checked against the
     expansion.
     """
-    opts = check_options(options, _OPTIONS, "method 'auto'")
+    opts = _options(options)
     previous = opts.pop("warm_start", None)
     t0 = time.perf_counter()
     P, _cols = from_round(rnd)

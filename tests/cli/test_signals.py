@@ -158,7 +158,7 @@ def test_run_stops_its_tasks_and_their_children(tmp_path: Path) -> None:
 
 def test_simulate_stops_in_a_blocked_round(tmp_path: Path) -> None:
     out = tmp_path / "sim"
-    proc = start(tmp_path, "simulate", "synthetic:n=20,seed=1", "-p", "auction", "--solver", "block", "--out",
+    proc = start(tmp_path, "simulate", "synthetic:n=20,seed=1", "-p", "auction", "--method", "block", "--out",
                  str(out))
     wait_for(lambda: busy(tmp_path), "a solver-cleared market round in its solver", proc)
     rc, err, had = stop(proc)

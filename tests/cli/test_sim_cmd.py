@@ -96,9 +96,24 @@ def test_synthetic_keys_are_checked(spec: str, words: list[str], capsys) -> None
 
 
 # ------------------------------------------------------------------ 2. solver / mechanism up front
-def test_unknown_solver_is_rejected_up_front(capsys) -> None:
-    err = _bad(["synthetic:n=8", "-p", "auction", "--solver", "nope"], capsys)
-    assert "--solver: unknown method 'nope'; valid methods:" in err and "greedy" in err
+def test_unknown_method_is_rejected_up_front(capsys) -> None:
+    err = _bad(["synthetic:n=8", "-p", "auction", "--method", "nope"], capsys)
+    assert "--method: unknown method 'nope'; valid methods:" in err and "greedy" in err
+
+
+def test_method_and_its_deprecated_alias_solver(capsys) -> None:
+    args = ["simulate", "synthetic:n=6,seed=2", "-p", "auction", "--json", "--no-bound"]
+    timing = ("sim_seconds", "solver_s_per_round")
+    runs = []
+    for option in ("--method", "--solver"):
+        assert main([*args, option, "lp"]) == 0
+        cap = capsys.readouterr()
+        runs.append(([{k: v for k, v in row.items() if k not in timing} for row in json.loads(cap.out)], cap.err))
+    (new, new_err), (old, old_err) = runs
+    assert new == old and new[0]["done"] == "6/6"
+    assert "--solver is deprecated; use --method" in old_err and "--solver is deprecated" not in new_err
+    err = _bad(["synthetic:n=6", "-p", "auction", "--method", "lp", "--solver", "auto"], capsys)
+    assert "--solver: give --method only" in err
 
 
 def test_unknown_mechanism_names_the_option(capsys) -> None:

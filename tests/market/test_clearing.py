@@ -188,7 +188,7 @@ def test_fitting_groups_takes_one_node_per_gang():
     assert fitting_groups(free, nodes, 1, 5.0, 0.5, limit=2) == [("a1",), ("a0",)]
 
 
-@pytest.mark.parametrize("bad", [{"clearing": "lp"}, {"solver": "auto"}, {"levels": 0}, {"stay_bonus": -1},
+@pytest.mark.parametrize("bad", [{"clearing": "lp"}, {"method": "auto"}, {"levels": 0}, {"stay_bonus": -1},
                                  {"switch_penalty": 1.0}, {"max_options": 0}])
 def test_bad_clearing_options_are_refused(bad):
     with pytest.raises(ValueError):
@@ -211,7 +211,7 @@ def test_both_clearings_finish_everything_within_capacity(seed, clearing):
     assert _log(a) == _log(simulate(w, policy="market", policy_options=opts, faults=["gpu:gpu1@5-15"]))
 
 
-@pytest.mark.parametrize("opts", [{"solver": "auto", "budget": 0.2}, {"solver": "lp"}])
+@pytest.mark.parametrize("opts", [{"method": "auto", "budget": 0.2}, {"method": "lp"}])
 def test_other_methods_rerun_byte_identical_under_a_work_budget(opts):
     """``auto`` runs under work units, not seconds: a loaded machine changes no decision."""
     w = with_deadlines(synthetic_workload(20, seed=3, rate=4.0, gang_share=0.2, tenants=3), seed=3)

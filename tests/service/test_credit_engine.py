@@ -193,6 +193,8 @@ def test_auction_options_need_the_deprecated_engine(tmp_path):
 
 
 def test_credit_engine_options_reach_the_engine(tmp_path):
-    for api in make_api(tmp_path, market={"lease": 5, "credit": {"clearing": "solver", "smith": 0.5}}):
+    for api in make_api(tmp_path, market={"lease": 5, "credit": {"clearing": "solver", "smith": 0.5, "method": "lp"}}):
         eng = api.service.glue.engine
-        assert (eng.clearing, eng.smith, eng.lease) == ("solver", 0.5, 5)
+        assert (eng.clearing, eng.smith, eng.lease, eng.method) == ("solver", 0.5, 5, "lp")
+        health = api.client.get("/healthz").json()
+        assert health["method"] == "lp" and health["solver"] == "lp"  # the old key, kept one release

@@ -63,7 +63,7 @@ AUCTION_VCG = {"engine": "auction", "mechanism": "vcg", "time_limit": 0.02}
 AUCTION_CORE = {"engine": "auction", "mechanism": "core", "time_limit": 0.02}
 
 
-@pytest.mark.parametrize("market", [{}, {"credit": {"clearing": "solver", "solver": "auto", "budget": 0.05}},
+@pytest.mark.parametrize("market", [{}, {"credit": {"clearing": "solver", "method": "auto", "budget": 0.05}},
                                     {"engine": "auction"}], ids=["credit", "credit-auto-work", "deprecated-auction"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_same_submissions_clear_the_same_rounds_idle_and_loaded(tmp_path, market, seed):

@@ -264,7 +264,7 @@ def _proof_stage(S: SearchState, lp: LpState, *, threads: int | None, seed: int)
 
 def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, threads: int | None = None,
                   lp_share: float = 0.35, k0: int | None = None, full_lp_nnz: int = 20_000,
-                  sub_solver: str = "cpsat", exact_share: float = 0.5, deterministic: bool = False,
+                  sub_method: str = "cpsat", exact_share: float = 0.5, deterministic: bool = False,
                   warm: WarmStart | None = None) -> AnytimeResult:
     """Run the stages within ``time_limit`` seconds (``None``: until proven optimal).
 
@@ -311,6 +311,6 @@ def anytime_solve(P: MatrixProblem, *, time_limit: float | None, seed: int = 0, 
             _proof_stage(S, lp, threads=threads, seed=seed)
         else:
             focus = None if warm is None or warm.changed.size == 0 else _focus_rows(S, lp, warm.changed)
-            lns_search(S, lp, K=K, threads=threads, seed=seed, sub_solver=sub_solver, rng=rng, focus_rows=focus)
+            lns_search(S, lp, K=K, threads=threads, seed=seed, sub_method=sub_method, rng=rng, focus_rows=focus)
     S.B = max(S.B, S.W)
     return S.result()

@@ -110,7 +110,7 @@ def merge_moves(P: MatrixProblem, x: np.ndarray, candidates: list[np.ndarray]) -
     return merged
 
 
-def lns_search(S: SearchState, lp: LpState, *, K: int, threads: int | None, seed: int, sub_solver: str,
+def lns_search(S: SearchState, lp: LpState, *, K: int, threads: int | None, seed: int, sub_method: str,
                rng: np.random.Generator, focus_rows: np.ndarray | None = None) -> None:
     """Improve ``S``'s incumbent by LNS until the budget is spent or it meets the bound.
 
@@ -150,7 +150,7 @@ def lns_search(S: SearchState, lp: LpState, *, K: int, threads: int | None, seed
             def run(k: int, hood: tuple[np.ndarray, np.ndarray, np.ndarray], x_inc: np.ndarray = S.x,
                     slice_s: float = slice_s, it: int = it) -> SubResult:
                 cols, residual, fixed = hood
-                if sub_solver == "cpsat" or det:  # SCIP stops on the wall clock only
+                if sub_method == "cpsat" or det:  # SCIP stops on the wall clock only
                     sub = solve_restricted_cpsat(P, cols, time_limit=slice_s, hint=x_inc, threads=sub_threads,
                                                  cap=residual, fixed=fixed, seed=seed + n_par * it + k,
                                                  deterministic=det)
