@@ -166,7 +166,7 @@ def test_register_policy_refuses_a_taken_name() -> None:
 def test_the_market_policy_is_loaded_lazily() -> None:
     """sim.policies names the market policy by path: importing the simulator, listing the
     policies and checking a name import neither sim.policies.market nor the market; the retired
-    name ``auction`` is not listed, and resolves to the market with a DeprecationWarning."""
+    name ``auction`` is not listed, and resolves to the market with a GensolverDeprecationWarning."""
     code = textwrap.dedent("""
         import sys, warnings
         from gensolver.sim import get_policy, list_policies
@@ -178,7 +178,7 @@ def test_the_market_policy_is_loaded_lazily() -> None:
             warnings.simplefilter("always")
             p = get_policy("auction")
         assert type(p).__name__ == "MarketPolicy" and p.clearing == "solver", p
-        assert [w.category for w in caught] == [DeprecationWarning], caught
+        assert [w.category.__name__ for w in caught] == ["GensolverDeprecationWarning"], caught
         assert "gensolver.sim.policies.auction" not in sys.modules
         print("ok")
     """)

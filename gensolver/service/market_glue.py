@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
+from .._deprecation import GensolverDeprecationWarning
 from ..executor.plan import lease_plan, to_plan
 from ..market import Assignment, Candidate, Clearing, CreditEntry, Market, MarketConfig, Reservation
 from ..market.engine import CreditEngine
@@ -116,9 +117,9 @@ class MarketGlue:
         return eng
 
     def warn_deprecated(self) -> None:
-        """Warn (``DeprecationWarning`` and the log) when this market runs the deprecated auction."""
+        """Warn (:class:`~gensolver.GensolverDeprecationWarning` and the log) when this market runs the deprecated auction."""
         if self.config.engine == "auction":
-            warnings.warn(AUCTION_DEPRECATED, DeprecationWarning, stacklevel=2)
+            warnings.warn(AUCTION_DEPRECATED, GensolverDeprecationWarning, stacklevel=2)
             logger.warning(AUCTION_DEPRECATED)
 
     def engine_state(self) -> dict[str, Any] | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import socket
@@ -19,6 +21,7 @@ httpx = pytest.importorskip("httpx", reason="the service extra (httpx) is not in
 
 from fastapi.testclient import TestClient  # noqa: E402
 
+from gensolver import GensolverDeprecationWarning  # noqa: E402
 from gensolver.service import Settings, create_app  # noqa: E402
 from gensolver.service.auth import add_token  # noqa: E402
 
@@ -58,11 +61,26 @@ class Api:
         return self.client.app.state.service
 
 
+def deprecated_engine(market: Any) -> Any:
+    """``pytest.warns`` of the deprecated auction engine when ``market`` (a ``--market``
+    mapping or its JSON) names it, else a context that expects nothing: the suite makes a
+    :class:`~gensolver.GensolverDeprecationWarning` an error, so every service started on the
+    auction states the warning it gives."""
+    doc = json.loads(market) if isinstance(market, str) else dict(market or {})
+    if doc.get("engine") != "auction":
+        return contextlib.nullcontext()
+    return pytest.warns(GensolverDeprecationWarning, match="market engine 'auction' .* is deprecated")
+
+
 def make_api(tmp_path: Path, **settings: Any) -> Iterator[Api]:
+    """A service app on ``settings`` (a SQLite file in ``tmp_path`` unless ``db`` is given) with
+    three tokens (``ops`` an admin, ``alice``, ``bob``), behind a TestClient; the deprecated
+    auction engine's warning is expected (:func:`deprecated_engine`)."""
     settings.setdefault("db", tmp_path / "market.db")
     settings.setdefault("step_seconds", 60.0)
     settings.setdefault("market", {})
-    app = create_app(Settings(**settings))
+    with deprecated_engine(settings["market"]):
+        app = create_app(Settings(**settings))
     store = app.state.service.store
     tokens = {"ops": add_token(store, "ops", admin=True), "alice": add_token(store, "alice"),
               "bob": add_token(store, "bob")}

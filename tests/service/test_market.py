@@ -44,11 +44,7 @@ def market_api(request, tmp_path):
     if request.param == "credit":
         yield from make_api(tmp_path, gpus="n0:2x80", market=MARKETS["credit"])
         return
-    with pytest.warns(DeprecationWarning, match="engine 'auction'"):
-        gen = make_api(tmp_path, gpus="n0:2x80", market=MARKETS[request.param])
-        api = next(gen)
-    yield api
-    gen.close()
+    yield from make_api(tmp_path, gpus="n0:2x80", market=MARKETS[request.param])  # warns: the auction
 
 
 def check_credit_payments(doc: dict, tasks: dict[str, dict], lease: int) -> list[str]:

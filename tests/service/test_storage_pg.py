@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import warnings
 
 import pytest
 
@@ -94,12 +93,7 @@ def test_a_bad_postgres_url_is_a_store_error(pg_server):
 
 @pytest.fixture(params=["credit", "vcg"])
 def pg_market_api(request, tmp_path, pg_url):
-    with warnings.catch_warnings():  # the auction is deprecated (tests/service/test_market.py checks the warning)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        gen = make_api(tmp_path, db=pg_url, gpus="n0:2x80", market=MARKETS[request.param])
-        api = next(gen)
-    yield api
-    gen.close()
+    yield from make_api(tmp_path, db=pg_url, gpus="n0:2x80", market=MARKETS[request.param])  # warns: the auction
 
 
 # the service's key tests, run again with the state on PostgreSQL

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gensolver import GensolverDeprecationWarning
 from gensolver.model.tasks import GpuSpec, Task
 from gensolver.sim import audit_log, list_policies, simulate, synthetic_workload
 from gensolver.sim.workload import with_deadlines
@@ -127,11 +128,11 @@ def test_the_retired_auction_name_runs_the_one_market():
     """``auction`` is a deprecated alias: the same event log as the market cleared by the solver
     layer, byte for byte (one code path), and the welfare auction's options are refused."""
     w = with_deadlines(synthetic_workload(30, seed=2, rate=2.0, tenants=3), seed=2)
-    with pytest.warns(DeprecationWarning, match="'auction' is deprecated"):
+    with pytest.warns(GensolverDeprecationWarning, match="'auction' is deprecated"):
         alias = simulate(w, policy="auction")
     market = simulate(w, policy="market", policy_options={"clearing": "solver"})
     assert alias.events == market.events and alias.policy == "market-solver"
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="'mechanism' belonged to the retired"):
+    with pytest.warns(GensolverDeprecationWarning), pytest.raises(ValueError, match="'mechanism' belonged to the retired"):
         simulate(w, policy="auction", policy_options={"mechanism": "vcg"})
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Mapping
 
+from ..._deprecation import GensolverDeprecationWarning
 from ...errors import InputError, InputTypeError, UnknownNameError
 from ...market.pool import find_placement, pinned_free_capacity
 from ...registry import Registry
@@ -93,7 +94,7 @@ def get_policy(policy: str | Policy | Callable[..., Policy], **options: Any) -> 
         raise InputTypeError(f"policy must be a name, a Policy or a factory, got {type(policy).__name__}")
     if policy in DEPRECATED_POLICIES and policy not in POLICIES:
         target, preset, retired = DEPRECATED_POLICIES[policy]
-        warnings.warn(deprecated_policy_note(policy) or "", DeprecationWarning, stacklevel=2)
+        warnings.warn(deprecated_policy_note(policy) or "", GensolverDeprecationWarning, stacklevel=2)
         gone = sorted(set(options) & set(retired))
         if gone:
             raise InputError(f"policy {policy!r}: option {gone[0]!r} belonged to the retired welfare auction; "
