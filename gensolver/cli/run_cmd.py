@@ -141,7 +141,7 @@ def _os_error(exc: OSError) -> str:
 def run_command(
     plan_file: Path = typer.Argument(..., help="A gensolver.plan/v1 JSON file."),
     backend: str = typer.Option("nvml", "--backend", "-b", **choice(BACKENDS), help=BACKENDS_HELP),
-    journal: Optional[Path] = typer.Option(None, "--journal", "-j", help="Append-only journal; reuse it to resume after a crash."),
+    journal: Optional[Path] = typer.Option(None, "--journal", "-j", help="Append-only journal; reuse it to resume after a crash (with --market: the market's rounds; the same command resumes the same market)."),
     sim_devices: List[str] = typer.Option([], "--sim-devices", help="COUNT:MEMORY of simulated devices, e.g. 2:16G (repeatable). Default: the plan's devices."),
     sim_state: Optional[Path] = typer.Option(None, "--sim-state", help="Folder of simulated usage reports (default: JOURNAL.sim, or a temporary folder)."),
     over_grant: str = typer.Option("warn", "--over-grant", **choice(("warn", "suspend", "terminate")), help="Policy for a process over its memory grant: warn, suspend or terminate."),
@@ -159,7 +159,7 @@ def run_command(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Give up after this many wall seconds (processes keep running)."),
     as_json: bool = typer.Option(False, "--json", help="Print the feedback document as one JSON object."),
     mps: bool = typer.Option(False, "--mps", help="With --backend nvml: start (or check) the CUDA MPS control daemon."),
-    market: Optional[str] = typer.Option(None, "--market", help="PLAN_FILE is GenTask YAML: clear rounds with the market engine (CreditEngine) and run each round's plan; JSON of gpus, lease, step_seconds, max_rounds, credit (e.g. '{\"lease\": 5}')."),
+    market: Optional[str] = typer.Option(None, "--market", help="PLAN_FILE is GenTask YAML: clear rounds with the market engine (CreditEngine) and run each round's plan; JSON of gpus, lease, step_seconds, max_rounds, progress (observed: fed back from the executor, or model), credit (e.g. '{\"lease\": 5}'); with --journal, rerunning the same command resumes the market after an interruption."),
 ) -> None:
     """Execute PLAN_FILE: launch, watch, preempt and journal each task's processes (with --market: GenTasks, round by round)."""
     from ..executor import ExecutorPolicy
@@ -174,11 +174,11 @@ def run_command(
     if market is not None:  # gensolver.cli.run_market: GenTasks round by round through the one market engine
         from .run_market import market_command
 
-        refused = {"--journal": journal is not None, "--feedback": feedback is not None, "--device-map": bool(device_map),
+        refused = {"--feedback": feedback is not None, "--device-map": bool(device_map),
                  "--tenant-map": tenant_map is not None, "--sim-state": sim_state is not None, "--timeout": timeout is not None,
                  "--log-dir": log_dir is not None, "--mps": mps}
         return market_command(plan_file, market, backend=backend, given=refused, sim_devices=sim_devices,
-                              time_scale=time_scale, poll=poll, as_json=as_json,
+                              time_scale=time_scale, poll=poll, as_json=as_json, journal=journal,
                               policy=ExecutorPolicy(over_grant=over_grant, over_grant_tolerance=tolerance, grace=grace,
                                                     preempt=preempt, lost=lost))
     # where results go: checked before any work

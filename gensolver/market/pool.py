@@ -236,7 +236,7 @@ class TableTask:
     """A task of a :class:`TablePool`: its report, state, placement and observed progress."""
 
     def __init__(self, task: Task, *, remaining: float, now: float, gpus: tuple[str, ...] = (),
-                 memory: float = 0.0) -> None:
+                 memory: float = 0.0, executed: float | None = None) -> None:
         self.task = task
         self.id = task.id
         self.arrival = float(task.release)
@@ -246,7 +246,9 @@ class TableTask:
         self.compute = task.compute if gpus else 0.0
         self.speed = task_speed(task, memory) if gpus else 0.0
         self.since = float(now)
-        self.executed = max(0.0, float(task.duration) - float(remaining))  # attained work (steps at speed 1)
+        # attained work (steps at speed 1): as observed when given (past the report for a task that
+        # outran it), else what the remaining work implies
+        self.executed = max(0.0, float(task.duration) - float(remaining)) if executed is None else float(executed)
         self.overhead = self.lost = 0.0
         self.factor = self.inter = 1.0
 
@@ -294,9 +296,11 @@ class TablePool:
         self.tasks: dict[str, TableTask] = {}
         self.actions: list[tuple[Any, ...]] = []
 
-    def add(self, task: Task, *, remaining: float, gpus: Sequence[str] = (), memory: float = 0.0) -> None:
-        """A waiting task (no ``gpus``) or a running one on ``gpus`` with ``memory`` GiB each."""
-        st = TableTask(task, remaining=remaining, now=self.now, gpus=tuple(gpus), memory=memory)
+    def add(self, task: Task, *, remaining: float, gpus: Sequence[str] = (), memory: float = 0.0,
+            executed: float | None = None) -> None:
+        """A waiting task (no ``gpus``) or a running one on ``gpus`` with ``memory`` GiB each;
+        ``executed``: its observed work so far (default ``duration - remaining``)."""
+        st = TableTask(task, remaining=remaining, now=self.now, gpus=tuple(gpus), memory=memory, executed=executed)
         self.tasks[task.id] = st
         for g in st.gpus:
             self._hold(g, st, memory, task.compute)

@@ -59,7 +59,7 @@ def test_run_clears_every_round_with_the_market_engine(tmp_path, capsys):
     jobs = _jobs(tmp_path, [_doc("a0", "alice", 50, 7, 50, 0.5), _doc("a1", "alice", 30, 3, 60, 0.5),
                             _doc("b0", "bob", 40, 4, 40, 0.9), _doc("b1", "bob", 40, 3, 40, 0.9)])
     lease = 2
-    rc, doc, err = _run(capsys, jobs, {"gpus": "80", "lease": lease})
+    rc, doc, err = _run(capsys, jobs, {"gpus": "80", "lease": lease, "progress": "model"})
     assert rc == 0, err
     assert doc["ok"] and doc["unfinished"] == [] and doc["failed"] == []
     rounds = doc["rounds"]
@@ -86,7 +86,7 @@ def test_run_clears_every_round_with_the_market_engine(tmp_path, capsys):
 def test_the_replay_comparison_can_fail(tmp_path, capsys):
     """The comparison above sees a different schedule: the same jobs with the GPU halved."""
     jobs = _jobs(tmp_path, [_doc("a0", "alice", 30, 3, 50, 0.5), _doc("b0", "bob", 30, 3, 40, 0.9)])
-    rc, doc, err = _run(capsys, jobs, {"gpus": "80", "lease": 2})
+    rc, doc, err = _run(capsys, jobs, {"gpus": "80", "lease": 2, "progress": "model"})
     assert rc == 0, err
     tasks = load_gentasks(jobs, step_seconds=60.0)
     res = simulate(tasks, policy="market", gpus=[GpuSpec("gpu0", 40.0)], lease=2, checkpoint_steps=0.0,
@@ -120,7 +120,9 @@ def test_a_crashing_process_fails_the_run(tmp_path, capsys):
     ({"colour": 1}, (), "--market: expected a JSON object"),
     ({"credit": {"clearing": "fast"}}, (), "clearing"),
     ({"gpus": "x"}, (), "--gpus"),
-    ({}, ("--journal", "j.jsonl"), "--journal: not with --market"),
+    ({"progress": "guess"}, (), "--market: progress"),
+    ({"step_seconds": 0}, (), "--market: step_seconds"),
+    ({}, ("--feedback", "j.jsonl"), "--feedback: not with --market"),
 ])
 def test_bad_market_runs_are_refused_before_anything_runs(tmp_path, capsys, market, extra, field):
     jobs = _jobs(tmp_path, [_doc("a0", "alice", 30, 3, 50, 0.5)])
