@@ -19,6 +19,7 @@ from typing import Callable, Mapping
 
 from ..errors import InputError
 from ..executor.plan import ExecutionPlan, Run
+from ..model.io import process_umask
 
 __all__ = ["AdapterError", "node_of", "node_field", "RunGrant", "run_grants", "shares", "write_tree", "FULL_DEVICE_TOLERANCE"]
 
@@ -189,7 +190,7 @@ def write_tree(out: str | os.PathLike[str], files: Mapping[str, str], *, executa
             path.write_text(text, encoding="utf-8")
             if name in executable:
                 path.chmod(0o755)
-        tmp.chmod(0o777 & ~_umask())
+        tmp.chmod(0o777 & ~process_umask())
         if target.exists():
             target.rmdir()
         os.replace(tmp, target)
@@ -197,9 +198,3 @@ def write_tree(out: str | os.PathLike[str], files: Mapping[str, str], *, executa
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

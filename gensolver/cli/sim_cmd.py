@@ -247,14 +247,14 @@ def _policy_options(p: str, method: str, time_limit: float) -> dict[str, Any] | 
 
 def _check_fault_targets(texts: List[str], faults: list, gpus) -> None:  # type: ignore[no-untyped-def]
     """Each fault names a GPU or node of the cluster (exit 2 naming ``--fault``)."""
+    from ..sim.faults import unknown_target
+
     ids = [g.id for g in gpus]
     nodes = list(dict.fromkeys(g.node for g in gpus))
     for text, f in zip(texts, faults):
-        names = ids if f.kind == "gpu" else nodes
-        if f.target not in names:
-            shown = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
-            fail(f"--fault: {text!r} names unknown {'GPU' if f.kind == 'gpu' else 'node'} {f.target!r}; "
-                 f"{'GPUs' if f.kind == 'gpu' else 'nodes'}: {shown}")
+        why = unknown_target(f, ids, nodes)
+        if why is not None:
+            fail(f"--fault: {text!r} {why}")
 
 
 def _make_out_dir(out: Path) -> list[Path]:

@@ -78,7 +78,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..model.instance import Bid, Bidder, Instance, Slot
-from ..model.tasks import GpuSpec, Task, task_steps, task_value
+from ..model.tasks import GpuSpec, Task, aligned_blocks, task_steps, task_value
 from ..model.validate import mark_validated
 from ..solvers import solve
 from .pricing import others_payments
@@ -148,7 +148,7 @@ class _Grid:
     def groups(self, k: int) -> tuple[list[tuple[str, ...]], np.ndarray, np.ndarray]:
         """The aligned groups of ``k`` GPUs, their GPU indices and their lexicographic ranks (built once per k)."""
         if k not in self._by_k:
-            groups_k = _groups(self.by_node, k)
+            groups_k = aligned_blocks(self.by_node, k)
             idx_k = np.array([[self.gindex[g] for g in grp] for grp in groups_k], dtype=int).reshape(-1, k)
             lex = np.empty(len(groups_k), dtype=int)  # tie-break: the group ids in lexicographic order
             lex[sorted(range(len(groups_k)), key=lambda i: groups_k[i])] = np.arange(len(groups_k))
@@ -526,12 +526,3 @@ def worth(task: Task, finish: float) -> float:
     return task_value(task, finish)
 
 
-def _groups(by_node: Mapping[str, list[str]], k: int) -> list[tuple[str, ...]]:
-    """Aligned blocks of ``k`` GPUs on one node (as :meth:`GpuRound.gpu_groups`)."""
-    out: list[tuple[str, ...]] = []
-    for members in by_node.values():
-        if k == 1:
-            out.extend((g,) for g in members)
-        else:
-            out.extend(tuple(members[i:i + k]) for i in range(0, len(members) - k + 1, k))
-    return out

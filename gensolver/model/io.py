@@ -78,7 +78,7 @@ def json_safe(obj: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
     return obj
 
 
-def _umask() -> int:
+def process_umask() -> int:
     """The process's umask, read without changing it where the system allows (Linux)."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
@@ -107,7 +107,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) -
         try:
             file_mode = target.stat().st_mode & 0o7777
         except OSError:
-            file_mode = 0o666 & ~_umask()
+            file_mode = 0o666 & ~process_umask()
         os.chmod(tmp, file_mode)
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -45,8 +45,11 @@ from .inputs import check_size, max_memory_levels, max_round_entries
 from .instance import Bid, Bidder, Instance, Slot
 from .validate import InstanceError, _esc, check_totals, is_integer, is_real, mark_validated
 
-__all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "task_value", "task_steps", "task_speed",
+__all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "aligned_blocks", "task_value", "task_steps", "task_speed",
            "MAX_MEMORY_GIB", "MAX_SLOWDOWN_LOG"]
+
+#: a GPU's name or index (:func:`aligned_blocks`)
+G = TypeVar("G")
 
 #: the largest memory (GiB) of a GPU or a task: 2**50 GiB = 2**80 bytes, the largest quantity
 #: :mod:`gensolver.model.quantity` reads (every byte count stays a finite, exact-enough float)
@@ -234,6 +237,17 @@ class BundleOption:
     value: float
 
 
+def aligned_blocks(by_node: Mapping[str, Sequence[G]], k: int) -> list[tuple[G, ...]]:
+    """The gang placements of ``k`` GPUs: aligned blocks of ``k`` consecutive GPUs of one node
+    (``by_node``: each node's GPUs in order), node by node; a node's last GPUs that do not
+    fill a block are left out.
+
+    >>> aligned_blocks({"n0": ["a", "b", "c"], "n1": ["d", "e"]}, 2)
+    [('a', 'b'), ('d', 'e')]
+    """
+    return [tuple(members[i:i + k]) for members in by_node.values() for i in range(0, len(members) - k + 1, k)]
+
+
 @dataclass(frozen=True, eq=False)
 class GpuRound:
     """Compact task-level form of a round: GPUs, a time grid and tasks.
@@ -314,17 +328,14 @@ class GpuRound:
 
     # ----------------------------------------------------------------- options
     def gpu_groups(self, k: int) -> list[tuple[int, ...]]:
-        """Aligned blocks of ``k`` consecutive GPUs on one node (all single GPUs for k=1)."""
+        """Aligned blocks of ``k`` consecutive GPUs on one node (:func:`aligned_blocks`; all
+        single GPUs, in GPU order, for k=1)."""
         if k == 1:
             return [(g,) for g in range(len(self.gpus))]
         by_node: dict[str, list[int]] = {}
         for g, spec in enumerate(self.gpus):
             by_node.setdefault(spec.node, []).append(g)
-        groups = []
-        for members in by_node.values():
-            for i in range(0, len(members) - k + 1, k):
-                groups.append(tuple(members[i:i + k]))
-        return groups
+        return aligned_blocks(by_node, k)
 
     def options(self, task_index: int) -> Iterator[BundleOption]:
         """Every feasible bundle of task ``task_index``, in a fixed order."""

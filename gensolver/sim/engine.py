@@ -41,6 +41,7 @@ try:
 except ImportError as _exc:  # the simulator is the [sim] extra
     raise missing_extra("simpy", "sim", "gensolver.sim (the cluster simulator)") from _exc
 from ..model.tasks import GpuSpec, Task, task_speed
+from .faults import unknown_target
 from .records import TOL, Event, GpuState, SimError, TaskState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -537,13 +538,11 @@ class Cluster:
         self.next_fault_event = math.inf
 
     def fault_targets(self, f: Fault) -> tuple[str, ...]:
-        if f.kind == "gpu":
-            if f.target not in self.gpus:
-                raise SimError(f"fault names unknown GPU {f.target!r}; GPUs: {', '.join(list(self.gpus)[:8])}...")
-            return (f.target,)
-        if f.target not in self.nodes:
-            raise SimError(f"fault names unknown node {f.target!r}; nodes: {', '.join(list(self.nodes)[:8])}...")
-        return tuple(self.nodes[f.target])
+        """The GPUs ``f`` takes down (:class:`SimError` when it names none of this cluster's)."""
+        why = unknown_target(f, list(self.gpus), list(self.nodes))
+        if why is not None:
+            raise SimError(f"fault {why}")
+        return (f.target,) if f.kind == "gpu" else tuple(self.nodes[f.target])
 
     def _fail(self, gids: tuple[str, ...]) -> None:
         victims = sorted({tid for g in gids for tid in self.gpus[g].tasks}, key=lambda t: list(self.tasks).index(t))

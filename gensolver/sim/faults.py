@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Sequence
 
 from ..errors import InputError
 
-__all__ = ["Fault", "parse_fault", "FaultError"]
+__all__ = ["Fault", "parse_fault", "FaultError", "unknown_target"]
 
 
 class FaultError(InputError):
@@ -55,3 +56,20 @@ def parse_fault(text: str) -> Fault:
         raise FaultError(f"bad fault {text!r}: expected gpu:ID@T1-T2 or node:NAME@T1-T2 (times in steps)")
     kind, target, t1, t2 = m.groups()
     return Fault(kind, target, float(t1), None if t2 is None else float(t2))
+
+
+def unknown_target(fault: Fault, gpus: Sequence[str], nodes: Sequence[str]) -> str | None:
+    """Why ``fault`` names no GPU or node of a cluster (``gpus`` and ``nodes``: their names in
+    order), listing up to eight valid names; ``None`` when its target exists.
+
+    >>> unknown_target(Fault("gpu", "g9", 1.0), ["g0", "g1"], ["n0"])
+    "names unknown GPU 'g9'; GPUs: g0, g1"
+    >>> unknown_target(Fault("node", "n0", 1.0), ["g0", "g1"], ["n0"]) is None
+    True
+    """
+    names = list(gpus if fault.kind == "gpu" else nodes)
+    if fault.target in names:
+        return None
+    what = "GPU" if fault.kind == "gpu" else "node"
+    shown = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+    return f"names unknown {what} {fault.target!r}; {what}s: {shown}"

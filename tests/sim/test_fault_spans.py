@@ -87,3 +87,16 @@ def test_a_stalled_simulation_says_so_and_exits_non_zero(tmp_path, capsys) -> No
     assert rc == 1, (out, err)  # a stall is an error exit (the run cannot complete) ...
     assert "stalled" in err and "fcfs-packing" in err and "0 of 1 tasks done" in err
     assert "fcfs-packing" not in out  # ... never a table row
+
+
+def test_a_fault_on_an_unknown_target_names_it_and_the_valid_ones() -> None:
+    """One message for the simulator and ``gensolver simulate --fault``
+    (:func:`gensolver.sim.faults.unknown_target`): up to eight names, then the count."""
+    from gensolver.sim.faults import Fault, unknown_target
+
+    gpus = [f"g{i}" for i in range(10)]
+    why = unknown_target(Fault("gpu", "g10", 1.0), gpus, ["n0"])
+    assert why == "names unknown GPU 'g10'; GPUs: g0, g1, g2, g3, g4, g5, g6, g7, ... (10 in all)"
+    assert unknown_target(Fault("node", "n1", 1.0), gpus, ["n0"]) == "names unknown node 'n1'; nodes: n0"
+    assert unknown_target(Fault("gpu", "g9", 1.0), gpus, ["n0"]) is None
+    assert unknown_target(Fault("node", "g0", 1.0), gpus, ["n0"]) is not None  # a GPU is not a node
