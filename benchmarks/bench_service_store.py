@@ -221,14 +221,15 @@ def bench(db: str, replicas: int, n_tasks: int, client: str = "raw") -> dict:
             s.stop()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=2000, help="GenTasks in all (split among 50 clients)")
     ap.add_argument("--postgres", default=None, help="a postgresql:// URL of an empty database (default: start one)")
     ap.add_argument("--backends", default="sqlite,postgresql,postgresql-2")
     ap.add_argument("--client", default="raw", choices=["raw", "httpx"],
                     help="raw: hand-written HTTP/1.1 (little client CPU); httpx: one httpx.AsyncClient per client")
-    args = ap.parse_args()
+    ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    args = ap.parse_args(argv)
     pg = None
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -255,6 +256,9 @@ def main() -> None:
         goal = ">= 500/s, p99 < 300 ms" if backend == "sqlite" else ">= 300/s, p99 < 300 ms"
         print(f"| {backend} | {r['tasks']} | {r['per_s']:.0f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
               f"{r['server_cpu_ms']:.2f} / {r['client_cpu_ms']:.2f} | {r['lost']} / {r['duplicated']} | {r['statuses']} | {goal} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"clients": CLIENTS, "client": args.client, "backends": {
+            b: {**r, "statuses": {str(k): v for k, v in r["statuses"].items()}} for b, r in results.items()}}))
 
 
 if __name__ == "__main__":

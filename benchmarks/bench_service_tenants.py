@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -62,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tenants", type=int, default=10_000)
     ap.add_argument("--limit", type=int, default=100, help="page size")
     ap.add_argument("--repeat", type=int, default=200, help="reads of the first page")
+    ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
     db = Path(tempfile.mkdtemp(prefix="gensolver-tenants-bench-")) / "m.db"
     ops = populate(db, args.tenants)
@@ -100,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.terminate()
         server.wait(timeout=30)
+        shutil.rmtree(db.parent, ignore_errors=True)
     p99 = max(pct(walk, 99), pct(first, 99))
     ok = p99 <= 0.050 and len(public) < 100_000 and b"tenant=" not in public and seen == args.tenants + 1
     print("| tenants | page | pages walked | walk p50 / p99 ms | first page p50 / p99 ms | /metrics public KB "
@@ -108,6 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| {args.tenants} | {args.limit} | {len(walk)} | {1e3 * pct(walk, 50):.1f} / {1e3 * pct(walk, 99):.1f} | "
           f"{1e3 * pct(first, 50):.1f} / {1e3 * pct(first, 99):.1f} | {len(public) / 1e3:.1f} | "
           f"{public.count(b'tenant=')} | {len(full) / 1e3:.0f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "tenants": args.tenants, "limit": args.limit, "pages": len(walk), "seen": seen,
+            "walk_p50_ms": 1e3 * pct(walk, 50), "walk_p99_ms": 1e3 * pct(walk, 99),
+            "first_p50_ms": 1e3 * pct(first, 50), "first_p99_ms": 1e3 * pct(first, 99), "page_p99_ms": 1e3 * p99,
+            "metrics_public_kb": len(public) / 1e3, "metrics_public_tenant_series": public.count(b"tenant="),
+            "metrics_operator_kb": len(full) / 1e3, "met": ok}))
     print(f"\ngoals (page p99 <= 50 ms, public /metrics < 100 KB without tenant series): {'met' if ok else 'NOT met'}")
     return 0 if ok else 1
 

@@ -124,6 +124,10 @@ class Settings:
     max_connections : int
         Most open connections; beyond, the one waiting longest on its client is closed (see
         :mod:`gensolver.service.connections`).
+    max_connections_per_address : int
+        Most open connections from one client address; one more is closed as soon as it is
+        accepted, without an answer, before anything is read (``0``: no such cap). Behind a
+        proxy or an ingress every client shares the proxy's address: raise it or give ``0``.
     """
 
     db: str | Path = "gensolver-market.db"
@@ -147,6 +151,7 @@ class Settings:
     max_header_bytes: int = 64 * 1024
     max_headers: int = 100
     max_connections: int = 4096
+    max_connections_per_address: int = 1024
     max_tasks_per_tenant: int = 10_000
     max_solves_per_tenant: int = 2
 
@@ -172,6 +177,7 @@ class Settings:
         for name in ("max_header_bytes", "max_headers", "max_connections", "max_tasks_per_tenant",
                      "max_solves_per_tenant"):
             _positive(name, getattr(self, name), integer=True)
+        _positive("max_connections_per_address", self.max_connections_per_address, integer=True, zero=True)
         if self.max_header_bytes < 1024:
             raise InputError(f"max_header_bytes: at least 1024, got {self.max_header_bytes}")
         if self.request_timeout <= self.max_solve_seconds:

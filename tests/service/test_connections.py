@@ -161,7 +161,85 @@ def test_a_route_over_its_time_is_503():
 
 
 @pytest.mark.parametrize("field, value", [("header_timeout", 0), ("body_timeout", -1), ("max_header_bytes", 100),
-                                          ("max_headers", 0), ("max_connections", 1.5), ("request_timeout", 5)])
+                                          ("max_headers", 0), ("max_connections", 1.5), ("request_timeout", 5),
+                                          ("max_connections_per_address", -1)])
 def test_bad_limits_are_refused_naming_the_setting(field, value):
     with pytest.raises(ValueError, match=field):
         Settings(**{field: value})
+
+
+def test_one_address_beyond_its_cap_is_closed_at_once_and_others_are_served(tmp_path, server_factory):
+    """The flood comes from 127.0.0.2; the prompt client from 127.0.0.1 (both loopback). Deadlines
+    are far away (300 s), so a connection closed here was closed by the per-address cap."""
+    db = tmp_path / "market.db"
+    alice = token_direct(db, "alice")
+    cap = 5
+    srv = server_factory("--max-connections-per-address", str(cap), "--header-timeout", "300",
+                         "--rate-limit", "0", db=db)
+
+    def from_flood(data: bytes = b"") -> socket.socket:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=60, source_address=("127.0.0.2", 0))
+        if data:
+            s.sendall(data)
+        return s
+
+    def held_by(address: str) -> int:
+        conns = psutil.Process(srv.proc.pid).net_connections(kind="tcp")
+        return sum(1 for c in conns if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == srv.port
+                   and c.raddr and c.raddr.ip == address)
+
+    held = [from_flood() for _ in range(cap)]
+    deadline = time.monotonic() + 60
+    while held_by("127.0.0.2") < cap and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert held_by("127.0.0.2") == cap
+    try:
+        # beyond the cap: closed without an answer, idle or with a request head begun
+        assert read_answer(from_flood()) == (None, b"")
+        assert read_answer(from_flood(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")) == (None, b"")
+        assert held_by("127.0.0.2") == cap
+        # another address is served, a submission included
+        h = {"Authorization": f"Bearer {alice}"}
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            assert c.get("/healthz").status_code == 200
+            assert c.post("/v1/tasks", json=gentask("prompt"), headers=h).status_code == 201
+        # the connections within the cap were kept: each still answers
+        held[0].sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert read_answer(held[0])[0] == 200
+        # a closed one frees its place for the same address
+        while held_by("127.0.0.2") >= cap and time.monotonic() < deadline:
+            time.sleep(0.05)
+        status, _ = read_answer(from_flood(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+        assert status == 200
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_no_cap_per_address_when_it_is_zero(server_factory):
+    srv = server_factory("--max-connections-per-address", "0", "--header-timeout", "300")
+    many = [socket.create_connection(("127.0.0.1", srv.port), timeout=60) for _ in range(20)]
+    try:
+        many[-1].sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert read_answer(many[-1])[0] == 200
+    finally:
+        for s in many:
+            s.close()
+
+
+def test_an_upgrade_request_is_plain_http_and_gives_its_place_back(server_factory):
+    srv = server_factory("--max-connections-per-address", "1", "--header-timeout", "300")
+    upgrade = (b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+               b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+    for _ in range(3):  # one place for the address: each must be given back when its connection closes
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=60, source_address=("127.0.0.2", 0))
+        s.sendall(upgrade)
+        head = s.recv(65536)
+        assert head.startswith(b"HTTP/1.1 200"), head[:200]
+        s.close()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the server has seen the close once it holds nothing from .2
+            conns = psutil.Process(srv.proc.pid).net_connections(kind="tcp")
+            if not any(c.raddr and c.raddr.ip == "127.0.0.2" and c.status == psutil.CONN_ESTABLISHED for c in conns):
+                break
+            time.sleep(0.05)
