@@ -14,10 +14,15 @@ nvidia     NVIDIA device plugin with shared replicas: one replica (``nvidia.com/
            or of ``R = floor(1 / max f) >= 2`` equal MPS replicas; the plugin's sharing
            config is emitted as a ConfigMap [DP]_. Whole and shared runs on different nodes:
            two named configs and a Node object per node labelled
-           ``nvidia.com/device-plugin.config`` with its config. Refused: a node with both
-           whole and shared runs (the plugin shares every GPU of a node's config alike: no
-           whole GPU there would be exclusive), a shared gang, an MPS share over 1/2, more
-           runs at once on a device than ``R``.
+           ``nvidia.com/device-plugin.config`` with its config. Whole and shared runs on one
+           node at different times (``relabel``, with an apply script): one more Node object
+           per switch, annotated with its time; the script relabels the node once the runs
+           before have ended and waits until the node advertises the new config's GPUs
+           before applying the runs after [DPLABEL]_. Refused: a node with whole and shared
+           runs at the same time (the plugin shares every GPU of a node's config alike: no
+           whole GPU there would be exclusive), or at different times without ``relabel``,
+           a shared run with several GPUs of one node, an MPS share over 1/2, more runs at
+           once on a device than ``R``.
 hami       HAMi: ``nvidia.com/gpu: 1``, ``nvidia.com/gpumem`` (MiB, rounded up; left out for
            a grant without memory) and ``nvidia.com/gpucores`` (percent, rounded up) [HAMI]_;
            a pod whose plan devices have GPU UUIDs is pinned to them by the
@@ -35,6 +40,11 @@ References
 ----------
 .. [DP] NVIDIA k8s-device-plugin, "Shared Access to GPUs" (time-slicing and MPS),
    https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus
+.. [DPLABEL] NVIDIA k8s-device-plugin, "Updating Per-Node Configuration With a Node Label": the
+   label may be set before or after the plugin starts; "anytime it changes value, the plugin
+   will immediately be updated to start serving the desired configuration"; an unknown value
+   skips reconfiguration, and an unset label falls back to the default config,
+   https://github.com/NVIDIA/k8s-device-plugin#updating-per-node-configuration-with-a-node-label
 .. [HAMI] HAMi, "Use NVIDIA devices" (``nvidia.com/gpumem``, ``nvidia.com/gpucores``),
    https://github.com/Project-HAMi/HAMi
 .. [HAMIUUID] HAMi, ``examples/nvidia/specify_uuid_to_use.yaml`` and ``pkg/device/nvidia/device.go``
@@ -79,12 +89,17 @@ class FlavorOptions:
     nvidia_sharing : {"timeSlicing", "mps"}
     device_plugin_namespace : str
         Namespace of the NVIDIA device plugin's ConfigMap.
+    relabel : bool
+        NVIDIA device plugin: a node may switch between whole and shared GPUs over time; the
+        objects are applied by an apply script (:mod:`gensolver.adapters.k8s_apply`), which
+        relabels the node between the two (``emit k8s --start-at T --apply-script``).
     """
 
     queue: str = "gensolver"
     replicas: int = 10
     nvidia_sharing: str = "timeSlicing"
     device_plugin_namespace: str = "kube-system"
+    relabel: bool = False
 
     def __post_init__(self) -> None:
         if len(self.queue) > 63 or not _LABEL_VALUE.match(self.queue):
@@ -149,56 +164,104 @@ def _mps_replicas(grants: Sequence[RunGrant]) -> int:
 
 #: the node label that picks a node's config among the named ones of the plugin's ConfigMap [DP]_
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
-#: names of the two configs of a plan that keeps whole GPUs on some nodes and shares on others
+#: names of the two configs of a plan that keeps whole GPUs on some nodes (or at some times) and shares on others
 SHARED_CONFIG, WHOLE_CONFIG = "gensolver-shared", "gensolver-whole"
+#: Node annotations of a config switch: when it takes effect (wall seconds after ``t0``) and the
+#: node's GPUs as the plan counts them (the apply script waits until the node advertises them)
+FROM, GPUS = "gensolver.io/from", "gensolver.io/gpus"
 
 
-def _node_kinds(grants: Sequence[RunGrant]) -> dict[str, set[bool]]:
-    """Node -> whether its runs are whole (True) or shared (False)."""
-    kinds: dict[str, set[bool]] = {}
+@dataclass(frozen=True)
+class Phase:
+    """A stretch of one node's time in which its runs are all whole or all shared: the runs of
+    one phase overlap each other in a chain, and no run of the node spans two phases."""
+
+    whole: bool
+    start: float
+    end: float
+    runs: tuple[RunGrant, ...]
+
+
+def _phases(grants: Sequence[RunGrant]) -> dict[str, list[Phase]]:
+    """Node -> its phases in time order (plan seconds); consecutive stretches of one kind are one
+    phase. Refuses, by name, a node where a whole run and a shared run overlap in time."""
+    by_node: dict[str, list[RunGrant]] = {}
     for g in grants:
         for node in g.nodes:
-            kinds.setdefault(node, set()).add(_whole(g))
-    return kinds
+            by_node.setdefault(node, []).append(g)
+    out: dict[str, list[Phase]] = {}
+    for node, runs in sorted(by_node.items()):
+        runs.sort(key=lambda g: (g.run.start, g.run.end))
+        chains: list[list[RunGrant]] = []
+        for g in runs:
+            if chains and g.run.start < max(o.run.end for o in chains[-1]):
+                chains[-1].append(g)
+            else:
+                chains.append([g])
+        phases: list[Phase] = []
+        for chain in chains:
+            kinds = {_whole(g) for g in chain}
+            if len(kinds) > 1:
+                whole, part = next((a, b) for a in chain for b in chain if _whole(a) and not _whole(b)
+                                   and a.run.start < b.run.end and b.run.start < a.run.end)
+                raise AdapterError("--flavor", f"nvidia sharing cannot keep run {whole.key!r} on a whole GPU of node "
+                                               f"{node!r} while run {part.key!r} shares one there at the same time: the "
+                                               f"device plugin runs one config per node (the {CONFIG_LABEL} label) "
+                                               f"and shares every GPU of it alike; use --flavor hami or kai, or put "
+                                               f"whole and shared runs on different nodes or at different times")
+            start, end = min(g.run.start for g in chain), max(g.run.end for g in chain)
+            if phases and phases[-1].whole == _whole(chain[0]):
+                last = phases[-1]
+                phases[-1] = Phase(last.whole, last.start, end, last.runs + tuple(chain))
+            else:
+                phases.append(Phase(_whole(chain[0]), start, end, tuple(chain)))
+        out[node] = phases
+    return out
 
 
-def _check_nvidia_sharing(grants: Sequence[RunGrant], options: FlavorOptions) -> None:
-    """Refuse what the NVIDIA device plugin cannot do as the plan means it [DP]_: a node that holds
-    both whole-GPU and shared runs (the plugin runs one config per node, the one its
+def _check_nvidia_sharing(grants: Sequence[RunGrant], options: FlavorOptions) -> dict[str, list[Phase]]:
+    """Refuse what the NVIDIA device plugin cannot do as the plan means it [DP]_, and return each
+    node's phases (:func:`_phases`). Refused: a node where a whole-GPU run and a shared run
+    overlap in time (the plugin runs one config per node, the one its
     ``nvidia.com/device-plugin.config`` label names, and shares every GPU of it alike, so a whole
     GPU there would not be exclusive: replicas of one request may come from different GPUs); a
-    shared gang (a container gets one shared replica at most); under MPS, a share over 1/2 (fewer
-    than 2 replicas: the plugin does not share); under time-slicing, more runs at once on one
-    plan device than ``--replicas``. Whole and shared runs on different nodes are kept, each
-    node with its own config (see :func:`_nvidia_objects`)."""
+    node whose runs switch between whole and shared over time, unless ``options.relabel`` (an
+    apply script relabels the node between them); a shared run with several GPUs on one node
+    (a container gets one shared replica at most; a gang with one GPU per node is one replica per
+    pod); under MPS, a share over 1/2 (fewer than 2 replicas: the plugin does not share); more
+    runs at once on one plan device than the replicas (``--replicas`` under time-slicing, the
+    MPS replicas under MPS)."""
     shared = [g for g in grants if not _whole(g)]
     if not shared:
-        return
-    for node, kinds in sorted(_node_kinds(grants).items()):
-        if len(kinds) > 1:
-            whole = next(g for g in grants if _whole(g) and node in g.nodes)
-            part = next(g for g in shared if node in g.nodes)
-            raise AdapterError("--flavor", f"nvidia sharing cannot keep run {whole.key!r} on a whole GPU of node "
-                                           f"{node!r} while run {part.key!r} shares one there: the device plugin "
-                                           f"runs one config per node (the {CONFIG_LABEL} label) and shares every "
-                                           f"GPU of it alike; use --flavor hami or kai, or put whole and shared "
-                                           f"runs on different nodes")
-    gang = next((g for g in shared if g.devices_per_node > 1 or len(g.run.devices) > 1), None)
+        return {}
+    phases = _phases(grants)
+    for node, stretch in phases.items():
+        if len(stretch) > 1 and not options.relabel:
+            a, b = stretch[0], stretch[1]
+            raise AdapterError("--flavor", f"node {node!r} holds {'whole' if a.whole else 'shared'} GPUs until "
+                                           f"{a.end:g} s and {'whole' if b.whole else 'shared'} ones from {b.start:g} s: "
+                                           f"the device plugin runs one config per node (the {CONFIG_LABEL} label); "
+                                           f"relabelling the node between them needs --start-at T --apply-script")
+    gang = next((g for g in shared if g.devices_per_node > 1), None)
     if gang is not None:
-        raise AdapterError("--flavor", f"run {gang.key!r} shares several GPUs; the device plugin gives a container one "
-                                       f"shared replica at most; use --flavor kai")
+        raise AdapterError("--flavor", f"run {gang.key!r} shares several GPUs of one node; the device plugin gives a "
+                                       f"container one shared replica at most; use --flavor kai")
+    field = "--replicas"
+    replicas = options.replicas
     if options.nvidia_sharing == "mps":
-        if _mps_replicas(grants) < 2:
+        field, replicas = "--nvidia-sharing", _mps_replicas(grants)
+        if replicas < 2:
             big = max(shared, key=lambda g: g.fraction)
             raise AdapterError("--nvidia-sharing", f"run {big.key!r} needs {big.fraction:.3g} of a GPU; MPS replicas "
                                                    f"are equal and at least 2 per GPU (1/2 each at most)")
-        return
     for g in shared:
         for dev in g.run.devices:
             at = sum(1 for o in shared if dev in o.run.devices and o.run.start <= g.run.start < o.run.end)
-            if at > options.replicas:
-                raise AdapterError("--replicas", f"{at} runs share plan device {dev!r} at {g.run.start:g} s, more "
-                                                 f"than --replicas {options.replicas}")
+            if at > replicas:
+                what = f"--replicas {replicas}" if field == "--replicas" else \
+                    f"the {replicas} equal MPS replicas its largest share allows"
+                raise AdapterError(field, f"{at} runs share plan device {dev!r} at {g.run.start:g} s, more than {what}")
+    return phases
 
 
 def _nvidia_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOptions) -> Pod:
@@ -208,11 +271,22 @@ def _nvidia_pod(grant: RunGrant, grants: Sequence[RunGrant], options: FlavorOpti
     return Pod({"nvidia.com/gpu": 1})  # one replica: time-slicing caps pods per GPU, MPS splits it equally
 
 
+def _node(name: str, config: str, gpus: int, at: float | None) -> dict[str, Any]:
+    annotations = {GPUS: str(gpus)}
+    if at is not None:
+        annotations[FROM] = f"{at:g}"
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {CONFIG_LABEL: config}, "annotations": annotations}}
+
+
 def _nvidia_objects(grants: Sequence[RunGrant], options: FlavorOptions, meta: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The plugin's config as a ConfigMap: one config ``gensolver`` when every run shares; when
-    some nodes keep whole GPUs, two named configs (:data:`SHARED_CONFIG`, :data:`WHOLE_CONFIG`)
-    and a Node object per node with the :data:`CONFIG_LABEL` label that picks its config."""
-    _check_nvidia_sharing(grants, options)
+    some nodes (or some times) keep whole GPUs, two named configs (:data:`SHARED_CONFIG`,
+    :data:`WHOLE_CONFIG`) and a Node object per node with the :data:`CONFIG_LABEL` label of its
+    first phase, then one more per later phase, annotated :data:`FROM` (wall seconds after
+    ``t0``: the end of the phase before, when the apply script relabels the node) (``meta``:
+    ``time_scale``, and ``gpus``, node -> the plan devices on it)."""
+    phases = _check_nvidia_sharing(grants, options)
     if all(_whole(g) for g in grants):
         return []  # no sharing: the device plugin's default (one pod per GPU) is what the plan asks
     sharing: dict[str, Any]
@@ -222,8 +296,7 @@ def _nvidia_objects(grants: Sequence[RunGrant], options: FlavorOptions, meta: Ma
         sharing = {"timeSlicing": {"failRequestsGreaterThanOne": True,
                                    "resources": [{"name": "nvidia.com/gpu", "replicas": options.replicas}]}}
     config = {"version": "v1", "flags": {"migStrategy": "none"}, "sharing": sharing}
-    kinds = _node_kinds(grants)
-    split = any(True in k for k in kinds.values())
+    split = any(p.whole for stretch in phases.values() for p in stretch)
     data = ({SHARED_CONFIG: yaml.safe_dump(config, sort_keys=False),
              WHOLE_CONFIG: yaml.safe_dump({"version": "v1", "flags": {"migStrategy": "none"}}, sort_keys=False)}
             if split else {"gensolver": yaml.safe_dump(config, sort_keys=False)})
@@ -233,9 +306,12 @@ def _nvidia_objects(grants: Sequence[RunGrant], options: FlavorOptions, meta: Ma
                      "labels": dict(meta["labels"])},
         "data": data}]
     if split:
-        out += [{"apiVersion": "v1", "kind": "Node",
-                 "metadata": {"name": node, "labels": {CONFIG_LABEL: WHOLE_CONFIG if True in k else SHARED_CONFIG}}}
-                for node, k in sorted(kinds.items())]
+        scale, gpus = meta.get("time_scale", 1.0), meta.get("gpus", {})
+        for node, stretch in sorted(phases.items()):
+            count = gpus.get(node) or len({d for p in stretch for g in p.runs for d, n in
+                                            zip(g.run.devices, g.where or g.nodes * len(g.run.devices)) if n == node})
+            out += [_node(node, WHOLE_CONFIG if p.whole else SHARED_CONFIG, count,
+                          None if k == 0 else stretch[k - 1].end * scale) for k, p in enumerate(stretch)]
     return out
 
 

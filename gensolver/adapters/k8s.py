@@ -63,7 +63,7 @@ from typing import Any, Mapping
 import yaml
 
 from ..executor.plan import ExecutionPlan
-from .common import AdapterError, RunGrant, run_grants
+from .common import AdapterError, RunGrant, node_of, run_grants
 from .flavors import Flavor, FlavorOptions, get_flavor
 from .names import GPU_UUID, gpu_uuid, k8s_node, k8s_quantity
 
@@ -141,6 +141,8 @@ class K8sOptions:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                     or value < 0 or (positive and value == 0):
                 raise AdapterError(name, f"must be a {'positive' if positive else 'non-negative'} number, got {value!r}")
+        if self.flavor.relabel and self.start_at is None:
+            raise AdapterError("--apply-script", "relabelling nodes at their runs' times needs --start-at (t0)")
 
 
 def dns_name(*parts: str, limit: int = 63) -> str:
@@ -272,7 +274,15 @@ def k8s_objects(plan: ExecutionPlan, flavor: str, options: K8sOptions) -> list[d
     uuids = _uuids(plan, fl, options)
     prefix = dns_name(plan.name or "plan", limit=30)
     common = {"app.kubernetes.io/managed-by": "gensolver", "gensolver.io/plan": plan.digest}
-    out = _priority_objects(plan, common) + fl.objects(grants, options.flavor, {"prefix": prefix, "labels": common})
+    gpus: dict[str, int] = {}
+    for d in plan.devices:
+        try:
+            node = node_of(d.id, options.nodes, options.default_node)
+        except AdapterError:
+            continue  # a device no run uses and no option places
+        gpus[node] = gpus.get(node, 0) + 1
+    meta = {"prefix": prefix, "labels": common, "time_scale": options.time_scale, "gpus": gpus}
+    out = _priority_objects(plan, common) + fl.objects(grants, options.flavor, meta)
     names = {g.key: dns_name(prefix, g.run.task, str(g.run.index)) for g in grants}
     for g in grants:
         members = _members(g)

@@ -13,7 +13,9 @@ the plan's device sizes, for the overfill rules):
   These hold per config: the plugin runs one config per node, the one a node's
   ``nvidia.com/device-plugin.config`` label names among those of its ConfigMap; a node that
   does not share gets at most one pod at once per plan device, and a pod spans nodes of one
-  config only.
+  config only. A node relabelled over time (Node objects annotated ``gensolver.io/from``: the
+  plugin serves the new config from then on [DPLABEL]_) runs each pod under the config in force
+  at the pod's start, and no pod runs across a relabel; each node has exactly one first label.
 - **HAMi** [HAMI]_: ``nvidia.com/gpumem`` (MiB) is a positive integer at least the grant's
   memory (``GENSOLVER_MEMORY_LIMIT`` bytes, rounded up to MiB) and not a 1-MiB cap on a grant
   without memory; ``nvidia.com/gpucores`` is 1..100; the pods running at once on one plan
@@ -35,6 +37,10 @@ References
    ``failRequestsGreaterThanOne``) and "Multiple Config File Example", "Updating Per-Node
    Configuration With a Node Label" (the ``nvidia.com/device-plugin.config`` node label),
    https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus
+.. [DPLABEL] NVIDIA k8s-device-plugin, "Updating Per-Node Configuration With a Node Label": the
+   plugin follows the label whenever it changes ("immediately updated to start serving the
+   desired configuration"),
+   https://github.com/NVIDIA/k8s-device-plugin#updating-per-node-configuration-with-a-node-label
 .. [DPSRC] k8s-device-plugin ``api/config/v1/replicas.go`` (``replicas`` must be positive) and
    ``sharing.go`` (``SharingStrategy``: a resource is shared only when replicated, i.e.
    ``replicas > 1``), https://github.com/NVIDIA/k8s-device-plugin/tree/main/api/config/v1
@@ -72,6 +78,8 @@ def _jobs(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 #: the node label that picks a node's config among the named ones of the plugin's ConfigMap [DP]_
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
+#: Node annotation: the label holds from this time (wall seconds after ``t0``); see ``flavors``
+FROM = "gensolver.io/from"
 
 
 def _configs(objects: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str | None, Mapping[str, Any]]]:
@@ -120,19 +128,51 @@ def _peaks(jobs: Sequence[Mapping[str, Any]], amount) -> dict[str, float]:
     return {dev: max(sum(a for s, e, a in items if s <= t < e) for t, _, _ in items) for dev, items in spans.items()}
 
 
+def _timelines(objects: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list[tuple[float, str]]], list[str]]:
+    """Node -> its device plugin configs in time order, ``(from, config)`` (``from``: wall
+    seconds after ``t0``, ``-inf`` for the first label), from the emitted Node objects; and the
+    problems of the Node objects themselves."""
+    out: dict[str, list[tuple[float, str]]] = {}
+    problems = []
+    for o in objects:
+        if o.get("kind") != "Node":
+            continue
+        meta = o["metadata"]
+        ann = meta.get("annotations") or {}
+        try:
+            at = float(ann[FROM]) if FROM in ann else -math.inf
+        except ValueError:
+            problems.append(f"node {meta['name']}: {FROM} {ann[FROM]!r} is not a number of seconds")
+            continue
+        out.setdefault(meta["name"], []).append((at, meta.get("labels", {}).get(CONFIG_LABEL)))
+    for node, line in out.items():
+        line.sort(key=lambda x: x[0])
+        if sum(1 for at, _ in line if at == -math.inf) != 1:
+            problems.append(f"node {node}: {sum(1 for at, _ in line if at == -math.inf)} first labels (one is set "
+                            f"before the plan starts, each later one has {FROM})")
+    return out, problems
+
+
 def _nvidia(objects: Sequence[Mapping[str, Any]], capacity: Mapping[str, int]) -> list[str]:
     """The device plugin's rules, per config: a node labelled ``nvidia.com/device-plugin.config``
     (an emitted Node object) runs that named config, any other node the config ``gensolver``
-    (without one: no sharing) [DP]_."""
+    (without one: no sharing) [DP]_. A node relabelled at ``gensolver.io/from`` runs the new
+    config from then on [DPLABEL]_: no pod of the node may run across that moment (the plugin
+    would restart under it and serve its GPU under the other config)."""
     configs = _configs(objects)
-    labels = {o["metadata"]["name"]: o["metadata"].get("labels", {}).get(CONFIG_LABEL)
-              for o in objects if o.get("kind") == "Node"}
-    problems = [f"node {n}: config {c!r} is not in the device plugin's ConfigMap"
-                for n, c in labels.items() if c not in configs]
+    lines, problems = _timelines(objects)
+    problems += [f"node {n}: config {c!r} is not in the device plugin's ConfigMap"
+                 for n, line in lines.items() for _, c in line if c not in configs]
+    default = "gensolver" if "gensolver" in configs else None
     groups: dict[str | None, list[Mapping[str, Any]]] = {}
     for job in _jobs(objects):
-        default = "gensolver" if "gensolver" in configs else None
-        names = {labels.get(n) or default for n in _nodes_of(job)} or {default}
+        start, end, _ = _spans(job)
+        names = set()
+        for node in _nodes_of(job) or [""]:
+            line = lines.get(node, [])
+            names.add(next((c for at, c in reversed(line) if at <= start), default) if line else default)
+            problems += [f"{job['metadata']['name']}: node {node} is relabelled to {c!r} at {at:g} s while the pod "
+                         f"runs [{start:g}, {end:g})" for at, c in line if start < at < end]
         if len(names) > 1:
             problems.append(f"{job['metadata']['name']}: spans nodes of different device plugin configs {sorted(map(str, names))}")
         groups.setdefault(names.pop(), []).append(job)

@@ -184,7 +184,8 @@ def emit_k8s(
         options = K8sOptions(nodes=nodes, default_node=default, namespace=namespace,
                              image=DEFAULT_IMAGE if image is None else image, start_at=_start_at(start_at),
                              time_scale=time_scale, grace=grace, cpu=cpu, memory=memory, gpu_uuids=_uuids(gpu_uuid),
-                             flavor=FlavorOptions(queue=queue, replicas=replicas, nvidia_sharing=nvidia_sharing))
+                             flavor=FlavorOptions(queue=queue, replicas=replicas, nvidia_sharing=nvidia_sharing,
+                                                  relabel=apply_script is not None))
     except AdapterError as exc:
         fail(str(exc))
     plan = _read(plan_file)
