@@ -425,14 +425,18 @@ def plan_command(
     step_seconds: float = typer.Option(DEFAULT_STEP_SECONDS, "--step-seconds", help="GenTask YAML: seconds of one step."),
 ) -> None:
     """Solve a round and write its execution plan (checked with check_plan)."""
-    from ..errors import InputError
-    from ..executor import PlanError, check_plan, plot_plan, to_plan, write_plan
-    from ..model import GpuRound, InstanceError, read_instance
-    from ..model.inputs import loads_json, read_limited
-    from ..model.io import atomic_write
-    from ..solvers import BackendUnavailableError, UnknownMethodError, get_method, solve
+    fmt = _check_plan_options(file, output, gantt, method, time_limit)
+    named, doc = _read_plan_input(file, gpus=gpus, steps=steps, step_seconds=step_seconds)
+    plan = _solve_to_plan(file, named, doc, method=method, time_limit=time_limit)
+    _write_plan_outputs(plan, output, gantt, fmt)
 
-    # options and output paths first: nothing is solved or written before they are all good
+
+def _check_plan_options(file: Path, output: Path, gantt: Optional[Path], method: str,
+                        time_limit: Optional[float]) -> Optional[str]:
+    """``plan``'s options and output paths, before anything is solved or written (exit 2 naming
+    the option); the Gantt chart's image format."""
+    from ..solvers import UnknownMethodError, get_method
+
     try:
         get_method(method)
     except UnknownMethodError as exc:
@@ -445,23 +449,38 @@ def plan_command(
         if path is not None and _same_file(path, file):
             fail(f"{option}: {path} is the input file; choose another path")
     _distinct_outputs({"--output": output, "--gantt": gantt}, {})
+    return fmt
 
+
+def _read_plan_input(file: Path, *, gpus: str, steps: int, step_seconds: float) -> tuple[Any, Any]:
+    """``plan``'s input: a bundled instance (first), or the document of a GenTask file (made a
+    round) or of a JSON file (``None`` when it is not readable JSON: ``read_instance`` says why)."""
+    from ..errors import InputError
+    from ..model.inputs import loads_json, read_limited
     from .solve_cmd import bundled_or_none
 
     named = bundled_or_none(file)
-    doc: Any = None
     if named is not None:
-        pass
-    elif is_gentask_file(file):
+        return named, None
+    if is_gentask_file(file):
         try:
-            doc = gentask_round(file, gpus=gpus, steps=steps, step_seconds=step_seconds).to_dict()
+            return None, gentask_round(file, gpus=gpus, steps=steps, step_seconds=step_seconds).to_dict()
         except (OSError, InputError, ValueError, UnicodeDecodeError) as exc:
             fail_reading(file, exc)
-    else:
-        try:
-            doc = loads_json(read_limited(file).decode("utf-8"))
-        except (OSError, ValueError):  # InputError, JSONDecodeError, UnicodeDecodeError: read_instance says why
-            doc = None
+    try:
+        return None, loads_json(read_limited(file).decode("utf-8"))
+    except (OSError, ValueError):  # InputError, JSONDecodeError, UnicodeDecodeError: read_instance says why
+        return None, None
+
+
+def _solve_to_plan(file: Path, named: Any, doc: Any, *, method: str, time_limit: Optional[float]) -> Any:
+    """The instance (a ``gensolver.gpuround/v1`` round expanded, keeping its tasks' commands),
+    solved and turned into a plan that :func:`~gensolver.executor.check_plan` accepts (exit 1
+    naming the violations when it does not)."""
+    from ..executor import PlanError, check_plan, to_plan
+    from ..model import GpuRound, InstanceError, read_instance
+    from ..solvers import BackendUnavailableError, solve
+
     tasks = None
     try:
         if isinstance(doc, dict) and doc.get("schema") == "gensolver.gpuround/v1":
@@ -484,8 +503,17 @@ def plan_command(
         for v in check.violations:
             err_console.print(f"violation: {escape(str(v))}", highlight=False, soft_wrap=True)
         fail("the plan breaks device capacities (see above)", 1)
+    return plan
+
+
+def _write_plan_outputs(plan: Any, output: Path, gantt: Optional[Path], fmt: Optional[str]) -> None:
+    """The plan to ``output`` and its chart to ``gantt``, each written whole; the chart is drawn
+    before anything is written, so a drawing error leaves no half result."""
+    from ..executor import plot_plan, write_plan
+    from ..model.io import atomic_write
+
     chart = None
-    if gantt is not None:  # drawn before anything is written: a drawing error leaves no half result
+    if gantt is not None:
         buf = io.BytesIO()
         plot_plan(plan).savefig(buf, format=fmt, dpi=120)
         chart = buf.getvalue()
@@ -501,7 +529,6 @@ def plan_command(
             fail(f"--gantt: {_os_error(exc)} (the plan was written to {output})")
     console.print(f"wrote {escape(str(output))}: {len(plan.tasks)} tasks, {len(plan.entries)} entries on "
                   f"{len(plan.devices)} devices, {len(plan.preemptions)} preemption points")
-
 
 def register(app: typer.Typer) -> None:
     """Add ``run`` and ``plan`` to ``app``."""

@@ -378,11 +378,7 @@ def vcg(
     t_pivots = time.perf_counter() - t1
     payments, bounds, pivots, all_exact, notes = _payments(instance, main, won, results, jobs, main_ok=main_ok,
                                                            main_bound=main_bound, slack=slack, ptol=ptol)
-    if det:
-        pivot_work = extra_work + sum(float(r.get("work", 0.0)) for r in results.values())
-        details_work = {"main": main_work, "pivots": pivot_work, "total": main_work + pivot_work}
-    else:
-        details_work = None
+    details_work = _work_details(main_work, extra_work, results) if det else None
     budget_kind = "none" if time_limit is None else "work units" if det else "wall clock"
     message = _message(main, notes, budget_kind, all_exact=all_exact, main_ok=main_ok, main_proved=main_proved,
                        slack=slack, method=method)
@@ -402,6 +398,13 @@ def vcg(
     }
     return make_outcome("vcg", instance, main, payments, bounds=bounds, exact=all_exact and main_proved,
                         message=message, details=details)
+
+
+def _work_details(main_work: float, extra_work: float, results: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """``details["work"]`` of a deterministic run: the work units of the main solve, of the
+    pivots (their solves and the fast path's shared work) and in all."""
+    pivot_work = extra_work + sum(float(r.get("work", 0.0)) for r in results.values())
+    return {"main": main_work, "pivots": pivot_work, "total": main_work + pivot_work}
 
 
 def _vcg_options(options: Mapping[str, Any] | None, method: Any) -> dict[str, Any]:
