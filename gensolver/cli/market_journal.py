@@ -6,7 +6,8 @@ The file is an executor journal (:class:`gensolver.executor.Journal`: one JSON o
 exclusive lock while a run holds it, a last line cut short by a crash dropped on reopening,
 anything else refused with the file left untouched). Its records:
 
-``market``    schema (``gensolver.market-journal/v1``), jobs (SHA-256 of the jobs file),
+``market``    schema (``gensolver.market-journal/v1``), token (random: the run's processes
+              carry it as ``GENSOLVER_MARKET_RUN``), jobs (SHA-256 of the jobs file),
               options (the ``--market`` options, defaults filled in, but ``max_rounds``:
               a resumed run may be given more), backend
 ``round``     round (1, 2, ...), record (the round as printed: time, assignments, charges,
@@ -19,7 +20,8 @@ anything else refused with the file left untouched). Its records:
 A ``round`` record is written once the round's processes have ended and their outcomes are
 read, so a round in the journal is never run again: rerunning the same command with the same
 journal continues from the round after the last one recorded (a round cut short by SIGTERM or
-a crash is cleared again, identically, and its processes launched again). A journal whose run
+a crash is cleared again, identically, and its processes launched again; processes a crash
+left running, found by their ``GENSOLVER_MARKET_RUN``, are stopped first). A journal whose run
 has ended (``finished``) is only printed again. A journal of another run (other jobs, options or
 backend), or damaged before its last line, is refused (exit 2).
 """
@@ -29,14 +31,17 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import secrets
 from typing import Any
 
 from ..errors import JournalError
 from ..executor.journal import Journal
 
-__all__ = ["MARKET_JOURNAL_SCHEMA", "MarketJournal", "jobs_digest"]
+__all__ = ["MARKET_JOURNAL_SCHEMA", "RUN_ENV", "MarketJournal", "jobs_digest", "stop_leftovers"]
 
 MARKET_JOURNAL_SCHEMA = "gensolver.market-journal/v1"
+#: the environment variable every process of a journaled market run carries (its token)
+RUN_ENV = "GENSOLVER_MARKET_RUN"
 #: the fields of a round's ``record`` and of its ``state``, with the JSON type each must have
 RECORD_FIELDS: dict[str, Any] = {"round": int, "time": (int, float), "assignments": list, "charges": dict, "finished": list,
                  "failed": list, "outcomes": dict}
@@ -75,9 +80,10 @@ class MarketJournal:
             self.finished: dict[str, Any] | None = None
             records = self._journal.records
             if not records:
-                self._journal.append("market", schema=MARKET_JOURNAL_SCHEMA, **identity)
+                self._journal.append("market", schema=MARKET_JOURNAL_SCHEMA, token=secrets.token_hex(8), **identity)
             else:
                 self._read(records, identity)
+            self.token = str(self._journal.records[0].get("token"))
         except BaseException:
             self._journal.close()
             raise
@@ -91,6 +97,8 @@ class MarketJournal:
             raise JournalError(f"{self.path} is not a market journal (its first record is "
                                f"{head.get('event')!r}, not 'market' of {MARKET_JOURNAL_SCHEMA}); "
                                f"the file is left untouched")
+        if not isinstance(head.get("token"), str) or not head["token"]:
+            raise self._bad(1, "field 'token' is missing or not a string")
         for key, want in identity.items():
             if head.get(key) != want:
                 raise JournalError(f"{self.path} belongs to another market run: its {key} differs from this "
@@ -139,3 +147,29 @@ class MarketJournal:
 
 def _kind(kind: Any) -> str:
     return "number" if isinstance(kind, tuple) else {int: "integer", list: "list", dict: "object"}[kind]
+
+
+def stop_leftovers(token: str, *, grace: float) -> int:
+    """Stop every live process of this user tagged ``GENSOLVER_MARKET_RUN=token``: what a run
+    killed outright (SIGKILL, a crash) left running. SIGTERM, then SIGKILL after ``grace``
+    seconds; returns how many there were."""
+    import signal
+    import time
+
+    from ..executor.procs import find_all_by_env
+
+    found = find_all_by_env(RUN_ENV, token)
+    _signal(found, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while find_all_by_env(RUN_ENV, token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _signal(find_all_by_env(RUN_ENV, token), signal.SIGKILL)
+    return len(found)
+
+
+def _signal(pids: set[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:  # gone meanwhile
+            pass

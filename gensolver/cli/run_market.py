@@ -289,8 +289,8 @@ def market_command(jobs: Path, spec: str, *, backend: str, given: dict[str, bool
     from ..executor import BackendError, ExecutorError, PlanRunner
     from ..executor.execution import EXECUTION_BACKENDS
     from ..market.engine import CreditEngine
-    from .common import fail
-    from .market_journal import MarketJournal, jobs_digest
+    from .common import err_console, fail
+    from .market_journal import RUN_ENV, MarketJournal, jobs_digest, stop_leftovers
 
     for option, on in given.items():
         if on:
@@ -316,11 +316,17 @@ def market_command(jobs: Path, spec: str, *, backend: str, given: dict[str, bool
             book = MarketJournal(journal, {"jobs": jobs_digest(data), "options": same, "backend": backend})
         except JournalError as exc:
             fail(f"--journal: {exc}")
+        if book.rounds and book.finished is None:
+            left = stop_leftovers(book.token, grace=policy.grace)
+            if left:
+                err_console.print(f"stopped {left} process(es) the interrupted run left running", highlight=False)
+    env = {} if book is None else {RUN_ENV: book.token}
 
     def execute(plan: Any) -> dict[str, Observation]:
         gpu = target.open(plan, sim_devices=sim_devices)  # type: ignore[misc]
         try:
-            report = PlanRunner(plan, backend=gpu, policy=policy, time_scale=time_scale, poll_interval=poll).run()
+            report = PlanRunner(plan, backend=gpu, policy=policy, time_scale=time_scale, poll_interval=poll,
+                                env=env).run()
         finally:
             gpu.close()
         return {f.task: Observation(f.outcome, f.run_seconds / time_scale) for f in report.feedback}

@@ -1,9 +1,10 @@
-"""``gensolver run JOBS --market ... --journal FILE``: interrupted by SIGTERM mid-run, the same
-command with the same journal continues the same market.
+"""``gensolver run JOBS --market ... --journal FILE``: interrupted by SIGTERM (or SIGKILL, as a
+crash) mid-run, the same command with the same journal continues the same market.
 
 The command runs as a real subprocess (its own session) on simulated GPUs with real processes.
-The test waits for events (round records in the journal), never for a time, then sends SIGTERM;
-the command exits 143 with its journal whole. Rerunning it finishes the run. The journal is
+The test waits for events (round records in the journal, a launch of the next round), never for
+a time, then sends the signal; on SIGTERM the command exits 143 with its journal whole, on
+SIGKILL its processes live on and the resumed run stops them first. Rerunning it finishes the run. The journal is
 read here with plain ``json`` (not the command's reader): the interrupted-then-resumed journal
 must hold rounds 1..N once each, with the same assignments and charges per round as the
 journal of an uninterrupted run, and the launches the processes logged show that no recorded
@@ -42,7 +43,7 @@ def _jobs(folder: Path) -> Path:
     """Six tasks of four tenants on one 80 GiB GPU; each process logs its launch (task and
     round) first. ``quick`` exits 0 at once; the others sleep past their lease."""
     def cmd(then: str) -> str:
-        return f'echo "$GENSOLVER_TASK" >> {folder / LOG}; {then}'
+        return f'echo "$GENSOLVER_TASK $$" >> {folder / LOG}; {then}'
     sleep = cmd("exec sleep 120")
     docs = [_doc("a0", "alice", 50, 6, 50, sleep), _doc("a1", "alice", 30, 4, 60, sleep),
             _doc("b0", "bob", 40, 4, 40, sleep), _doc("b1", "bob", 40, 2, 45, sleep),
@@ -60,18 +61,20 @@ def _command(jobs: Path, journal: Path, progress: str) -> list[str]:
 
 
 def _start(cmd: list[str], cwd: Path) -> subprocess.Popen[str]:
+    """The command, its output in files (a process it left behind may hold a pipe open)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    with open(cwd / "out.txt", "w") as out, open(cwd / "err.txt", "w") as err:
+        return subprocess.Popen(cmd, cwd=cwd, env=env, text=True, stdout=out, stderr=err, start_new_session=True)
 
 
 def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
     try:
-        out, err = proc.communicate(timeout=WAIT)
+        proc.wait(timeout=WAIT)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         raise
-    return proc.returncode, out, err
+    cwd = Path(proc.args[proc.args.index("--journal") + 1]).parent  # type: ignore[union-attr]
+    return proc.returncode, (cwd / "out.txt").read_text(), (cwd / "err.txt").read_text()
 
 
 def _records(journal: Path) -> list[dict]:
@@ -94,9 +97,23 @@ def _rounds(journal: Path) -> list[tuple[int, dict, dict]]:
 
 def _launches(folder: Path) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for line in (folder / LOG).read_text().split():
-        counts[line] = counts.get(line, 0) + 1
+    for line in (folder / LOG).read_text().splitlines():
+        task = line.split()[0]
+        counts[task] = counts.get(task, 0) + 1
     return counts
+
+
+def _pids(folder: Path) -> list[int]:
+    log = folder / LOG
+    return [int(line.split()[1]) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _same(a: list[tuple[int, dict, dict]], b: list[tuple[int, dict, dict]]) -> None:
@@ -106,8 +123,11 @@ def _same(a: list[tuple[int, dict, dict]], b: list[tuple[int, dict, dict]]) -> N
         assert ca.keys() == cb.keys() and all(abs(ca[k] - cb[k]) < 1e-9 for k in ca), n
 
 
-@pytest.mark.parametrize("progress", ["model", "observed"])
-def test_a_market_run_interrupted_by_sigterm_resumes_where_it_stopped(tmp_path, progress):
+@pytest.mark.parametrize(("progress", "sig"), [("model", signal.SIGTERM), ("observed", signal.SIGTERM),
+                                               ("model", signal.SIGKILL)])
+def test_a_market_run_interrupted_mid_run_resumes_where_it_stopped(tmp_path, progress, sig):
+    """SIGTERM: the command stops its processes and exits 143. SIGKILL (a crash): its processes
+    live on; the resumed run stops them before it runs anything."""
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     whole.mkdir(), cut.mkdir()
     rc, out, err = _finish(_start(_command(_jobs(whole), whole / "j.jsonl", progress), whole))
@@ -117,32 +137,42 @@ def test_a_market_run_interrupted_by_sigterm_resumes_where_it_stopped(tmp_path, 
     assert len(expected) >= 4 and any(c for _, _, c in expected)
 
     jobs, journal = _jobs(cut), cut / "j.jsonl"
-    proc = _start(_command(jobs, journal, progress), cut)
-    deadline = time.monotonic() + WAIT
-    while len(_rounds(journal)) < 2:  # an event: two rounds recorded, the third under way
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "no round recorded"
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGTERM)
-    rc, _, err = _finish(proc)
-    assert rc == 143 and "Traceback" not in err, err
-    before = _rounds(journal)
-    assert 2 <= len(before) < len(expected) and all(r["event"] != "finished" for r in _records(journal))
-    launched_before = _launches(cut)
+    try:
+        proc = _start(_command(jobs, journal, progress), cut)
+        deadline = time.monotonic() + WAIT
+        # an event: two rounds recorded and a process of the third launched
+        while len(_rounds(journal)) < 2 or len(_pids(cut)) <= sum(len(p) for _, p, _ in _rounds(journal)):
+            assert proc.poll() is None, _finish(proc)
+            assert time.monotonic() < deadline, "no round recorded"
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        rc, _, err = _finish(proc)
+        assert rc == (143 if sig == signal.SIGTERM else -9) and "Traceback" not in err, err
+        before = _rounds(journal)
+        assert 2 <= len(before) < len(expected) and all(r["event"] != "finished" for r in _records(journal))
+        left = [p for p in _pids(cut) if _alive(p)]
+        assert bool(left) == (sig == signal.SIGKILL)  # a crash leaves the round's processes running
 
-    rc, out, err = _finish(_start(_command(jobs, journal, progress), cut))
-    assert rc in (0, 1) and rc == (0 if reference["ok"] else 1), err
+        rc, out, err = _finish(_start(_command(jobs, journal, progress), cut))
+        assert rc in (0, 1) and rc == (0 if reference["ok"] else 1), err
+        assert not any(_alive(p) for p in left)
+        if left:
+            assert f"stopped {len(left)} process(es)" in " ".join(err.split())
+    finally:
+        for p in _pids(cut):
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
     resumed = json.loads(out)
     assert resumed["resumed"] == len(before)
     assert [r["round"] for r in resumed["rounds"]] == [r["round"] for r in reference["rounds"]]
     _same(_rounds(journal), expected)
     assert resumed["unfinished"] == reference["unfinished"] and resumed["failed"] == reference["failed"]
     # no recorded round ran again: beyond the uninterrupted run's launches, only the tasks of the
-    # round cut short (round len(before) + 1) may have launched twice
+    # round cut short (round len(before) + 1) launched twice
     extra = {t: k - _launches(whole).get(t, 0) for t, k in _launches(cut).items()}
     cut_round = set(expected[len(before)][1])
     assert all(k == 0 or (k == 1 and t in cut_round) for t, k in extra.items()), (extra, cut_round)
-    assert sum(launched_before.values()) >= 1
+    assert sum(extra.values()) >= 1
     # a finished journal: the same command prints the run again and launches nothing
     size = sum(_launches(cut).values())
     rc, out, err = _finish(_start(_command(jobs, journal, progress), cut))
