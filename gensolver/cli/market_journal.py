@@ -79,6 +79,8 @@ class MarketJournal:
             self.rounds: list[tuple[dict[str, Any], dict[str, Any]]] = []
             self.finished: dict[str, Any] | None = None
             records = self._journal.records
+            #: the journal existed (a run wrote it before): its processes may be left running
+            self.reopened = bool(records)
             if not records:
                 self._journal.append("market", schema=MARKET_JOURNAL_SCHEMA, token=secrets.token_hex(8), **identity)
             else:

@@ -316,7 +316,7 @@ def market_command(jobs: Path, spec: str, *, backend: str, given: dict[str, bool
             book = MarketJournal(journal, {"jobs": jobs_digest(data), "options": same, "backend": backend})
         except JournalError as exc:
             fail(f"--journal: {exc}")
-        if book.rounds and book.finished is None:
+        if book.reopened and book.finished is None:
             left = stop_leftovers(book.token, grace=policy.grace)
             if left:
                 err_console.print(f"stopped {left} process(es) the interrupted run left running", highlight=False)

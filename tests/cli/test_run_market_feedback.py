@@ -177,3 +177,59 @@ def test_the_comparison_above_can_fail():
     g, m = r.assignments[t]
     with pytest.raises(AssertionError):
         _compare([replace(r, assignments={**r.assignments, t: (g, m + 1.0)})], sim.events)
+
+
+class Flaky(TrueExecutor):
+    """As :class:`TrueExecutor`, but in plan number ``bad`` the task ``who`` never starts
+    (``not_started``, no time run) or vanishes half-way (``lost``, half its hold run)."""
+
+    def __init__(self, truths: dict, who: str, bad: int, outcome: str) -> None:
+        super().__init__(truths)
+        self.who, self.bad, self.outcome = who, bad, outcome
+
+    def __call__(self, plan) -> dict[str, Observation]:
+        left = dict(self.left)
+        out = super().__call__(plan)
+        if self.plans == self.bad and self.who in out:
+            hold = next(e.end - e.start for d in plan.devices for e in d.entries if e.task == self.who)
+            ran = 0.0 if self.outcome == "not_started" else hold / 2
+            speed = task_speed(self.truth[self.who], next(e.memory for d in plan.devices for e in d.entries
+                                                         if e.task == self.who) / 2 ** 30)
+            self.left[self.who] = left[self.who] - ran / STEP * speed
+            out[self.who] = Observation(self.outcome, ran)
+        return out
+
+
+class Book:
+    """A journal in memory (what run_market_rounds writes to one)."""
+
+    def __init__(self) -> None:
+        self.rounds: list = []
+        self.finished = None
+
+    def round(self, record, state) -> None:
+        self.rounds.append((record, json.loads(json.dumps(state))))
+
+    def finish(self, **kw) -> None:
+        self.finished = kw
+
+
+@pytest.mark.parametrize("outcome", ["not_started", "lost"])
+def test_a_process_that_did_not_run_its_hold_made_only_the_progress_it_ran(outcome):
+    """One 80 GiB GPU, lease 4: ``a`` (8 steps) runs alone. In its first round the executor could
+    not start it, or lost it half-way: the next round starts from no work, or from 2 steps, and
+    it finishes one round later than with a clean first round, with that much work in total."""
+    from gensolver.model.tasks import Task
+
+    a = Task("a", 40.0, 40.0, 8, 10.0, tenant="t", release=1)
+    gpus = [GpuSpec("g", 80.0)]
+    clean, book = Book(), Book()
+    run_market_rounds([a], gpus, lease=4, step_seconds=STEP, execute=TrueExecutor({"a": a}), journal=clean)
+    run = run_market_rounds([a], gpus, lease=4, step_seconds=STEP, execute=Flaky({"a": a}, "a", 1, outcome),
+                            journal=book)
+    work = [state["work"].get("a") for _, state in book.rounds]
+    expected_first = 0.0 if outcome == "not_started" else 2.0
+    assert work[1] == pytest.approx(expected_first)  # round 2 (the first with a) ran 0 or 2 steps
+    assert run.ok and run.rounds[-1].finished == ("a",)
+    assert len(book.rounds) == len(clean.rounds) + 1
+    assert [r["outcomes"].get("a") for r, _ in book.rounds][1] == outcome
