@@ -37,6 +37,24 @@ def test_a_retried_round_returns_the_first_answer(api):
     is_problem(api.client.post("/v1/rounds", headers={"Authorization": "Bearer gs_x_y", "Idempotency-Key": "z"}), 401)
 
 
+def test_every_post_route_replays_its_first_answer(api):
+    """The key is honoured on each POST route, not only on rounds and tasks."""
+    a = api.h("alice")
+    api.client.post("/v1/tasks", json=gentask("f", preferred="40Gi", duration="60m", value=100), headers=a)
+    api.client.post("/v1/rounds", headers=api.h("ops"))
+    calls = [("/v1/solve?method=greedy&mechanism=vcg", INSTANCE), ("/v1/feedback", {"task": "f", "progress": 0.5}),
+             ("/v1/tasks", gentask("g")), ("/v1/rounds", None)]
+    for k, (path, doc) in enumerate(calls):
+        h = {**(api.h("ops") if doc is None else a), "Idempotency-Key": f"every-{k}"}
+        first = api.client.post(path, json=doc, headers=h)
+        assert first.status_code in (200, 201) and "idempotent-replayed" not in first.headers, (path, first.text)
+        again = api.client.post(path, json=doc, headers=h)
+        assert again.status_code == first.status_code and again.headers.get("idempotent-replayed") == "true", path
+        assert again.content == first.content, path
+    # the replayed round cleared nothing: rounds 1 and 2 only
+    assert [r["round"] for r in api.client.get("/v1/rounds", headers=api.h("ops")).json()["rounds"]] == [1, 2]
+
+
 def test_task_quota_per_tenant(tmp_path):
     gen = make_api(tmp_path, max_tasks_per_tenant=2)
     api = next(gen)
