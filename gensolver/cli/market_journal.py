@@ -13,8 +13,8 @@ anything else refused with the file left untouched). Its records:
 ``round``     round (1, 2, ...), record (the round as printed: time, assignments, charges,
               finished, failed, outcomes), state (what the next round starts from: the
               engine's :meth:`~gensolver.market.engine.CreditEngine.state`, balances included,
-              each unfinished task's observed work, the placements kept, the tasks finished
-              and failed)
+              each unfinished task's observed work, the placements kept: bounded by the
+              tasks not yet done, as the engine's state is)
 ``finished``  ok, unfinished, failed (the run ended)
 
 A ``round`` record is written once the round's processes have ended and their outcomes are
@@ -45,7 +45,7 @@ RUN_ENV = "GENSOLVER_MARKET_RUN"
 #: the fields of a round's ``record`` and of its ``state``, with the JSON type each must have
 RECORD_FIELDS: dict[str, Any] = {"round": int, "time": (int, float), "assignments": list, "charges": dict, "finished": list,
                  "failed": list, "outcomes": dict}
-STATE_FIELDS: dict[str, Any] = {"engine": dict, "work": dict, "placed": dict, "done": list, "failed": list}
+STATE_FIELDS: dict[str, Any] = {"engine": dict, "work": dict, "placed": dict}
 
 
 def jobs_digest(data: bytes) -> str:

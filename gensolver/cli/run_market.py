@@ -110,16 +110,15 @@ class MarketRun:
 
 @dataclass
 class _State:
-    """What the next round starts from: each unfinished task's observed work, the placements
-    kept, the tasks done and failed (journaled with the engine's state)."""
+    """What the next round starts from: each unfinished task's observed work and the placements
+    kept (journaled with the engine's state; a finished or failed task leaves nothing here, so
+    the state shrinks as the run goes on; the tasks failed are in the rounds' records)."""
 
     work: dict[str, float]
     placed: dict[str, tuple[tuple[str, ...], float]] = field(default_factory=dict)
-    done: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
 
     def to_dict(self, engine: Any) -> dict[str, Any]:
-        return {"engine": engine.state(), "work": dict(self.work), "done": list(self.done), "failed": list(self.failed),
+        return {"engine": engine.state(), "work": dict(self.work),
                 "placed": {t: [list(g), m] for t, (g, m) in self.placed.items()}}
 
     @classmethod
@@ -128,8 +127,7 @@ class _State:
         if unknown:
             raise ValueError(f"task {unknown[0]!r} is not in the jobs")
         return cls({str(k): float(v) for k, v in doc["work"].items()},
-                   {str(k): (tuple(map(str, g)), float(m)) for k, (g, m) in doc["placed"].items()},
-                   list(map(str, doc["done"])), list(map(str, doc["failed"])))
+                   {str(k): (tuple(map(str, g)), float(m)) for k, (g, m) in doc["placed"].items()})
 
 
 def run_market_rounds(tasks: Sequence[Task], gpus: Sequence[GpuSpec], *, lease: int, step_seconds: float,
@@ -173,7 +171,7 @@ def run_market_rounds(tasks: Sequence[Task], gpus: Sequence[GpuSpec], *, lease: 
         run.rounds.append(rnd)
         if journal is not None:
             journal.round(rnd.to_dict(), st.to_dict(engine))
-    run.unfinished, run.failed = tuple(sorted(st.work)), tuple(st.failed)
+    run.unfinished, run.failed = tuple(sorted(st.work)), tuple(t for r in run.rounds for t in r.failed)
     if journal is not None and not done_before:
         journal.finish(ok=run.ok, unfinished=list(run.unfinished), failed=list(run.failed))
     return run
@@ -226,8 +224,6 @@ def _one_round(n: int, engine: Any, st: _State, by_id: dict[str, Task], gpus: Se
             engine.learn(TableTask(t, remaining=t.duration - work, now=now, executed=work))
     for tid in done + failed:
         del st.work[tid]
-    st.done += done
-    st.failed += failed
     st.placed = {t: v for t, v in placed.items() if t in st.work}
     return MarketRound(n + 1, now, {t: held[t][:2] for t in held}, charges, tuple(done),
                        {t: o.outcome for t, o in seen.items()}, tuple(failed))

@@ -233,3 +233,25 @@ def test_a_process_that_did_not_run_its_hold_made_only_the_progress_it_ran(outco
     assert run.ok and run.rounds[-1].finished == ("a",)
     assert len(book.rounds) == len(clean.rounds) + 1
     assert [r["outcomes"].get("a") for r, _ in book.rounds][1] == outcome
+
+
+def test_the_journaled_state_holds_only_tasks_not_yet_done():
+    """200 tasks with lies through a journaled run: every round's state names only tasks still
+    to finish (engine ids, work, placements), so it shrinks as the run goes on; none at the end."""
+    w = synthetic_workload(200, seed=4, rate=1.0, tenants=3)
+    names = sorted({t.tenant for t in w.tasks})
+    w = apply_strategies(w, {names[0]: Strategy(duration=0.5), names[1]: Strategy(duration=2.0)})
+    truths = {t.id: w.truths.get(t.id, t) for t in w.tasks}
+    book = Book()
+    run = run_market_rounds(w.tasks, [GpuSpec("g0", 80.0), GpuSpec("g1", 80.0)], lease=3, step_seconds=STEP,
+                            execute=TrueExecutor(truths), max_rounds=5000, journal=book)
+    assert run.ok and len(book.rounds) > 50
+    sizes = []
+    for _, state in book.rounds:
+        left = set(state["work"])
+        eng = state["engine"]
+        assert set(eng["seen"]) | set(eng["slow"]) | set(eng["short"]) <= left
+        assert set(state["placed"]) <= left
+        sizes.append(len(left))
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] == 0
+    assert not book.rounds[-1][1]["engine"]["seen"] and sum(book.rounds[-1][1]["engine"]["arrived"].values()) == 200
