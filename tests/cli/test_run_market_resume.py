@@ -239,13 +239,18 @@ def test_a_journal_that_cannot_be_used_exits_2_and_is_left_untouched(tmp_path, c
     assert journal.read_bytes() == before
 
 
-def test_other_options_and_a_folder_are_refused(tmp_path, capsys):
+def test_other_options_a_folder_and_a_journal_in_use_are_refused(tmp_path, capsys):
     jobs, journal = _good_journal(tmp_path, capsys)
     before = journal.read_bytes()
     rc, _, err = _main(capsys, jobs, journal, {"gpus": "80", "lease": 3})
     assert rc == 2 and "its options differs" in " ".join(err.split()) and journal.read_bytes() == before
     rc, _, err = _main(capsys, jobs, tmp_path)
     assert rc == 2 and "is a directory" in err
+    from gensolver.executor.journal import Journal
+
+    with Journal(journal):  # another run holds it
+        rc, _, err = _main(capsys, jobs, journal)
+    assert rc == 2 and "locked" in err and journal.read_bytes() == before
 
 
 def test_a_line_cut_short_by_a_crash_is_dropped_and_the_run_goes_on(tmp_path, capsys):

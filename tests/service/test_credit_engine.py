@@ -10,6 +10,7 @@ independently of both.
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 
 import httpx
@@ -166,6 +167,13 @@ def test_a_restarted_service_clears_as_if_it_never_stopped(tmp_path):
         assert got.keys() == charges.keys() and all(abs(got[k] - charges[k]) < 1e-9 for k in charges), doc["round"]
         priced += doc["round"] > 4 and any(v > 0 for v in doc["prices"].values())
     assert priced > 0, "prices after the restart carry the smoothed prices from before it"
+    # the stored engine state names only tasks not yet done (it does not grow with every task seen)
+    with sqlite3.connect(tmp_path / "market.db") as db:
+        state = json.loads(db.execute("SELECT value FROM meta WHERE key = 'engine_state'").fetchone()[0])
+        left = {r[0] for r in db.execute("SELECT id FROM tasks WHERE state IN ('waiting', 'running')")}
+        done = {r[0] for r in db.execute("SELECT id FROM tasks WHERE state = 'done'")}
+    assert done and set(state["seen"]) | set(state["slow"]) | set(state["short"]) <= left
+    assert sum(state["arrived"].values()) >= len(done)
 
 
 def test_the_replay_notices_a_lost_engine_memory(tmp_path):
