@@ -45,8 +45,10 @@ def _load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def run_part(script: str, args: list[str], limit: float) -> tuple[dict | None, str]:
-    """Run ``benchmarks/script`` with ``args`` and ``--json``; its figures (None if it failed) and a note."""
+def run_part(script: str, args: list[str], limit: float, grace: float = 60.0) -> tuple[dict | None, str]:
+    """Run ``benchmarks/script`` with ``args`` and ``--json``; its figures (None if it failed) and a note.
+
+    Past ``limit`` seconds its process group gets SIGINT, and ``grace`` seconds later SIGKILL."""
     with tempfile.TemporaryDirectory(prefix="gensolver-goals-") as tmp:
         out = Path(tmp) / "figures.json"
         cmd = [sys.executable, str(HERE / script), *args, "--json", str(out)]
@@ -61,7 +63,7 @@ def run_part(script: str, args: list[str], limit: float) -> tuple[dict | None, s
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGINT)  # its finally blocks stop what it started
             try:
-                log, _ = proc.communicate(timeout=60)
+                log, _ = proc.communicate(timeout=grace)
             except subprocess.TimeoutExpired:
                 log = ""
             note = f"interrupted after {limit:g} s; "
