@@ -5,7 +5,7 @@ The reference is an engine that forgets nothing and pays the ``arrivals`` income
 list of owners of every task seen, as the engine did before its state was bounded: the two must
 write the same event log, byte for byte, on workloads whose rules read per-task state (lies
 caught by calibration and by the memory check, estimation errors within the tolerance band),
-under both clearings. The size check reads the JSON of :meth:`CreditEngine.state` after every
+under both clearings, and with GPU failures. The size check reads the JSON of :meth:`CreditEngine.state` after every
 boundary round and compares it with the tasks waiting or running then; it is shown to fail on
 the reference.
 """
@@ -72,17 +72,19 @@ def _workload(seed: int, *, lies: bool):
                                 tenants[2]: Strategy(memory=0.97)})
 
 
-def _run(policy: Sized, workload):
+def _run(policy: Sized, workload, faults=()):
     gpus = [GpuSpec(f"g{i}", 80.0) for i in range(4)]
-    return simulate(workload, policy=policy, gpus=gpus, lease=5)
+    return simulate(workload, policy=policy, gpus=gpus, lease=5, faults=faults)
 
 
-@pytest.mark.parametrize(("seed", "lies", "clearing"), [(0, True, "greedy"), (1, False, "greedy"),
-                                                        (2, True, "solver"), (3, True, "greedy")])
-def test_forgetting_finished_tasks_changes_no_decision(seed, lies, clearing):
+@pytest.mark.parametrize(("seed", "lies", "clearing", "faults"), [
+    (0, True, "greedy", ()), (1, False, "greedy", ()), (2, True, "solver", ()), (3, True, "greedy", ()),
+    (4, True, "greedy", ("gpu:g0@20-80", "gpu:g2@50-120")),  # tasks on a failed GPU wait again
+])
+def test_forgetting_finished_tasks_changes_no_decision(seed, lies, clearing, faults):
     w = _workload(seed, lies=lies)
     bounded, reference = Sized(clearing=clearing), Unbounded(clearing=clearing)
-    a, b = _run(bounded, w), _run(reference, w)
+    a, b = _run(bounded, w, faults), _run(reference, w, faults)
     assert a.complete and b.complete
     assert len(a.events) > 1000
     assert [repr(e) for e in a.events] == [repr(e) for e in b.events]
