@@ -14,7 +14,8 @@ What the engine sees of a task's progress (``progress``):
   progress is what the executor saw. A process that exits 0 (``completed``) is done, whatever
   its report said was left (its work, for calibration: its run time x ``task_speed(memory)``). A
   process still running at the lease's end (``expired``) did ``lease x task_speed(memory)``
-  steps of work (whatever the jitter of its stop) and goes on next round, even past its reported duration: it then bids with
+  steps of work (whatever the jitter of its stop; only the time it ran if it was suspended over
+  its memory grant) and goes on next round, even past its reported duration: it then bids with
   more work done than it reported, and the engine's rules on reports proved false (overrun,
   calibration) act on it, as in the simulator. A process that never started, vanished or ended
   without a status did the steps it ran. These are the rounds of ``simulate(policy=
@@ -52,11 +53,13 @@ PROGRESS = ("observed", "model")
 
 @dataclass(frozen=True)
 class Observation:
-    """What the executor saw of one task in one round: its ``outcome`` and the plan seconds its
-    processes ran (suspensions excluded)."""
+    """What the executor saw of one task in one round: its ``outcome``, the plan seconds its
+    processes ran (suspensions excluded), and whether it was suspended (over its memory grant
+    under ``--over-grant suspend``)."""
 
     outcome: str
     seconds: float
+    suspended: bool = False
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,7 @@ def _one_round(n: int, engine: Any, st: _State, by_id: dict[str, Task], gpus: Se
         speed = task_speed(t, m)
         if progress == "model":
             steps: float = lease
-        elif obs.outcome == "expired":
+        elif obs.outcome == "expired" and not obs.suspended:
             steps = hold[tid]
         else:  # the time it ran, at most its hold (a late stop is not progress)
             steps = min(float(hold[tid]), max(0.0, obs.seconds) / step_seconds)
@@ -325,7 +328,9 @@ def market_command(jobs: Path, spec: str, *, backend: str, given: dict[str, bool
                                 env=env).run()
         finally:
             gpu.close()
-        return {f.task: Observation(f.outcome, f.run_seconds / time_scale) for f in report.feedback}
+        suspends = policy.over_grant == "suspend"
+        return {f.task: Observation(f.outcome, f.run_seconds / time_scale, suspends and f.over_grant)
+                for f in report.feedback}
 
     try:
         run = run_market_rounds(tasks, gpus, lease=opts["lease"], step_seconds=opts["step_seconds"], execute=execute,

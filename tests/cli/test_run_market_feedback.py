@@ -255,3 +255,23 @@ def test_the_journaled_state_holds_only_tasks_not_yet_done():
         sizes.append(len(left))
     assert sizes == sorted(sizes, reverse=True) and sizes[-1] == 0
     assert not book.rounds[-1][1]["engine"]["seen"] and sum(book.rounds[-1][1]["engine"]["arrived"].values()) == 200
+
+
+def test_a_task_suspended_over_its_grant_made_only_the_progress_it_ran():
+    """Expired at the lease's end but suspended half of it (over its memory grant): the next
+    round starts from half the lease's work, not the whole; without the suspension, the whole."""
+    from gensolver.model.tasks import Task
+
+    a = Task("a", 40.0, 40.0, 8, 10.0, tenant="t", release=1)
+
+    def executor(suspended: bool):
+        def run(plan):
+            hold = next(e.end - e.start for d in plan.devices for e in d.entries)
+            return {"a": Observation("expired", hold / 2 if suspended else hold * 0.98, suspended)}
+        return run
+
+    for suspended, first in ((True, 2.0), (False, 4.0)):
+        book = Book()
+        run_market_rounds([a], [GpuSpec("g", 80.0)], lease=4, step_seconds=STEP, execute=executor(suspended),
+                          max_rounds=2, journal=book)
+        assert book.rounds[1][1]["work"]["a"] == pytest.approx(first)
