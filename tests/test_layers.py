@@ -93,3 +93,27 @@ def test_the_engine_contract_forbids_every_inner_solver_module() -> None:
     above = sorted(f"gensolver.{name}" for name in names[:names.index("solvers")])
     assert sorted(engine["source_modules"]) == above
     assert engine["allow_indirect_imports"] is True  # the engine itself imports its inside
+
+
+def _picture_layers(text: str) -> list[list[str]]:
+    """The layers drawn in the contributor guide's picture, top first (each a list of packages)."""
+    block = text.split("## The layers", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    rows = []
+    for line in block.splitlines():
+        if not line.strip() or set(line.strip()) <= {"─"}:
+            continue
+        head = line.strip().split("   ")[0]  # the packages, before the wide gap and the description
+        rows.append([name.strip() for name in head.split("│")])
+    return rows
+
+
+def test_the_contributor_guide_draws_the_layers_of_the_contract() -> None:
+    """``docs/contributing.md``'s picture is the ``layers`` contract, line for line (so a new
+    layer or package is drawn where the check puts it)."""
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [c for c in config if c["id"] == "layers"]
+    contract = [[name.strip() for name in line.split("|")] for line in layers["layers"]]
+    drawn = _picture_layers((ROOT / "docs" / "contributing.md").read_text(encoding="utf-8"))
+    assert drawn == contract
+    assert _picture_layers("## The layers\n```text\n a │ b    x\n ───\n c    y\n```\n") == [["a", "b"], ["c"]]
