@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from ..errors import GensolverError
+from ..errors import GensolverError, UnknownNameError
 
-__all__ = ["TraceFile", "TraceSource", "TRACE_SOURCES", "FetchError", "fetch_trace", "file_sha256"]
+__all__ = ["TraceFile", "TraceSource", "TRACE_SOURCES", "FetchError", "UnknownTraceError", "fetch_trace",
+           "file_sha256"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,13 @@ _CHUNK = 1 << 16
 
 class FetchError(GensolverError, RuntimeError):
     """A download that failed, was too large, or does not match its checksum."""
+
+
+class UnknownTraceError(UnknownNameError, KeyError):
+    """A trace name missing from the table (a ``KeyError`` too); the message lists the valid ones."""
+
+    def __str__(self) -> str:  # the message, not KeyError's quoted repr of it
+        return str(self.args[0]) if self.args else ""
 
 
 @dataclass(frozen=True)
@@ -178,14 +186,15 @@ def fetch_trace(name: str, directory: str | os.PathLike[str], *, mirror: str | N
 
     Raises
     ------
-    KeyError
-        Unknown trace name (the message lists the valid ones).
+    UnknownTraceError
+        Unknown trace name (a ``KeyError``; the message lists the valid ones).
     FetchError
         A failed download, a wrong size or checksum; the file is not written.
     """
     table = TRACE_SOURCES if sources is None else sources
     if name not in table:
-        raise KeyError(f"unknown trace {name!r}; valid: {', '.join(table)}")
+        raise UnknownTraceError(f"unknown trace {name!r}; valid: {', '.join(table)}", kind="trace", name=str(name),
+                                valid=tuple(table))
     src = table[name]
     folder = Path(directory) / src.folder
     folder.mkdir(parents=True, exist_ok=True)

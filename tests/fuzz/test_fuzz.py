@@ -73,6 +73,34 @@ def test_the_roundtrip_harness_catches_a_reader_that_loses_a_bid(monkeypatch: py
         check("roundtrip", seed)
 
 
+def test_the_fetch_harness_catches_a_download_kept_against_its_checksum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A downloader that keeps a file whose checksum does not match is a crash (seed ``wrongsha``)."""
+    import gensolver.traces.fetch as fetch
+
+    seed = (ROOT / "fuzz" / "corpus" / "fetch" / "wrongsha").read_bytes()
+    check("fetch", seed)
+    real = fetch._download
+
+    def trusting(url, dest, entry, timeout):  # type: ignore[no-untyped-def]
+        real(url, dest, fetch.TraceFile(entry.name, entry.url, entry.size, None), timeout)
+
+    monkeypatch.setattr(fetch, "_download", trusting)
+    with pytest.raises(AssertionError, match="accepted"):
+        check("fetch", seed)
+
+
+def test_the_api_harness_catches_a_reader_that_truncates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bounded reader that returns less than a file within its limit is a crash (seed ``b6``)."""
+    from gensolver.model import inputs
+
+    seed = (ROOT / "fuzz" / "corpus" / "api" / "b6").read_bytes()
+    check("api", seed)
+    real = inputs.read_limited
+    monkeypatch.setattr(inputs, "read_limited", lambda path, limit=None: real(path, limit=limit)[:-1])
+    with pytest.raises(AssertionError, match="read_limited returned"):
+        check("api", seed)
+
+
 @pytest.mark.parametrize("name", sorted(HARNESSES))
 def test_atheris_short_run(name: str, tmp_path: Path) -> None:
     pytest.importorskip("atheris")

@@ -18,6 +18,7 @@ from typing import Iterator
 import pytest
 
 from gensolver.cli import main
+from gensolver.errors import GensolverError
 from gensolver.traces.fetch import TRACE_SOURCES, FetchError, TraceFile, TraceSource, fetch_trace
 
 
@@ -119,8 +120,11 @@ def test_an_entry_without_checksum_warns_unverified(served, tmp_path: Path) -> N
 
 
 def test_unknown_trace_names_the_valid_ones(tmp_path: Path) -> None:
-    with pytest.raises(KeyError, match="alibaba, philly"):
+    with pytest.raises(KeyError, match="alibaba, philly") as info:
         fetch_trace("nope", tmp_path)
+    assert isinstance(info.value, GensolverError)  # the base error promise: a KeyError and a GensolverError
+    assert str(info.value) == "unknown trace 'nope'; valid: alibaba, philly"
+    assert not (tmp_path / "nope").exists()
 
 
 def test_the_table_pins_commits_and_gives_every_checksum() -> None:
