@@ -291,7 +291,8 @@ def error_table(ws, *, tenants_max: int | None = None, policies=("market",)):
         tenants = [t for t in tenants if sum(1 for x in w.tasks if x.tenant == t) >= 5][:tenants_max]
         for p in policies:
             def run(wl, p=p):
-                return simulate(wl, policy=p)
+                name, opts = policy_spec(p)
+                return simulate(wl, policy=name, policy_options=opts or None)
             base = run(w)
             cost = {s.label(): max(-lie_gain(run, w, t, s, truthful=base).gain for t in tenants) for s in ERRORS}
             noise = max(abs(lie_gain(run, w, t, s, truthful=base).gain) for t in tenants for s in JITTER)
@@ -410,8 +411,9 @@ def main(argv=None):
                     help=f"skip {SOLVER_CLEARED} (the market cleared by the solver layer; old name: auction)")
     ap.add_argument("--json", type=Path, help="also write every table to this JSON file")
     ap.add_argument("--configs", type=_configs, help="NODESxCOMPRESS,... (default: all of CONFIGS)")
-    ap.add_argument("--lie-policies", type=lambda s: tuple(s.split(",")), default=LIE_POLICIES,
-                    help="policies of the lie table, comma-separated (NAME or NAME:KEY=VALUE+...)")
+    ap.add_argument("--lie-policies", type=lambda s: tuple(s.split(",")), default=None,
+                    help="policies of the lie table (and of --errors), comma-separated (NAME or NAME:KEY=VALUE+...; "
+                         f"default: {','.join(LIE_POLICIES)}, and market alone for --errors)")
     ap.add_argument("--policies", type=lambda s: tuple(s.split(",")), default=None,
                     help="policies of the policy table, comma-separated, each NAME or NAME:KEY=VALUE+KEY=VALUE "
                          "(policy options, e.g. market:smith=0.5; default: all policies)")
@@ -426,6 +428,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.seeds < 1:
         ap.error(f"--seeds must be >= 1, got {a.seeds}")
+    error_policies = a.lie_policies or ("market",)
+    a.lie_policies = a.lie_policies or LIE_POLICIES
     unknown = {p for p in a.lie_policies if policy_spec(p)[0] not in LIE_POLICIES}
     if unknown:
         ap.error(f"--lie-policies: unknown {sorted(unknown)}; choose from {', '.join(LIE_POLICIES)}")
@@ -439,7 +443,8 @@ def main(argv=None):
         rows = []
         for nodes, compress in configs:
             for seed in range(a.seeds):
-                rows += error_table(workloads(nodes, compress, seed=seed), tenants_max=1 if a.quick else None)
+                rows += error_table(workloads(nodes, compress, seed=seed), tenants_max=1 if a.quick else None,
+                                    policies=error_policies)
         show(rows, "cost of honest estimation errors (report below the truth), % of the tenant's truthful "
                    "utility, worst tenant; noise floor: largest move of a 2% jitter")
         print(f"\n({time.perf_counter() - t0:.0f} s)")

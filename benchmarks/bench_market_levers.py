@@ -1,0 +1,116 @@
+"""What drives the market's average JCT? An ablation of every lever, against finish-time fairness.
+
+Issue 27 asks the one market engine for an average JCT at most 0.85x finish-time-fair's (FTF)
+under overload (12 and 28 GPUs, arrivals x16). This script measures each lever of
+:class:`gensolver.market.engine.CreditEngine` on its own, on the same workloads as
+``benchmarks/bench_market.py`` (the bundled Alibaba 2023 list and synthetic workloads of 300
+tasks, 30% with deadlines; seed ``k > 0`` jitters the Alibaba arrivals and draws a new
+synthetic workload), and prints, per configuration and workload, the mean over seeds of
+
+- ``jct/ftf``: average JCT over finished-time-fair's (every run finishes every task; the
+  ``done`` column says so);
+- for FTF itself, two facts that bound what any order can win: ``dur/jct``, the share of the
+  average JCT that is the tasks' own durations (no schedule runs a task faster than speed 1,
+  so only the rest, the waiting, can shrink), and ``busy``, the compute in use while one-GPU
+  tasks wait (capacity that packing leaves idle; ``1.0`` would be perfect packing).
+
+Levers (policy specs as in ``bench_market.py``: ``market:KEY=VALUE+KEY=VALUE``; ``lease=N`` is
+the simulator's round length, not an engine option): Smith's rule on the remaining work
+(``smith``), pure shortest-remaining-first (``rho_power=0+smith=4``), no credits
+(``credit_power=0``), the solver clearing with memory levels (``levels``: the elastic speed
+model, more tasks at lower memory) and a larger stay bonus, preferred-memory backfill only,
+and rounds of 1 step (preemption at every arrival).
+
+Run: ``python benchmarks/bench_market_levers.py`` (``--seeds 3``, ``--configs 2x16,4x16``,
+``--levers market,market:smith=1``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_market import _configs, policy_spec, show, workloads  # noqa: E402
+
+from gensolver.sim import simulate  # noqa: E402
+
+LEVERS = ("market", "market:smith=0.5", "market:smith=1", "market:smith=2", "market:rho_power=0+smith=4",
+          "market:smith=1+credit_power=0", "market:clearing=solver", "market:smith=1+clearing=solver",
+          "market:smith=1+clearing=solver+levels=3", "market:smith=1+clearing=solver+stay_bonus=0.3",
+          "market:smith=1+backfill=preferred", "market:smith=1+lease=1")
+
+
+def busy_while_waiting(result, w) -> float:
+    """Mean compute in use (fraction of the GPUs' compute) over the steps at which some
+    one-GPU task of workload ``w`` waits (a gang waiting for a whole node does not count), from
+    the event log alone."""
+    gpus = len(w.gpus)
+    single = {t.id for t in w.tasks if t.gpus == 1}
+    events = [e.to_dict() for e in result.events]
+    horizon = int(max(e["time"] for e in events)) + 2
+    compute, waiting = np.zeros(horizon), np.zeros(horizon)
+    running: dict[str, tuple[int, float]] = {}
+    for e in events:
+        t = int(e["time"])
+        one = e["task"] in single
+        if e["kind"] == "arrive":
+            waiting[t:] += one
+        elif e["kind"] == "start":
+            running[e["task"]] = (t, e["compute"] * len(e["gpus"]))
+            waiting[t:] -= one
+        elif e["kind"] in ("stop", "finish"):
+            t0, c = running.pop(e["task"])
+            compute[t0:t] += c
+            if e["kind"] == "stop":
+                waiting[t:] += one
+    mask = waiting > 0
+    return float(compute[mask].mean() / gpus) if mask.any() else 1.0
+
+
+def run(spec: str, w):
+    name, opts = policy_spec(spec)
+    lease = int(opts.pop("lease", 5))
+    return simulate(w, policy=name, policy_options=opts or None, lease=lease)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--configs", type=_configs, default=((2, 16.0), (4, 16.0)))
+    ap.add_argument("--levers", type=lambda s: tuple(s.split(",")), default=LEVERS)
+    a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    cells: dict[tuple[str, str], list[tuple[float, float, float, int]]] = {}
+    for nodes, compress in a.configs:
+        for seed in range(a.seeds):
+            for w in workloads(nodes, compress, seed=seed):
+                kind = f"{'Ali' if w.name.startswith('alibaba') else 'syn'} {len(w.gpus)}x{compress:g}"
+                ftf = simulate(w, policy="finish-time-fair")
+                f = ftf.metrics
+                dur = float(np.mean([t.duration for t in w.tasks]))
+                cells.setdefault((kind, "finish-time-fair"), []).append(
+                    (1.0, dur / f.avg_jct, busy_while_waiting(ftf, w), f.completed == len(w.tasks)))
+                for spec in a.levers:
+                    r = run(spec, w)
+                    m = r.metrics
+                    cells.setdefault((kind, spec), []).append(
+                        (m.avg_jct / f.avg_jct, dur / m.avg_jct, busy_while_waiting(r, w),
+                         m.completed == len(w.tasks)))
+    rows = []
+    for (kind, spec), xs in cells.items():
+        v = np.array(xs, dtype=float)
+        rows.append({"config": kind, "policy": spec, "seeds": len(xs), "jct/ftf": f"{v[:, 0].mean():.3f}",
+                     "dur/jct": f"{v[:, 1].mean():.3f}", "busy": f"{v[:, 2].mean():.3f}",
+                     "done": "all" if v[:, 3].all() else "MISS"})
+    show(rows, "average JCT / FTF's per lever (mean over seeds); dur/jct: the share of JCT that is the tasks' "
+               "own durations; busy: compute in use while tasks wait")
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
