@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 
 import numpy as np
 import pytest
@@ -239,16 +240,16 @@ def _score_ratio(**opts) -> float:
     return by_id["rich-t"] / by_id["poor-t"]
 
 
-def test_the_solver_clearing_bounds_what_credits_and_urgency_move():
-    """With ``clearing="solver"`` credits (hence urgency, which only splits a tenant's
-    credits) move a score by at most ``sqrt(spread)`` each way: two identical tasks differ by
-    at most ``spread`` however unequal their tenants' balances. The greedy clearing's full power
-    exceeds that bound (the check can fail), and an explicit ``credit_power`` is kept."""
+@pytest.mark.parametrize("clearing", ["greedy", "solver"])
+def test_the_engine_bounds_what_credits_and_urgency_move(clearing):
+    """Under either clearing, by default, credits (hence urgency, which only splits a
+    tenant's credits) move a score by at most ``spread ** 0.25`` each way: two identical tasks
+    differ by at most ``sqrt(spread)`` however unequal their tenants' balances. Full credit
+    power exceeds that bound (the check can fail), and an explicit ``credit_power`` is kept."""
     spread = 1.5
-    solver = _score_ratio(clearing="solver")
-    assert 1.0 < solver <= spread + 1e-9
-    assert _score_ratio(clearing="greedy") > spread + 1e-6
-    assert _score_ratio(clearing="solver", credit_power=1.0) > spread + 1e-6
+    assert 1.0 < _score_ratio(clearing=clearing) <= math.sqrt(spread) + 1e-9
+    assert _score_ratio(clearing=clearing, credit_power=1.0) > math.sqrt(spread) + 1e-6
+    assert _score_ratio(clearing=clearing, credit_power=1.0) <= spread ** 2 + 1e-9
 
 
 @pytest.mark.parametrize("seed", range(10))

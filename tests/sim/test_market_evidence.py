@@ -150,7 +150,7 @@ def test_an_unstoppable_caught_task_is_paid_back_by_its_tenants_other_tasks(pree
     w1 = Task("w1", 4, 4, 4, 1.0, compute=0.3, tenant="L", release=3)
     w2 = replace(w1, id="w2", tenant="T")
     c = Cluster([GpuSpec("g", 10.0)], [replace(n, duration=2), w1, w2], truths={"n": n})
-    pol = MarketPolicy(pay_back=pay_back)  # smith = 0: L's calibration (x1.5) would move Smith's factor
+    pol = MarketPolicy(pay_back=pay_back, smith=0.0)  # L's calibration (x1.5) would move Smith's factor
     pol.attach(c)
     for st in c.tasks.values():
         st.state = "waiting"
