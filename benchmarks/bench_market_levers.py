@@ -15,11 +15,12 @@ synthetic workload), and prints, per configuration and workload, the mean over s
   tasks wait (capacity that packing leaves idle; ``1.0`` would be perfect packing).
 
 Levers (policy specs as in ``bench_market.py``: ``market:KEY=VALUE+KEY=VALUE``; ``lease=N`` is
-the simulator's round length, not an engine option): Smith's rule on the remaining work
-(``smith``), pure shortest-remaining-first (``rho_power=0+smith=4``), no credits
-(``credit_power=0``), the solver clearing with memory levels (``levels``: the elastic speed
-model, more tasks at lower memory) and a larger stay bonus, preferred-memory backfill only,
-and rounds of 1 step (preemption at every arrival).
+the simulator's round length, not an engine option), each on the engine's defaults (Smith's
+rule ``smith=1``, ``credit_power=0.25``): the earlier rules (``smith=0``, full credit power;
+the solver clearing's 0.5), Smith's exponent (``smith``), pure shortest-remaining-first
+(``rho_power=0+smith=4``), no credits (``credit_power=0``), the solver clearing with memory
+levels (``levels``: the elastic speed model, more tasks at lower memory) and a larger stay
+bonus, preferred-memory backfill only, and rounds of 1 step (preemption at every arrival).
 
 Run: ``python benchmarks/bench_market_levers.py`` (``--seeds 3``, ``--configs 2x16,4x16``,
 ``--levers market,market:smith=1``).
@@ -39,10 +40,11 @@ from bench_market import _configs, policy_spec, show, workloads  # noqa: E402
 
 from gensolver.sim import simulate  # noqa: E402
 
-LEVERS = ("market", "market:smith=0.5", "market:smith=1", "market:smith=2", "market:rho_power=0+smith=4",
-          "market:smith=1+credit_power=0", "market:clearing=solver", "market:smith=1+clearing=solver",
-          "market:smith=1+clearing=solver+levels=3", "market:smith=1+clearing=solver+stay_bonus=0.3",
-          "market:smith=1+backfill=preferred", "market:smith=1+lease=1")
+#: the engine's default (``market``), the earlier rules, then one lever at a time on the default
+LEVERS = ("market", "market:smith=0+credit_power=1", "market:clearing=solver+smith=0+credit_power=0.5",
+          "market:smith=0.5", "market:smith=2", "market:rho_power=0+smith=4", "market:credit_power=0",
+          "market:clearing=solver", "market:clearing=solver+levels=3", "market:clearing=solver+stay_bonus=0.3",
+          "market:backfill=preferred", "market:lease=1")
 
 
 def busy_while_waiting(result, w) -> float:
