@@ -64,7 +64,7 @@ from .common import AdapterError
 from .flavors import CONFIG_LABEL, FROM, GPUS
 from .names import comment_text
 
-__all__ = ["apply_script", "apply_groups", "relabels", "Relabel", "RELABEL_TIMEOUT", "DRAIN_SLACK"]
+__all__ = ["apply_script", "apply_groups", "relabels", "Relabel", "RELABEL_TIMEOUT", "DRAIN_SLACK", "RELABEL_FN"]
 
 #: seconds a relabel waits for its node to advertise the new config
 RELABEL_TIMEOUT = 180
@@ -189,7 +189,8 @@ def _nodes(obj: Mapping[str, Any]) -> list[str]:
     return [v for t in terms for e in t["matchExpressions"] for v in e["values"]]
 
 
-_RELABEL_FN = [
+#: the script's ``relabel`` function (constant: every value reaches it as a quoted argument)
+RELABEL_FN = (
     "# relabel NODE CONFIG REPLICAS GPUS DRAIN NAMESPACE PLAN: wait (DRAIN s at most) until no pod of the",
     "# plan is pending or running on NODE, set its device plugin config, and wait until NODE advertises",
     "# its GPUs (GPU feature discovery's count, else GPUS) times REPLICAS.",
@@ -215,7 +216,7 @@ _RELABEL_FN = [
     "    return 1",
     "  fi",
     "}",
-]
+)
 
 
 def _pods_meta(objects: Sequence[Mapping[str, Any]]) -> tuple[str, str, int]:
@@ -240,7 +241,7 @@ def apply_script(objects: Sequence[Mapping[str, Any]], *, start_at: float, heade
     events = relabels(objects, start_at)
     namespace, digest, grace = _pods_meta(objects)
     if events:
-        lines += _RELABEL_FN
+        lines += list(RELABEL_FN)
     pending: dict[str, str] = {}
 
     def start(relabel: Relabel, k: int) -> None:

@@ -35,6 +35,7 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from gensolver.adapters.k8s_apply import RELABEL_FN
 from gensolver.adapters.names import safe_token
 from gensolver.cli import main
 from gensolver.executor import write_plan
@@ -136,6 +137,11 @@ def test_the_line_checker_refuses_unquoted_input() -> None:
                 "#SBATCH --partition=a b\n", "#SBATCH --partition=a\ntouch x\n", "export GENSOLVER_TASK='a\n",
                 "timeout --signal=TERM --kill-after=1 -- \"$left\" a;b\n"):
         assert script_problems(bad, SBATCH_LINES) != [], bad
+    good = "#!/bin/bash\nrelabel n-1 gensolver-whole 1 1 0 default 'a b' &\nprintf '%s\\n' '{}' | \"$KUBECTL\" apply -f -\n"
+    assert script_problems(good, APPLY_LINES) == []
+    for bad in ("relabel n-1 $(x) 1 1 0 default d &\n", "relabel n-1 c 1 1 0 default d; touch x &\n",
+                "printf '%s\\n' {} | \"$KUBECTL\" apply -f -\n", "wait_until 1; touch x\n", "relabel a b &\n"):
+        assert script_problems(bad, APPLY_LINES) != [], bad
 
 
 def _stubs(folder: Path) -> Path:
@@ -191,6 +197,18 @@ def _case(task_a: str, task_b: str, dev: str, node: str, partition: str, mapped:
             assert not yaml_out.exists()
         else:
             _check_k8s(yaml_out, node_a, mapped)
+        # the nvidia flavor's apply script: dev shares [0, 4) then is whole [4, 6) on node_a, so
+        # node_a is relabelled at 4 s; gpu1 is whole [0, 2) on mapped, which cannot share
+        # node_a's time while dev shares (refused by name when they are one node)
+        script = root / "apply.sh"
+        rc, err = _emit(["emit", "k8s", str(path), "--flavor", "nvidia", "--out", str(root / "nv.yaml"), "--node",
+                         node, "--device-map", f"gpu1={mapped}", "--start-at", str(T0), "--apply-script", str(script)])
+        assert rc == (0 if k8s_ok and mapped != node_a else 2), err
+        if rc == 2:
+            assert re.search(r"--node|--device-map|/devices/|/tasks/|--flavor", err), err
+            assert not script.exists()
+        else:
+            _check_apply(script, root, task_a, node_a, mapped, run=run)
 
 
 def _check_slurm(out: Path, root: Path, command: list[str], task_b: str, node_a: str, mapped: str, *,
@@ -252,6 +270,51 @@ def _check_k8s(path: Path, node_a: str, mapped: str) -> None:
         host = doc["spec"]["template"]["spec"]["nodeSelector"]["kubernetes.io/hostname"]
         devices = doc["metadata"]["annotations"]["gensolver.io/devices"]
         assert host == (mapped if devices == "gpu1" else node_a)
+
+
+T0 = 1_900_000_000
+#: the apply script's lines (emit k8s --apply-script): constant lines, and lines whose holes are
+#: numbers or shell-safe words
+APPLY_LINES = [re.compile(p + "$") for p in (
+    r"#!/bin/bash", r"#[ -~]*", re.escape("set -euo pipefail"), re.escape('KUBECTL="${KUBECTL:-kubectl}"'),
+    *(re.escape(line) for line in logical_lines("\n".join(
+        ["wait_until() {", "  local now", "  now=$(date +%s)", '  if [ "$now" -lt "$1" ]; then sleep $(( $1 - now )); fi',
+         "}"] + list(RELABEL_FN)))),
+    r"wait_until \d+", r"relabel( " + WORD + "){7} &", r"r\d+=\$!", r'wait "\$r\d+"',
+    r"printf Q " + WORD + re.escape(' | "$KUBECTL" apply -f -'))]
+
+
+def _check_apply(script: Path, root: Path, task_a: str, node_a: str, mapped: str, *, run: bool) -> None:
+    """The apply script: bash -n, only known lines; run against a recording kubectl stub: node_a
+    relabelled to the shared config at the start and to the whole one at 4 s, mapped to the
+    whole one; the task id reaches kubectl intact; no payload runs."""
+    checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, timeout=30)
+    assert checked.returncode == 0, checked.stderr
+    assert script_problems(script.read_text(), APPLY_LINES) == []
+    if not run:
+        return
+    bin_ = root / "kbin"
+    bin_.mkdir()
+    (bin_ / "kubectl").write_text("#!/bin/bash\n" + f"{sys.executable} -c 'import json, sys; print(json.dumps("
+                                  f"[sys.argv[1:], sys.stdin.read() if sys.argv[1] == \"apply\" else \"\"]))' \"$@\""
+                                  ' >> "$STUB_LOG"\n')
+    (bin_ / "kubectl").chmod(0o755)
+    (bin_ / "sleep").write_text("#!/bin/bash\n")
+    (bin_ / "sleep").chmod(0o755)
+    log = root / "kubectl.log"
+    log.touch()
+    env = dict(os.environ, PATH=f"{bin_}:{os.environ['PATH']}", STUB_LOG=str(log))
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, timeout=120, cwd=root)
+    assert done.returncode == 0, done.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    labels = sorted((argv[2], argv[4]) for argv, _ in calls if argv[:2] == ["label", "node"])
+    key = "nvidia.com/device-plugin.config="
+    assert labels == sorted([(node_a, key + "gensolver-shared"), (node_a, key + "gensolver-whole"),
+                             (mapped, key + "gensolver-whole")]), labels
+    tasks = {item["metadata"]["annotations"]["gensolver.io/task"] for argv, text in calls if argv[0] == "apply"
+             for item in json.loads(text)["items"] if item["kind"] == "Job"}
+    assert task_a in tasks
+    assert not list(root.rglob("PWNED"))
 
 
 @settings(max_examples=150, deadline=None, derandomize=True,
