@@ -2,11 +2,14 @@
 jobs hold their grants past their planned ends (issue 31's "+5 s" goal), from the logs and
 journals of one run of the real-Slurm test of all bundled plans at once.
 
-slurmd launches batch jobs one at a time: ``_rpc_batch_job`` takes a process-wide
-``launch_mutex`` around ``_forkexec_slurmstepd`` (Slurm 22.05 ``src/slurmd/slurmd/req.c``), so
-the k-th of N jobs allocated in one scheduler pass starts its script about k times the cost of
-one launch after its allocation. The batch script itself holds the bound from its launch: it
-computes what is left of its window from the planned end and exits at once when nothing is left.
+slurmd launches batch jobs one at a time (``_rpc_batch_job`` takes a process-wide
+``launch_mutex`` around ``_forkexec_slurmstepd``, Slurm 22.05 ``src/slurmd/slurmd/req.c``), so
+one slow launch delays every later one. Submitted with ``--export=ALL,GENSOLVER_T0=...``, each
+launch took about 0.5 s on this loaded machine: of 62 jobs allocated at once, the last began
+27 s late, and the jobs whose windows had closed by then (the script exits at once) still held
+their grants until then. With t0 passed as the script's argument instead, launches take
+milliseconds. The batch script holds the bound from its launch: it computes what is left of its
+window from the planned end and exits at once when nothing is left.
 This script separates the two:
 
 - ``lag``: slurmctld's allocation (``sched: Allocate`` / ``backfill: Started``) to slurmd's
@@ -62,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     logs = args.out / "slurm0" / "log"
     ctld = (logs / "slurmctld.log").read_text(errors="replace")
     alloc = _times(ctld, r"sched: Allocate JobId=(?P<job>\d+) ")
-    alloc.update(_times(ctld, r"backfill: Started JobId=(?P<job>\d+) "))
+    alloc.update(_times(ctld, r"sched/backfill: _start_job: Started JobId=(?P<job>\d+) "))
     done = _times(ctld, r"_job_complete: JobId=(?P<job>\d+) done")
     launch: dict[str, float] = {}
     gaps: list[float] = []

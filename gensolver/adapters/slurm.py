@@ -18,7 +18,12 @@ Every *run* of a task (a stretch without a stop or a device change, see
   ``GENSOLVER_GANG_SIZE`` and its rank in ``SLURM_NODEID``/``SLURM_PROCID``;
 - ``--begin``: the round's start ``t0`` plus ``start * time_scale`` seconds (rounded up to a
   second; Slurm's resolution), given at submission since only then is ``t0`` known; the
-  task's next run depends (``afterany``) on the previous one;
+  task's next run depends (``afterany``) on the previous one. ``t0`` reaches the script as its
+  argument (``sbatch [options] -- FILE T0``; ``GENSOLVER_T0`` in the environment also works),
+  not through ``--export=ALL,GENSOLVER_T0=...``: with that option slurmd (22.05) started each
+  batch script about 0.5 s after the previous one on a loaded machine, so that of 62 jobs
+  allocated at once the last began 27 s late (60 ``sleep`` jobs: median 32.9 s late with the
+  option, 0.11 s without, load 17-30; ``benchmarks/bench_slurm_launch.py``);
 - ``--time``: the run's length plus the grace period, in minutes rounded up (Slurm counts
   minutes); the script itself stops the command at the run's end (``timeout``, SIGTERM, then
   SIGKILL after the grace period), so a late start never runs past the plan's end. The time
@@ -305,11 +310,13 @@ def _script(plan: ExecutionPlan, grant: RunGrant, job: dict[str, Any], options: 
               f"# gensolver plan {comment_text(plan.name)} (digest {plan.digest}): task {comment_text(run.task)} "
               f"run {run.index} on {devices}",
               f"# plan time [{run.start:g}, {run.end:g}) s; wall time [{job['begin']:g}, {job['end']:g}) s after t0",
-              "# t0 (GENSOLVER_T0, epoch seconds) and --begin are given at submission.",
+              "# t0 (epoch seconds: the script's argument, else GENSOLVER_T0) and --begin are given at submission.",
               f"# A start with less than {options.min_run:g} s left before the planned end does not run the command",
               f"# (exit {SKIPPED_EXIT}; 0 without a command: its window is over, nothing was to run); a command",
               "# stopped at the planned end exits 0 (a planned stop, not a failure).",
-              ': "${GENSOLVER_T0:?submit with --export=ALL,GENSOLVER_T0=<epoch seconds>}"',
+              'GENSOLVER_T0="${1:-${GENSOLVER_T0:-}}"',
+              ': "${GENSOLVER_T0:?submit with t0 (epoch seconds) as the argument: sbatch [options] FILE T0}"',
+              "export GENSOLVER_T0",
               f"end=$(awk -v t0=\"$GENSOLVER_T0\" 'BEGIN {{ printf \"%.3f\", t0 + {job['end']!r} }}')",
               "left=$(awk -v e=\"$end\" -v now=\"$(date +%s.%N)\" 'BEGIN { d = e - now; if (d < 0) d = 0; printf \"%.3f\", d }')",
               f"if awk -v d=\"$left\" 'BEGIN {{ exit !(d < {options.min_run!r}) }}'; then",
@@ -404,9 +411,9 @@ def _submit_sh(jobs: Sequence[SlurmJob]) -> str:
     index = {j.key: k for k, j in enumerate(jobs)}
     for k, j in enumerate(jobs):
         dep = f' --dependency="afterany:${{id[{index[j.after]}]}}"' if j.after else ""
-        lines.append(f'id[{k}]=$(sbatch --parsable --export="ALL,GENSOLVER_T0=$t0" '
+        lines.append(f'id[{k}]=$(sbatch --parsable '
                      f'--begin="$(date -d "@$((t0 + {int(j.begin)}))" +%Y-%m-%dT%H:%M:%S)"{dep} -- '
-                     f'{shlex.quote(j.file)})')
+                     f'{shlex.quote(j.file)} "$t0")')
         lines.append(f'id[{k}]="${{id[{k}]%%;*}}"')
         lines.append(f'printf "%s %s\\n" {shlex.quote(shlex.quote(j.key))} "${{id[{k}]}}"')
     return "\n".join(lines) + "\n"

@@ -21,14 +21,12 @@ second or two.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import socket
 import subprocess
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -57,20 +55,6 @@ class SlurmCluster:
     def run(self, *argv: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
         """A Slurm client command against this cluster."""
         return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=self.env)
-
-    def launches(self) -> dict[str, float]:
-        """Job id -> when a slurmd began its batch script (epoch seconds, local time as sacct's),
-        from the daemons' own logs (``Launching batch job N``): Slurm's record of the moment a
-        job's script could first run, which on a loaded machine may come long after the Start
-        slurmctld records (the allocation)."""
-        out: dict[str, float] = {}
-        for log in sorted((self.root / "log").glob("slurmd-*.log")):
-            for m in _LAUNCH.finditer(log.read_text(errors="replace")):
-                out[m["job"]] = datetime.strptime(m["at"], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
-        return out
-
-
-_LAUNCH = re.compile(r"^\[(?P<at>[0-9T:.-]+)\] Launching batch job (?P<job>\d+) ", re.MULTILINE)
 
 
 def _free_ports(n: int) -> list[int]:

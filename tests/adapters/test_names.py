@@ -66,7 +66,8 @@ SBATCH_LINES = [re.compile(p + "$") for p in (
     r"#!/bin/bash", r"#SBATCH --(job-name|nodes|nodelist|ntasks-per-node|gres|time|comment|partition|output|cpus-per-task|mem)="
                     r"[A-Za-z0-9._:,%/@+=-]+",
     r"", r"#(?!SBATCH)[ -~]*",
-    re.escape(': "${GENSOLVER_T0:?submit with --export=ALL,GENSOLVER_T0=<epoch seconds>}"'),
+    re.escape('GENSOLVER_T0="${1:-${GENSOLVER_T0:-}}"'), re.escape("export GENSOLVER_T0"),
+    re.escape(': "${GENSOLVER_T0:?submit with t0 (epoch seconds) as the argument: sbatch [options] FILE T0}"'),
     re.escape('end=$(awk -v t0="$GENSOLVER_T0" Q)'),
     re.escape('left=$(awk -v e="$end" -v now="$(date +%s.%N)" Q)'),
     re.escape('if awk -v d="$left" Q; then'),
@@ -81,8 +82,8 @@ SUBMIT_LINES = [re.compile(p + "$") for p in (
     re.escape('t0="${1:-$(date +%s)}"'),
     re.escape('case "$t0" in (*[!0-9]*|"") echo "submit.sh: t0 must be epoch seconds" >&2; exit 2;; esac'),
     re.escape("declare -a id"),
-    r'id\[\d+\]=\$\(sbatch --parsable --export="ALL,GENSOLVER_T0=\$t0" --begin="\$\(date -d "@\$\(\(t0 \+ \d+\)\)" '
-    r'\+%Y-%m-%dT%H:%M:%S\)"( --dependency="afterany:\$\{id\[\d+\]\}")? -- ' + WORD + r"\)",
+    r'id\[\d+\]=\$\(sbatch --parsable --begin="\$\(date -d "@\$\(\(t0 \+ \d+\)\)" '
+    r'\+%Y-%m-%dT%H:%M:%S\)"( --dependency="afterany:\$\{id\[\d+\]\}")? -- ' + WORD + r' "\$t0"\)',
     r'id\[(\d+)\]="\$\{id\[\1\]%%;\*\}"', r'printf "%s %s\\n" ' + WORD + r' "\$\{id\[\d+\]\}"')]
 
 
@@ -237,7 +238,8 @@ def _check_slurm(out: Path, root: Path, command: list[str], task_b: str, node_a:
                           timeout=60, cwd=root)
     assert done.returncode == 0, done.stderr
     calls = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [c[-1] for c in calls] == [j["script"] for j in index["jobs"]] and all(c[-2] == "--" for c in calls)
+    assert [c[-2] for c in calls] == [j["script"] for j in index["jobs"]] and all(c[-3] == "--" for c in calls)
+    assert all(c[-1] == "1000000" for c in calls)  # t0, the script's argument
     printed = [shlex.split(line) for line in done.stdout.splitlines()]
     assert [p[0] for p in printed] == [j["key"] for j in index["jobs"]]
     log.write_text("")

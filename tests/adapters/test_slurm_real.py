@@ -18,7 +18,6 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Mapping
 
 import pytest
 
@@ -63,16 +62,14 @@ def _journal(path: Path) -> list[dict]:
 
 
 def check_against_plan(plan_path: Path, journal: list[dict], rows: dict[str, dict[str, str]], node: str,
-                       shards_per_gpu: int, scale: float, hold: float | None = None,
-                       launched: Mapping[str, float] | None = None) -> list[str]:
+                       shards_per_gpu: int, scale: float, hold: float | None = None) -> list[str]:
     """Every way the accounting records differ from the plan (an empty list: they agree); with
     ``hold``, also every job that ended (sacct's End) more than ``hold`` seconds after its planned
-    end, or, given ``launched`` (job id -> when its slurmd began the batch script, see
-    ``SlurmCluster.launches``), after the later of its planned end and that launch. (The bundled
-    test starts ~60 jobs at once: on a loaded 2-core machine slurmd begins their scripts a few per
-    second, up to 20 s after the allocation, and a script begun past its planned end exits at
-    once. What the adapter controls is that no script runs past that bound; a job Slurm
-    allocated but had not yet launched holds its grant for Slurm's own latency.)"""
+    end. (Slurm holds a job's grant from its allocation, sacct's Start, to its End, whether or not
+    slurmd has begun its script: the bound covers Slurm's launch latency too. The scripts get t0
+    as their argument, not by ``--export=ALL,GENSOLVER_T0=...``, which made slurmd begin them
+    about 0.5 s apart under load: the ~60 jobs of this file's first test then ended up to 24 s
+    late; see ``benchmarks/bench_slurm_launch.py``.)"""
     plan = read_plan(plan_path)
     head = journal[0]
     t0 = float(head["t0"])
@@ -111,14 +108,9 @@ def check_against_plan(plan_path: Path, journal: list[dict], rows: dict[str, dic
         starts[key] = (run.start, start)
         if hold is not None:
             due_end = t0 + run.end * scale
-            if launched is not None:
-                if row["JobID"] not in launched:
-                    problems.append(f"{key}: no slurmd launched job {row['JobID']}")
-                    continue
-                due_end = max(due_end, launched[row["JobID"]])
             if row["End"] in ("", "Unknown", "None") or _epoch(row["End"]) > due_end + hold:
-                problems.append(f"{key}: held its grant until {row['End']!r}, {due_end - t0:.1f} s after t0 "
-                                f"(its planned end{' or launch' if launched is not None else ''}) plus {hold:g} s")
+                problems.append(f"{key}: held its grant until {row['End']!r}, past {due_end - t0:.1f} s after t0 "
+                                f"(its planned end) plus {hold:g} s")
     for a, (pa, sa) in starts.items():
         for b, (pb, sb) in starts.items():
             if pa < pb and sa > sb:  # (sacct's Start has whole seconds; begin times are rounded up)
@@ -152,9 +144,8 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
                                                                       monkeypatch, capsys) -> None:
     """Goal of the adapter: every plan `gensolver plan` makes of the committed suites, all at once
     on the local Slurm (run --backend slurm), plus smoke-gpu-0 once more through `emit slurm` and
-    its submit.sh, each job where and when the plan put it and ended by its planned end (or its
-    launch, when slurmd began it later) plus 5 s; then a rerun of one plan adopts its jobs and
-    submits nothing."""
+    its submit.sh, each job where and when the plan put it and ended by its planned end plus 5 s;
+    then a rerun of one plan adopts its jobs and submits nothing."""
     procs = {}
     for name, plan in bundled_plans.items():
         journal = tmp_path / f"{name}.journal"
@@ -176,12 +167,11 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
         summary = [(j["key"], j["outcome"], j["exit_code"], j["start"], j["end"])
                    for j in json.loads(out).get("jobs", [])] if out.strip().startswith("{") else out[-2000:]
         assert proc.returncode == 0, (name, summary, err[-2000:])
-    launched = slurm.launches()
     for name, plan in bundled_plans.items():
         records = _journal(tmp_path / f"{name}.journal")
         rows = _sacct(slurm, [r["job"] for r in records if r["event"] == "submitted"])
         assert check_against_plan(plan, records, rows, slurm.node, slurm.shards_per_gpu, _scale(plan),
-                                  hold=HOLD, launched=launched) == [], name
+                                  hold=HOLD) == [], name
     # the emitted scripts, submitted by submit.sh: the same checks on what it printed ("key id" lines)
     ids = dict(line.split() for line in submitted.stdout.splitlines())
     deadline = time.monotonic() + 40
@@ -191,17 +181,14 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
             break
         time.sleep(1)
     records = [{"event": "plan", "t0": t0}] + [{"event": "submitted", "key": k, "job": v} for k, v in ids.items()]
-    assert check_against_plan(gpu0, records, rows, slurm.node, slurm.shards_per_gpu, _scale(gpu0), hold=HOLD,
-                              launched=slurm.launches()) == []
-    # the hold check fails on a job that ended past the later of its planned end and its launch + 5 s
+    assert check_against_plan(gpu0, records, rows, slurm.node, slurm.shards_per_gpu, _scale(gpu0), hold=HOLD) == []
+    # the hold check fails on a job that ended past its planned end + 5 s
     key, job = next(iter(ids.items()))
     run = next(r for t in read_plan(gpu0).tasks for r in read_plan(gpu0).runs(t.id) if f"{r.task}.{r.index}" == key)
-    bound = max(t0 + run.end * _scale(gpu0), slurm.launches()[job]) + HOLD
+    bound = t0 + run.end * _scale(gpu0) + HOLD
     late = dict(rows, **{job: dict(rows[job], End=datetime.fromtimestamp(math.ceil(bound) + 1).strftime("%Y-%m-%dT%H:%M:%S"))})
     assert [p for p in check_against_plan(gpu0, records, late, slurm.node, slurm.shards_per_gpu, _scale(gpu0),
-                                          hold=HOLD, launched=slurm.launches()) if "held its grant" in p] != []
-    assert any("no slurmd launched" in p for p in check_against_plan(
-        gpu0, records, rows, slurm.node, slurm.shards_per_gpu, _scale(gpu0), hold=HOLD, launched={}))
+                                          hold=HOLD) if "held its grant" in p] != []
 
     # the checker fails on wrong records: the same jobs against another node, or with starts swapped
     journal = tmp_path / "smoke-gpu-0.journal"

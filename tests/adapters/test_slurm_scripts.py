@@ -62,7 +62,7 @@ def test_every_bundled_plan_gives_one_script_per_run_with_the_plans_placement(bu
         assert subprocess.run(["bash", "-n", str(out / "submit.sh")]).returncode == 0
         # submitted in begin order: each run's sbatch line comes after those that begin earlier
         by_file = {j["script"]: j["key"] for j in index["jobs"]}
-        order = [by_file[line.rsplit(" -- ", 1)[1].rstrip(")")] for line in submit.splitlines() if "(sbatch " in line]
+        order = [by_file[line.rsplit(" -- ", 1)[1].removesuffix(" \"$t0\")")] for line in submit.splitlines() if "(sbatch " in line]
         assert sorted(order) == sorted(runs)
         assert [runs[k].start for k in order] == sorted(runs[k].start for k in order)
 
