@@ -25,8 +25,11 @@ Usage::
     .venv/bin/python benchmarks/bench_service_store.py --postgres postgresql://USER@HOST:PORT/DB
 
 Without ``--postgres`` a throw-away PostgreSQL server is started with the tests' helper
-(``tests/service/pgserver.py``: ``initdb`` in a temporary folder, 127.0.0.1, ``fsync=off``;
-run from the repository root with ``PYTHONPATH=.``).
+(``tests/service/pgserver.py``: ``initdb`` in a temporary folder, 127.0.0.1; run from the
+repository root with ``PYTHONPATH=.``). Durability differs between the backends by default:
+that server runs with ``fsync=off`` (a commit waits for no disk), while SQLite runs with
+``synchronous=full`` (each group commit is synced). ``--pg-fsync`` starts it as an operator would
+run it instead (``fsync=on``, ``synchronous_commit=on``); the table says which was used.
 """
 
 from __future__ import annotations
@@ -250,6 +253,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--backends", default="sqlite,postgresql,postgresql-2")
     ap.add_argument("--client", default="raw", choices=["raw", "httpx"],
                     help="raw: hand-written HTTP/1.1 (little client CPU); httpx: one httpx.AsyncClient per client")
+    ap.add_argument("--pg-fsync", action="store_true",
+                    help="run the started PostgreSQL with fsync=on, synchronous_commit=on (default: fsync=off)")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
     pg = None
@@ -263,7 +268,7 @@ def main(argv: list[str] | None = None) -> None:
                     if args.postgres is None and pg is None:
                         from tests.service.pgserver import PgServer
 
-                        pg = PgServer().start()
+                        pg = PgServer(fsync=args.pg_fsync).start()
                     db = args.postgres if args.postgres is not None else pg.new_database()
                 pg_data = pg.dir / "data" if pg is not None and backend != "sqlite" else None
                 results[backend] = bench(db, 2 if backend.endswith("-2") else 1, args.tasks, args.client, pg_data)
@@ -272,6 +277,9 @@ def main(argv: list[str] | None = None) -> None:
                 pg.stop()
     print(f"# bench_service_store ({os.cpu_count()} CPUs, {CLIENTS} {args.client} clients, load average "
           f"{os.getloadavg()[0]:.1f} at the end)\n")
+    if args.postgres is None and any(b != "sqlite" for b in results):
+        print("PostgreSQL (started here): " + ("fsync=on, synchronous_commit=on" if args.pg_fsync else
+              "fsync=off (commits wait for no disk; SQLite: synchronous=full); --pg-fsync for fsync=on") + "\n")
     print("| backend | GenTasks | submissions/s | p50 ms | p99 ms | server / PostgreSQL / client CPU ms per submission "
           "| lost / duplicated | statuses | goal |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -281,7 +289,7 @@ def main(argv: list[str] | None = None) -> None:
               f"{r['server_cpu_ms']:.2f} / {r['postgres_cpu_ms']:.2f} / {r['client_cpu_ms']:.2f} | "
               f"{r['lost']} / {r['duplicated']} | {r['statuses']} | {goal} |")
     if args.json:
-        Path(args.json).write_text(json.dumps({"clients": CLIENTS, "client": args.client, "backends": {
+        Path(args.json).write_text(json.dumps({"clients": CLIENTS, "client": args.client, "pg_fsync": args.pg_fsync, "backends": {
             b: {**r, "statuses": {str(k): v for k, v in r["statuses"].items()}} for b, r in results.items()}}))
 
 

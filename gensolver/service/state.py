@@ -88,6 +88,31 @@ def _dumps(obj: Any) -> str:
     return json.dumps(json_safe(obj), sort_keys=True, separators=(",", ":"), default=str)
 
 
+#: ids and tenants read by one statement of :func:`_read_for_submit` (well under SQLite's 999 parameters)
+_READ_CHUNK = 400
+
+
+def _read_for_submit(db: Any, ids: list[str], tenants: list[str]) -> tuple[int, dict[str, int], dict[str, Any]]:
+    """What a submission reads in its transaction, in one statement (one round trip to a
+    database server) for up to :data:`_READ_CHUNK` tasks: the largest ``seq``, each tenant's
+    count of waiting and running tasks, and the stored rows of the tasks ``ids`` (by id)."""
+    count = "(SELECT COUNT(*) FROM tasks WHERE tenant = ? AND state IN ('waiting', 'running'))"
+    head, rest = ids[:_READ_CHUNK], ids[_READ_CHUNK:]
+    first, others = tenants[:_READ_CHUNK // 4], tenants[_READ_CHUNK // 4:]
+    lives = "".join(f", {count} AS gs_live{k}" for k in range(len(first)))
+    rows = db.execute(f"SELECT (SELECT COALESCE(MAX(seq), 0) FROM tasks) AS gs_seq{lives}, t.* FROM (SELECT 1) AS one "
+                      f"LEFT JOIN tasks AS t ON t.id IN ({','.join('?' * len(head))})", (*first, *head)).fetchall()
+    seq = int(rows[0]["gs_seq"])
+    live = {tenant: int(rows[0][f"gs_live{k}"]) for k, tenant in enumerate(first)}
+    live.update((tenant, int(db.execute(f"SELECT {count}", (tenant,)).fetchone()[0])) for tenant in others)
+    found = {r["id"]: r for r in rows if r["id"] is not None}
+    for k in range(0, len(rest), _READ_CHUNK):
+        chunk = rest[k:k + _READ_CHUNK]
+        found.update((r["id"], r) for r in db.execute(
+            f"SELECT * FROM tasks WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall())
+    return seq, live, found
+
+
 class MarketService(ReadViews):
     """Tasks, rounds and credits of one service, durable in SQLite (see the module docstring)."""
 
@@ -254,16 +279,16 @@ class MarketService(ReadViews):
         def store(db) -> tuple[list[dict[str, Any]], bool]:
             created = False
             views = []
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM tasks").fetchone()[0]
+            seq, lives, found = _read_for_submit(db, [placed.id for placed, _ in rows],
+                                                 sorted({placed.tenant for placed, _ in rows}))
+            olds = [found.get(placed.id) for placed, _ in rows]
             quota = self.settings.max_tasks_per_tenant
             adding: dict[str, int] = {}
-            olds = [db.execute("SELECT * FROM tasks WHERE id = ?", (placed.id,)).fetchone() for placed, _ in rows]
             for (placed, _), old in zip(rows, olds):
                 if old is None or old["state"] == "cancelled":  # a retry of a held task adds nothing
                     adding[placed.tenant] = adding.get(placed.tenant, 0) + 1
             for tenant, n_new in adding.items():
-                live = db.execute("SELECT COUNT(*) FROM tasks WHERE tenant = ? AND state IN ('waiting', 'running')",
-                                  (tenant,)).fetchone()[0]
+                live = lives[tenant]
                 if live + n_new > quota:
                     raise Forbidden(f"tenant {tenant!r} holds {live} waiting or running tasks; {n_new} more would pass "
                                     f"its quota of {quota} (--max-tasks-per-tenant)", field="")

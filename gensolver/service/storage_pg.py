@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import threading
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from .storage import _DDL, SCHEMA_VERSION, StoreError, group_commit
@@ -72,10 +73,12 @@ def translate_ddl(ddl: str = _DDL) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=1024)
 def translate_sql(sql: str) -> str:
     """One statement of the service (SQLite dialect, ``?`` placeholders) for psycopg.
 
-    ``?`` outside quotes becomes ``%s`` and a literal ``%`` is doubled.
+    ``?`` outside quotes becomes ``%s`` and a literal ``%`` is doubled. The service sends a few
+    dozen distinct statements, so their translations are kept (a bounded cache).
 
     >>> translate_sql("SELECT * FROM t WHERE a = ? AND b LIKE '50%?' AND c = ?")
     "SELECT * FROM t WHERE a = %s AND b LIKE '50%%?' AND c = %s"
@@ -233,16 +236,47 @@ class PgStore:
         return group_commit(self, fn)
 
     def _run_batch(self, batch: list[list[Any]]) -> None:
+        """One group commit in psycopg's pipeline mode [2]_: statements whose results nobody reads
+        (``BEGIN``, the lock, savepoints, inserts) go out with the next statement that is read,
+        so a call costs about one round trip to the server, not one per statement.
+
+        In pipeline mode an error of the server is raised where results are next read, maybe
+        in another call's code; so an error of the database fails the whole batch (rolled
+        back, raised to every caller), while an error of a call's own code (a
+        :class:`~gensolver.errors.GensolverError` before anything failed on the server) rolls
+        back only that call's savepoint. The ``COMMIT``'s answer is checked to be ``COMMIT``
+        (the server answers ``ROLLBACK`` to a ``COMMIT`` of a failed transaction).
+
+        References
+        ----------
+        .. [2] psycopg 3 documentation, "Pipeline mode support",
+           https://www.psycopg.org/psycopg3/docs/advanced/pipeline.html
+        """
+        error = self._psycopg.Error
         try:
-            with self.write() as db:
-                for it in batch:
-                    db.execute("SAVEPOINT grouped")
-                    try:
-                        it[1] = it[0](db)
-                    except Exception as exc:
-                        db.execute("ROLLBACK TO grouped")
-                        it[2] = exc
-                    db.execute("RELEASE grouped")
+            with self._lock:
+                db = self.connection()
+                try:
+                    with db.raw.pipeline() as pipe:
+                        db.execute("BEGIN")
+                        db.execute("SELECT pg_advisory_xact_lock(?::bigint)", (WRITE_LOCK,))
+                        for it in batch:
+                            db.execute("SAVEPOINT grouped")
+                            try:
+                                it[1] = it[0](db)
+                            except error:
+                                raise
+                            except Exception as exc:
+                                db.execute("ROLLBACK TO grouped")
+                                it[1], it[2] = None, exc
+                            db.execute("RELEASE grouped")
+                        pipe.sync()  # every error of the batch is raised here at the latest
+                        done = db.execute("COMMIT")
+                    if done.statusmessage != "COMMIT":
+                        raise StoreError(f"{self.path}: the group commit was rolled back ({done.statusmessage})")
+                except BaseException:
+                    self._rollback(db)
+                    raise
         except BaseException as exc:  # the commit failed: nothing of the batch is stored
             for it in batch:
                 it[1], it[2] = None, it[2] or exc

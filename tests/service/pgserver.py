@@ -60,7 +60,10 @@ def _free_port() -> int:
 class PgServer:
     """One PostgreSQL cluster in a temporary folder, listening on 127.0.0.1:``port``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, fsync: bool = False) -> None:
+        #: False (tests): ``fsync=off``, nothing waits for the disk; True: PostgreSQL's defaults
+        #: (``fsync=on``, ``synchronous_commit=on``), as an operator runs it
+        self.fsync = fsync
         reason = why_not()
         if reason is not None:
             raise RuntimeError(reason)
@@ -84,7 +87,8 @@ class PgServer:
         self._run("initdb", "-D", str(data), "-A", "trust", "-U", USER, "--no-locale", "-E", "UTF8", "--no-sync")
         for attempt in range(3):  # a port found free may be taken before the server binds it
             self.port = _free_port()
-            opts = f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c max_connections=300 -c fsync=off"
+            opts = f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c max_connections=300"
+            opts += " -c fsync=on -c synchronous_commit=on" if self.fsync else " -c fsync=off"
             try:
                 self._run("pg_ctl", "-D", str(data), "-l", str(self.dir / "log"), "-o", opts, "-w", "-t", "60", "start")
                 return self

@@ -123,3 +123,81 @@ def test_rounds_and_credits_on_postgres(pg_market_api):
 
 def test_a_retried_round_on_postgres(pg_api):
     _retried_round(pg_api)
+
+
+def _batch(*fns):
+    """Items of one group commit, as :func:`~gensolver.service.storage.group_commit` queues them."""
+    return [[fn, None, None, threading.Event()] for fn in fns]
+
+
+def _put(key):
+    def fn(db):
+        db.execute("INSERT INTO meta(key, value) VALUES(?, ?)", (key, "b"))
+        return key
+    return fn
+
+
+def _refused(db):
+    db.execute("INSERT INTO meta(key, value) VALUES(?, ?)", ("refused", "b"))
+    raise ValueError("refused by the call's own code")
+
+
+def test_one_batch_keeps_the_calls_that_succeed(any_store):
+    """One batch, deterministically (not left to thread timing): the refused call's insert is
+    rolled back to its savepoint, its neighbours' are committed, each caller gets its own answer."""
+    batch = _batch(_put("b1"), _refused, _put("b2"), _put("b3"))
+    any_store._run_batch(batch)
+    assert all(it[3].is_set() for it in batch)
+    assert [it[1] for it in batch] == ["b1", None, "b2", "b3"]
+    assert [type(it[2]) for it in batch] == [type(None), ValueError, type(None), type(None)]
+    assert {r["key"] for r in any_store.query("SELECT key FROM meta WHERE value = 'b'")} == {"b1", "b2", "b3"}
+
+
+def test_a_database_error_in_a_pipelined_batch_fails_it_whole(pg_url):
+    """On PostgreSQL a batch is pipelined, so a server error may surface in another call's code:
+    then nothing of the batch is stored and every caller gets an error (none is told its change
+    is stored when it is not); the connection serves the next batch."""
+    store = open_store(pg_url)
+    try:
+        store._run_batch(_batch(_put("dup")))
+
+        def duplicate(db):  # the server refuses it; the error is read later, in the pipeline
+            db.execute("INSERT INTO meta(key, value) VALUES(?, ?)", ("dup", "b"))
+            return "dup"
+
+        batch = _batch(_put("c1"), duplicate, _put("c2"), _refused, _put("c3"))
+        store._run_batch(batch)
+        stored = {r["key"] for r in store.query("SELECT key FROM meta WHERE value = 'b'")}
+        for it, key in zip(batch, ["c1", "dup", "c2", "refused", "c3"]):  # told stored <=> stored
+            assert it[3].is_set() and (it[2] is None) == (key in stored and key != "dup")
+        assert all(it[2] is not None and it[1] is None for it in batch) and stored == {"dup"}
+        after = _batch(_put("d1"))
+        store._run_batch(after)
+        assert after[0][1] == "d1" and after[0][2] is None
+        assert {r["key"] for r in store.query("SELECT key FROM meta WHERE value = 'b'")} == {"dup", "d1"}
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("n_ids, n_tenants", [(1, 1), (3, 2), (450, 130)])
+def test_the_one_read_of_a_submission_matches_the_plain_queries(any_store, n_ids, n_tenants):
+    """:func:`_read_for_submit` (one statement, chunked beyond 400 ids or 100 tenants) against
+    one plain query per value."""
+    from gensolver.service.state import _read_for_submit
+
+    states = ["waiting", "running", "done", "cancelled"]
+    with any_store.write() as db:
+        for k in range(600):
+            db.execute("INSERT INTO tasks(id, tenant, name, state, task, source, submitted, seq, remaining, "
+                       "wait_since) VALUES(?,?,?,?,'{}','{}',0,?,1,0)",
+                       (f"t{k % 150}/n{k}", f"t{k % 150}", f"n{k}", states[k % 7 % 4], 10 * k + 3))
+    ids = [f"t{k % 150}/n{k}" for k in range(0, 1200, 1200 // n_ids)][:n_ids]  # half stored, half not
+    tenants = [f"t{k}" for k in range(n_tenants)]
+    with any_store.write() as db:
+        seq, lives, found = _read_for_submit(db, ids, tenants)
+    assert seq == any_store.one("SELECT MAX(seq) FROM tasks")[0] == 5993
+    for tenant in tenants:
+        assert lives[tenant] == any_store.one("SELECT COUNT(*) FROM tasks WHERE tenant = ? AND state IN "
+                                              "('waiting', 'running')", (tenant,))[0]
+    assert set(found) == {i for i in ids if any_store.one("SELECT 1 FROM tasks WHERE id = ?", (i,))}
+    assert all(found[i]["name"] == i.split("/")[1] and found[i]["id"] == i for i in found)
