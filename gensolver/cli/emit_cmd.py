@@ -165,7 +165,7 @@ def emit_k8s(
     cpu: Optional[str] = typer.Option(None, "--cpu", help="CPU request of every container (e.g. 2, 500m)."),
     memory: Optional[str] = typer.Option(None, "--memory", help="Host memory request and limit of every container (e.g. 16Gi)."),
     gpu_uuid: List[str] = typer.Option([], "--gpu-uuid", help="hami: PLAN_DEVICE=GPU-UUID (repeatable); pins pods to the planned GPUs."),
-    apply_script: Optional[Path] = typer.Option(None, "--apply-script", help="With --start-at: write a bash script that applies each run's objects at its start."),
+    apply_script: Optional[Path] = typer.Option(None, "--apply-script", help="With --start-at: write a bash script that applies each run's objects at its start (nvidia, kueue: and relabels a node between its whole and shared runs)."),
 ) -> None:
     """Print (or write) PLAN_FILE as Kubernetes Jobs in a GPU-sharing flavor."""
     from ..adapters.common import AdapterError
