@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..errors import InputError
 from ..model.tasks import GpuSpec, Task, task_speed
 
 __all__ = ["MarketRound", "MarketRun", "Observation", "run_market_rounds"]
@@ -128,7 +129,7 @@ class _State:
     def from_dict(cls, doc: dict[str, Any], known: set[str]) -> _State:
         unknown = sorted((set(doc["work"]) | set(doc["placed"])) - known)
         if unknown:
-            raise ValueError(f"task {unknown[0]!r} is not in the jobs")
+            raise InputError(f"state.work: task {unknown[0]!r} is not in the jobs")
         return cls({str(k): float(v) for k, v in doc["work"].items()},
                    {str(k): (tuple(map(str, g)), float(m)) for k, (g, m) in doc["placed"].items()})
 
