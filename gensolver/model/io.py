@@ -25,9 +25,10 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Mapping
+from typing import IO, Any
 
 import numpy as np
 

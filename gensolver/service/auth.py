@@ -173,21 +173,38 @@ def rotate_token(store: Store, token_id: str, *, expires: float | None = None, g
 
 
 class TokenCache:
-    """Verified tokens (token -> principal), dropped whenever ``meta.tokens_version`` changes."""
+    """Verified tokens (token -> principal), dropped whenever ``meta.tokens_version`` changes.
+
+    Safe for threads (replicas on PostgreSQL verify tokens off the event loop): the version
+    only moves forward, and a token verified by a thread is kept only if the cache's version is
+    still the one that thread read before reading the token's row. So a cached answer was read
+    after the latest token change that any request using it had seen.
+    """
 
     def __init__(self, size: int = 10_000) -> None:
         self.size = size
-        self.version: str | None = None
+        self.version = -1
         self.entries: dict[str, tuple[Principal, float | None]] = {}
         self.lock = threading.Lock()
 
-    def sync(self, store: Store) -> None:
+    def sync(self, store: Store) -> int:
+        """Read the stored version, drop every entry if it is newer than the cache's; the version read."""
         row = store.one("SELECT value FROM meta WHERE key = 'tokens_version'")
-        version = None if row is None else str(row["value"])
+        version = 0 if row is None else int(row["value"])
         with self.lock:
-            if version != self.version:
+            if version > self.version:
                 self.entries.clear()
                 self.version = version
+        return version
+
+    def put(self, token: str, entry: tuple[Principal, float | None], version: int) -> None:
+        """Keep ``entry``, verified after reading ``version`` (:meth:`sync`), unless tokens changed since."""
+        with self.lock:
+            if version != self.version:
+                return
+            if len(self.entries) >= self.size:
+                self.entries.clear()
+            self.entries[token] = entry
 
 
 def verify_token(store: Store, header: str | None, cache: TokenCache | None = None, *,
@@ -213,8 +230,9 @@ def verify_token(store: Store, header: str | None, cache: TokenCache | None = No
     if not token.startswith(_PREFIX) or len(token) > 200:
         raise bad
     now = time.time() if now is None else now
+    version = 0
     if cache is not None:
-        cache.sync(store)
+        version = cache.sync(store)
         hit = cache.entries.get(token)
         if hit is not None:
             if hit[1] is not None and hit[1] <= now:
@@ -232,10 +250,7 @@ def verify_token(store: Store, header: str | None, cache: TokenCache | None = No
         raise bad
     who = Principal(row["tenant"], bool(row["admin"]), token_id, end)
     if cache is not None:
-        with cache.lock:
-            if len(cache.entries) >= cache.size:
-                cache.entries.clear()
-            cache.entries[token] = (who, end)
+        cache.put(token, (who, end), version)
     return who
 
 

@@ -84,8 +84,13 @@ def _service(request: Request) -> MarketService:
 async def principal(request: Request,
                     credentials: Optional[HTTPAuthorizationCredentials] = Depends(_bearer)) -> Principal:
     """The authentication dependency: the caller's :class:`Principal` from its bearer token
-    (``async``: a known token is a dictionary lookup, a new one one indexed SQLite read), then
-    the token's own rate limit (the client address had its limit before, in the guard)."""
+    (``async``: a known token is a dictionary lookup after one read of the tokens' version, a
+    new one one indexed read), then the token's own rate limit (the client address had its limit
+    before, in the guard). On SQLite the reads are local and run on the event loop; on a
+    database server (a PostgreSQL store) they are round trips, run in the thread pool so that
+    no request waits on another's."""
+    if _service(request).store.shared:
+        return await run_in_threadpool(_authenticate, request)
     return _authenticate(request)
 
 

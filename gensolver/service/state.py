@@ -28,8 +28,9 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring as _js  # type: ignore[attr-defined]
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import yaml
 

@@ -18,7 +18,8 @@ reader ignores most unknown fields; a misplaced ``gpus: 4`` would be dropped sil
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import InputError
 from .errors import BadRequest

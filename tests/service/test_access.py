@@ -177,3 +177,32 @@ def test_a_layout_2_database_gets_per_tenant_task_ids(tmp_path):
         assert store.one("SELECT task FROM feedback")["task"] == "alice/job"
     finally:
         store.close()
+
+
+def test_the_token_cache_keeps_no_answer_read_before_a_change(tmp_path):
+    """Threads verify tokens concurrently (off the event loop on PostgreSQL): an answer read
+    before a token change that another thread has already seen is not kept, and the cache's
+    version never moves back when a thread read an older one."""
+    store = Store(tmp_path / "m.db")
+    try:
+        tok = add_token(store, "alice")
+        cache = TokenCache()
+        seen = cache.sync(store)  # thread A reads the version, then (later) the token's row
+        verified = verify_token(store, f"Bearer {tok}", None)
+        revoke_token(store, tok.split("_")[1])
+        assert cache.sync(store) == seen + 1  # thread B saw the revocation
+        cache.put(tok, (verified, None), seen)  # A's answer, read before it, comes too late
+        assert tok not in cache.entries
+
+        class Lagging:  # a reader whose snapshot is older than the cache's version
+            @staticmethod
+            def one(sql, params=()):
+                return {"value": str(seen)}
+
+        assert cache.sync(Lagging()) == seen and cache.version == seen + 1
+        cache.put(tok, (verified, None), seen)
+        assert tok not in cache.entries
+        with pytest.raises(Unauthorized):
+            verify_token(store, f"Bearer {tok}", cache)
+    finally:
+        store.close()
