@@ -21,10 +21,22 @@ Algorithm (Day & Raghavan 2007 constraint generation)
    violated core constraint's left side; if ``z <= sum(p)`` (absolute tolerance a quarter of
    the payment tolerance) ``p`` is in the core: stop. Otherwise the bidders of its solution form a blocking coalition
    ``C``; add ``sum_{i in W \\ C} p_i >= V(C) - sum_{i in W cap C} v_i(x*)``.
-4. Day–Cramton tie-break: an LP (:func:`scipy.optimize.linprog`, HiGHS) minimises
-   ``sum(p)`` over the constraints and ``p_vcg <= p <= v(x*)``, giving revenue ``R``; a QP
-   (:func:`scipy.optimize.minimize`, SLSQP) minimises ``||p - p_vcg||^2`` with
+4. Day–Cramton tie-break: an LP (HiGHS simplex) minimises ``sum(p)`` over the constraints and
+   ``p_vcg <= p <= v(x*)``, giving revenue ``R``; a QP (HiGHS, or an active-set method where
+   that fails, :mod:`~gensolver.mechanisms.core_lp`) minimises ``||p - p_vcg||^2`` with
    ``sum(p) = R`` fixed. Go to 3 with the new ``p``.
+
+Budget
+------
+``time_limit`` is the budget of the whole run: the VCG stage may use the share ``vcg_share``
+(default 0.5); each separation solve is then given half of what is left, and the LP, the QP and
+the rational certificate are charged to it and stopped by what is left
+(:class:`~gensolver.mechanisms.core_lp.CoreBudget`). In deterministic mode (the default with
+``method="auto"``) the budget is in work units, so payments depend on the reports and the
+budget, not on the machine's load; ``details["work"]`` gives each stage's charge (the last solve
+may overshoot its share by CP-SAT's own overshoot of its deterministic limit). A run the budget
+cuts short stops with ``exact=False``, a message saying where, and intervals between the VCG
+lower bounds and the bids.
 
 Exact payments
 --------------
@@ -71,23 +83,23 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
-from scipy.optimize import linprog, minimize
 
 from .._deprecation import method_alias
 from ..errors import InputError, check_options
 from ..model import Bid, Instance
 from ..model.tolerances import payment_tolerance
 from ..model.validate import mark_validated
-from ..solvers import Status, solve
-from ..solvers.engine import DEFAULT_MIP_GAP
+from ..solvers import Status
+from ..solvers.engine import DEFAULT_MIP_GAP, anytime_solve, finish, from_instance
 from .common import check_call, make_outcome, solve_wdp, winning_bids
-from .core_certify import MAX_CERTIFIED, certify_core_point
+from .core_certify import MAX_CERTIFIED, OpCounter, certify_core_point
+from .core_lp import WORK_PER_RATIONAL_OP, CoreBudget, lp_qp
 from .outcome import Outcome
 from .vcg import vcg
 
 __all__ = ["core", "separate", "Separation"]
 
-_DEFAULTS: dict[str, Any] = {"max_iterations": 200, "threads": None, "deterministic": None}
+_DEFAULTS: dict[str, Any] = {"max_iterations": 200, "threads": None, "deterministic": None, "vcg_share": 0.5}
 
 
 class Separation(NamedTuple):
@@ -105,6 +117,8 @@ class Separation(NamedTuple):
     optimal: bool
     #: the coalition's winning bids (a feasible allocation worth ``coalition_value``)
     bids: tuple[str, ...] = ()
+    #: work units charged (deterministic mode; ``0.0`` otherwise)
+    work: float = 0.0
 
 
 def separate(
@@ -139,8 +153,11 @@ def separate(
         for b in instance.bids
     ]
     reduced = mark_validated(instance.replace_bids(bids))
+    work = 0.0
     if deterministic:  # ``time_limit`` in work units of the anytime engine: load-independent
-        res = solve(reduced, method="auto", time_limit=time_limit, threads=threads, options={"deterministic": True})
+        run = anytime_solve(from_instance(reduced), time_limit=time_limit, threads=threads, deterministic=True)
+        work = run.work
+        res = finish(reduced, run.x, method="auto", proven_optimal=run.proven, bound=run.bound, build=0.0, solve=0.0)
     else:
         res = solve_wdp(reduced, method=method, time_limit=time_limit, threads=threads, mip_gap=mip_gap)
     index = reduced.bid_index
@@ -156,35 +173,7 @@ def separate(
             value += instance.bids[index[w]].value
             z += b.value
     bound = res.bound if res.bound is not None else float("inf")
-    return Separation(z, max(bound, z), tuple(coalition), value, res.status is Status.OPTIMAL, tuple(chosen))
-
-
-def _lp_qp(winners: list[str], rows: list[tuple[np.ndarray, float]], lo: np.ndarray, hi: np.ndarray,
-           vcg_p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The minimum-revenue LP point and the QP point nearest ``vcg_p`` at that revenue."""
-    n = len(winners)
-    if not rows:
-        return vcg_p.copy(), vcg_p.copy()
-    A = -np.array([r[0] for r in rows])
-    b = -np.array([r[1] for r in rows])
-    lp = linprog(np.ones(n), A_ub=A, b_ub=b, bounds=list(zip(lo, hi)), method="highs")
-    if lp.status != 0:
-        raise RuntimeError(f"core LP failed: {lp.message}")
-    revenue = float(lp.fun)
-    p0 = np.clip(lp.x, lo, hi)
-    cons = [
-        {"type": "ineq", "fun": lambda p: -(A @ p) + b, "jac": lambda p: -A},
-        {"type": "eq", "fun": lambda p: np.array([p.sum() - revenue]), "jac": lambda p: np.ones((1, n))},
-    ]
-    qp = minimize(lambda p: float(((p - vcg_p) ** 2).sum()), p0, jac=lambda p: 2 * (p - vcg_p),
-                  bounds=list(zip(lo, hi)), constraints=cons, method="SLSQP",
-                  options={"ftol": 1e-12, "maxiter": 500})
-    p = np.clip(qp.x, lo, hi) if qp.success else p0
-    # Keep the QP point only if it is as feasible as the LP point (SLSQP tolerances).
-    if np.max(A @ p - b, initial=-np.inf) > np.max(A @ p0 - b, initial=-np.inf) + 1e-7 * max(1.0, revenue) or \
-            p.sum() > revenue + 1e-7 * max(1.0, revenue):
-        p = p0
-    return p0, p
+    return Separation(z, max(bound, z), tuple(coalition), value, res.status is Status.OPTIMAL, tuple(chosen), work)
 
 
 def _constraint_matrix(rows: list[tuple[np.ndarray, float]], lo: np.ndarray,
@@ -195,6 +184,11 @@ def _constraint_matrix(rows: list[tuple[np.ndarray, float]], lo: np.ndarray,
     G = np.vstack([np.array([r[0] for r in rows]).reshape(-1, n), eye, -eye])
     h = np.concatenate([np.array([r[1] for r in rows], dtype=float), lo, -hi])
     return G, h
+
+
+#: a separation solve whose share of the budget is below this (seconds or work units) is not
+#: started: the run stops there, inexact
+MIN_SEPARATION = 0.05
 
 
 @dataclass
@@ -210,25 +204,42 @@ class _Generation:
     beaten: dict[str, Any] | None = None
     #: ``p`` is the exact point of ``rows`` (:func:`certify_core_point`)
     point_exact: bool = False
+    #: why the run stopped before a proof ("" when it did not)
+    stopped: str = ""
+
+
+def _separation_limit(budget: CoreBudget) -> float | None:
+    """One separation's share: half of what is left (``None``: no limit; ``-1``: too little)."""
+    left = budget.left()
+    if left is None:
+        return None
+    return left / 2 if left / 2 >= MIN_SEPARATION else -1.0
 
 
 def _generate(instance: Instance, won: Mapping[str, Bid], lo: np.ndarray, hi: np.ndarray, vcg_p: np.ndarray, *,
-              method: str | Callable[..., Any], time_limit: float | None, threads: int | None, deterministic: bool,
+              method: str | Callable[..., Any], budget: CoreBudget, threads: int | None, deterministic: bool,
               max_iterations: int, tol: float,
               certify: Callable[[list[tuple[np.ndarray, float]], np.ndarray, np.ndarray], np.ndarray | None] | None,
               ) -> _Generation:
     """Day & Raghavan's loop (steps 2-4 of the module docstring); ``tol`` is absolute.
 
-    With ``certify`` (rows, LP point, QP point -> the exact point of the rows, or ``None``), a
-    point the separation accepts is replaced by the exact point of the rows, which is then
-    separated in turn: the floating-point point may be in the core while the exact one of the
-    same rows is not."""
+    Every separation solve, LP, QP and certificate is charged to ``budget`` and stopped by what
+    is left of it (:mod:`~gensolver.mechanisms.core_lp`); when too little is left for the next
+    step the loop stops with ``stopped`` saying so. With ``certify`` (rows, LP point, QP point
+    -> the exact point of the rows, or ``None``), a point the separation accepts is replaced by
+    the exact point of the rows, which is then separated in turn: the floating-point point may
+    be in the core while the exact one of the same rows is not."""
     winners = list(won)
     g = _Generation(vcg_p.copy(), vcg_p.copy())
     while winners and g.iterations < max_iterations:
+        limit = _separation_limit(budget)
+        if limit is not None and limit < 0:
+            g.stopped = "budget spent before core membership was proved"
+            return g
         g.iterations += 1
-        sep = separate(instance, won, dict(zip(winners, g.p.tolist())), method=method, time_limit=time_limit,
+        sep = separate(instance, won, dict(zip(winners, g.p.tolist())), method=method, time_limit=limit,
                        threads=threads, deterministic=deterministic)
+        budget.charge("separation", sep.work)
         revenue = float(g.p.sum())
         if sep.z_bound <= revenue + tol:
             if certify is None or not g.rows or g.point_exact:
@@ -249,9 +260,13 @@ def _generate(instance: Instance, won: Mapping[str, Bid], lo: np.ndarray, hi: np
         if sep.z <= revenue + tol:
             # proved only to the backend's relative gap: once more with a gap worth ``tol`` at
             # this scale on an exact backend that takes it ("auto": CP-SAT)
+            limit = _separation_limit(budget)
+            if limit is not None and limit < 0:
+                g.stopped = "budget spent before core membership was proved"
+                return g
             exact_method = "cpsat" if method == "auto" else method
             sep = separate(instance, won, dict(zip(winners, g.p.tolist())), method=exact_method,
-                           time_limit=time_limit, threads=threads,
+                           time_limit=limit, threads=threads,
                            mip_gap=min(DEFAULT_MIP_GAP, tol / max(1.0, abs(sep.z_bound))))
             g.certified = sep.z_bound <= revenue + tol
             return g
@@ -264,12 +279,57 @@ def _generate(instance: Instance, won: Mapping[str, Bid], lo: np.ndarray, hi: np
             # is empty; stop with the last point rather than hand the LP an infeasible row
             g.beaten = {"welfare": sep.coalition_value, "bidders": sorted(cset), "bids": sorted(sep.bids)}
             return g
-        g.rows.append((coef, min(rhs, float(coef @ hi))))
+        rows = [*g.rows, (coef, min(rhs, float(coef @ hi)))]
+        step = lp_qp(rows, lo, hi, vcg_p, budget)
+        if step is None:  # the LP did not finish: the last point stands, unproved
+            g.stopped = "budget spent in the core LP"
+            return g
+        g.rows = rows
         g.point_exact = False
         g.coalitions.append(sorted(cset))
-        g.p_lp, g.p = _lp_qp(winners, g.rows, lo, hi, vcg_p)
+        g.p_lp, g.p = step.p_lp, step.p
+        if not step.complete:
+            g.stopped = "budget spent in the core QP (the point is the LP's, not the VCG-nearest)"
+            return g
     g.certified = not winners
+    if winners and not g.certified and not g.stopped:
+        g.stopped = f"iteration limit ({max_iterations}) reached"
     return g
+
+
+def _core_options(options: Mapping[str, Any] | None, method: Any) -> tuple[dict[str, Any], bool, float]:
+    """The options of :func:`core`, checked: ``(options, deterministic, vcg_share)``."""
+    opts = check_options(options, _DEFAULTS, "mechanism 'core'")
+    det = method == "auto" if opts["deterministic"] is None else opts["deterministic"]
+    if not isinstance(det, bool) or (det and method != "auto"):
+        raise InputError(f"core option deterministic must be True (with method='auto') or False, "
+                         f"got {opts['deterministic']!r} with method={method!r}")
+    share = opts["vcg_share"]
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 < share <= 1.0:
+        raise InputError(f"core option vcg_share must be a number in (0, 1], got {share!r}")
+    return opts, det, float(share)
+
+
+def _verdict(base: Outcome, gen: _Generation, n_winners: int, welfare: float) -> tuple[bool, list[str]]:
+    """Whether the core payments are exact, and the messages saying why not."""
+    exact = base.exact and gen.certified
+    why_inexact = "" if gen.certified else \
+        f"core membership not certified ({gen.stopped or 'separation not proven optimal'})"
+    if exact and gen.rows and not gen.point_exact:
+        exact = False
+        why_inexact = (f"core point not certified exactly (more than {MAX_CERTIFIED} winners)"
+                       if n_winners > MAX_CERTIFIED else "core point not certified exactly (degenerate LP or QP face)")
+    msgs = []
+    if gen.beaten is not None:
+        exact = False
+        msgs.append(f"the allocation is not efficient: the separation found one worth {gen.beaten['welfare']:.10g} > "
+                    f"{welfare:.10g}, so its core is empty; payments are the last core-LP point")
+    elif why_inexact:
+        exact = False
+        msgs.append(why_inexact)
+    if base.message:
+        msgs.append(f"VCG: {base.message}")
+    return exact, msgs
 
 
 def core(
@@ -291,15 +351,16 @@ def core(
         Winner determination method for the main solve, the VCG pivots and the separation
         MILPs (``"auto"``: see :func:`gensolver.mechanisms.vcg.vcg`).
     time_limit : float, optional
-        Budget of the VCG stage (shared as in :func:`~gensolver.mechanisms.vcg.vcg`) and of each
-        separation solve: work units of the anytime engine when deterministic (the default with
-        ``method="auto"``, so payments do not depend on the machine's load), else seconds.
+        The budget of the whole run (see "Budget" in the module docstring): work units of the
+        anytime engine when deterministic (the default with ``method="auto"``, so payments do
+        not depend on the machine's load), else wall-clock seconds.
     executor : Executor, optional
         Parallelises the VCG pivots.
     options : mapping, optional
         ``max_iterations`` (default 200) of constraint generation; ``threads``;
         ``deterministic`` (default ``None``: ``True`` with ``method="auto"``; ``False`` reads
-        ``time_limit`` as wall-clock seconds).
+        ``time_limit`` as wall-clock seconds); ``vcg_share`` (in (0, 1], default 0.5): the
+        fraction of ``time_limit`` the VCG stage may use.
     solver : str or callable, optional
         Deprecated alias of ``method`` (a :class:`~gensolver.GensolverDeprecationWarning`;
         removed in the next release).
@@ -307,19 +368,19 @@ def core(
     Returns
     -------
     Outcome
-        ``details`` holds the VCG payments, the number of iterations and the core constraints.
+        ``details`` holds the VCG payments, the number of iterations, the core constraints and
+        ``work`` (what each stage charged: work units in deterministic mode, else seconds).
     """
     method = method_alias(method, solver, where="core")
     instance = check_call(instance, executor)
-    opts = check_options(options, _DEFAULTS, "mechanism 'core'")
+    opts, det, share = _core_options(options, method)
     t0 = time.perf_counter()
     plain = mark_validated(Instance(instance.slots, instance.bids, (), instance.name, instance.metadata))
-    det = method == "auto" if opts["deterministic"] is None else opts["deterministic"]
-    if not isinstance(det, bool) or (det and method != "auto"):
-        raise InputError(f"core option deterministic must be True (with method='auto') or False, "
-                         f"got {opts['deterministic']!r} with method={method!r}")
-    base = vcg(plain, method=method, time_limit=time_limit, executor=executor,
-               options={"threads": opts["threads"], "deterministic": det})
+    budget = CoreBudget(time_limit, deterministic=det)
+    base = vcg(plain, method=method, time_limit=None if time_limit is None else share * float(time_limit),
+               executor=executor, options={"threads": opts["threads"], "deterministic": det})
+    vcg_work = base.details.get("work") or {}
+    budget.charge("vcg", float(vcg_work.get("total", 0.0)) if det else time.perf_counter() - t0)
     alloc = base.allocation
     won = winning_bids(instance, alloc)
     winners = list(won)
@@ -329,29 +390,18 @@ def core(
     ptol = float(base.details.get("payment_tolerance", payment_tolerance(alloc.welfare)))
     def certify(rows: list[tuple[np.ndarray, float]], p_lp: np.ndarray, p_qp: np.ndarray) -> np.ndarray | None:
         G, h = _constraint_matrix(rows, lo, hi)
-        return certify_core_point(G, h, vcg_p, p_lp, p_qp, slack=ptol / 4)
+        left = budget.left()
+        ops = OpCounter(None if left is None else max(0.0, left) / WORK_PER_RATIONAL_OP)
+        try:
+            return certify_core_point(G, h, vcg_p, p_lp, p_qp, slack=ptol / 4, ops=ops)
+        finally:
+            budget.charge("certificate", ops.used * WORK_PER_RATIONAL_OP)
 
-    gen = _generate(instance, won, lo, hi, vcg_p, method=method, time_limit=time_limit, threads=opts["threads"],
+    gen = _generate(instance, won, lo, hi, vcg_p, method=method, budget=budget, threads=opts["threads"],
                     deterministic=det and time_limit is not None, max_iterations=int(opts["max_iterations"]),
                     tol=ptol / 4, certify=certify if base.exact and len(winners) <= MAX_CERTIFIED else None)
     p, rows, coalitions, iterations, beaten = gen.p, gen.rows, gen.coalitions, gen.iterations, gen.beaten
-    exact = base.exact and gen.certified
-    why_inexact = "" if gen.certified else \
-        "core membership not certified (iteration limit or separation not proven optimal)"
-    if exact and rows and not gen.point_exact:
-        exact = False
-        why_inexact = (f"core point not certified exactly (more than {MAX_CERTIFIED} winners)"
-                       if len(winners) > MAX_CERTIFIED else "core point not certified exactly (degenerate LP or QP face)")
-    msgs = []
-    if beaten is not None:
-        exact = False
-        msgs.append(f"the allocation is not efficient: the separation found one worth {beaten['welfare']:.10g} > "
-                    f"{alloc.welfare:.10g}, so its core is empty; payments are the last core-LP point")
-    elif why_inexact:
-        exact = False
-        msgs.append(why_inexact)
-    if base.message:
-        msgs.append(f"VCG: {base.message}")
+    exact, msgs = _verdict(base, gen, len(winners), alloc.welfare)
     payments = dict(zip(winners, p.tolist()))
     details = {
         "vcg_payments": dict(base.payments),
@@ -362,6 +412,8 @@ def core(
         "budget": "none" if time_limit is None else "work units" if det else "wall clock",
         "better_allocation": beaten,
         "payment_tolerance": ptol,
+        "work": {**budget.by_stage, "total": budget.used()} if det else None,
+        "vcg_share": share,
     }
     bounds = None
     if not exact:  # core payments are between the VCG payments and the bids

@@ -36,7 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["certify_core_point", "MAX_CERTIFIED"]
+__all__ = ["certify_core_point", "MAX_CERTIFIED", "OpCounter"]
 
 #: the most winners (variables) the rational certificate is attempted for
 MAX_CERTIFIED = 60
@@ -46,11 +46,33 @@ MAX_BASES = 200
 Vec = list[Fraction]
 
 
-def _independent(rows: Sequence[Vec], n: int, limit: int) -> list[int]:
+class OpCounter:
+    """Rational operations spent by :func:`certify_core_point` (``used``), and at most how many it
+    may spend (``limit``, ``None``: no limit); past the limit the certificate gives up. The count
+    is of the data's shape, not of time, so the decision is the same on every machine."""
+
+    def __init__(self, limit: float | None = None) -> None:
+        self.limit, self.used = limit, 0
+
+    def spend(self, ops: int) -> None:
+        self.used += int(ops)
+        if self.limit is not None and self.used > self.limit:
+            raise _OutOfOps
+
+
+class _OutOfOps(Exception):
+    pass
+
+
+_NO_LIMIT = OpCounter()
+
+
+def _independent(rows: Sequence[Vec], n: int, limit: int, ops: OpCounter = _NO_LIMIT) -> list[int]:
     """Indices of a maximal linearly independent subset of ``rows`` (in order), at most ``limit``."""
     basis: list[tuple[int, Vec]] = []  # (pivot column, reduced row)
     chosen: list[int] = []
     for k, row in enumerate(rows):
+        ops.spend(n * (len(basis) + 1))
         r = list(row)
         for col, b in basis:
             if r[col]:
@@ -65,9 +87,10 @@ def _independent(rows: Sequence[Vec], n: int, limit: int) -> list[int]:
     return chosen
 
 
-def _solve(M: list[Vec], rhs: Vec) -> Vec | None:
+def _solve(M: list[Vec], rhs: Vec, ops: OpCounter = _NO_LIMIT) -> Vec | None:
     """The solution of the square system ``M x = rhs`` (``None`` if singular)."""
     n = len(M)
+    ops.spend(n * n * (n + 1))
     a = [list(r) + [v] for r, v in zip(M, rhs)]
     for col in range(n):
         piv = next((r for r in range(col, n) if a[r][col]), None)
@@ -87,11 +110,11 @@ def _dot(a: Vec, b: Vec) -> Fraction:
     return sum((x * y for x, y in zip(a, b)), Fraction(0))
 
 
-def _min_revenue(Gq: list[Vec], hq: Vec, tight: list[int], n: int) -> Fraction | None:
+def _min_revenue(Gq: list[Vec], hq: Vec, tight: list[int], n: int, ops: OpCounter) -> Fraction | None:
     """``min 1.p`` over ``G p >= h``, proved by a basis of the ``tight`` rows (``None``: not)."""
     m = len(Gq)
     ones = [Fraction(1)] * n
-    first = _independent([Gq[k] for k in tight], n, n)
+    first = _independent([Gq[k] for k in tight], n, n, ops)
     if len(first) < n:
         return None
     # a degenerate vertex has more tight rows than n (or floating-point slacks make rows look
@@ -100,17 +123,18 @@ def _min_revenue(Gq: list[Vec], hq: Vec, tight: list[int], n: int) -> Fraction |
     tries = itertools.chain([tuple(first)], itertools.islice(itertools.combinations(range(len(tight)), n), MAX_BASES))
     for basis in tries:
         B = [Gq[tight[k]] for k in basis]
-        y = _solve([list(col) for col in zip(*B)], ones)  # B^T y = 1
+        y = _solve([list(col) for col in zip(*B)], ones, ops)  # B^T y = 1
         if y is None or any(x < 0 for x in y):
             continue
-        v = _solve(B, [hq[tight[k]] for k in basis])
+        v = _solve(B, [hq[tight[k]] for k in basis], ops)
+        ops.spend(m * n)
         if v is not None and all(_dot(Gq[k], v) >= hq[k] for k in range(m)):
             return sum(v, Fraction(0))
     return None
 
 
 def certify_core_point(G: np.ndarray, h: np.ndarray, c: np.ndarray, p_lp: np.ndarray, p_qp: np.ndarray,
-                       *, slack: float) -> np.ndarray | None:
+                       *, slack: float, ops: OpCounter | None = None) -> np.ndarray | None:
     """The exact minimum-revenue, nearest-to-``c`` point of ``{p : G p >= h}``, or ``None``.
 
     Parameters
@@ -123,6 +147,8 @@ def certify_core_point(G: np.ndarray, h: np.ndarray, c: np.ndarray, p_lp: np.nda
         The floating-point LP and QP points; they only suggest which rows are tight.
     slack : float
         Rows within ``slack`` of tight at a point are tried as tight there.
+    ops : OpCounter, optional
+        Counts the rational operations; past its ``limit`` the certificate gives up (``None``).
 
     Returns
     -------
@@ -130,7 +156,17 @@ def certify_core_point(G: np.ndarray, h: np.ndarray, c: np.ndarray, p_lp: np.nda
         ``p*`` rounded to floats (each within half an ulp of the exact value) when both stages
         are certified as in the module docstring, else ``None``.
     """
+    counter = ops if ops is not None else OpCounter()
+    try:
+        return _certify(G, h, c, p_lp, p_qp, slack, counter)
+    except _OutOfOps:
+        return None
+
+
+def _certify(G: np.ndarray, h: np.ndarray, c: np.ndarray, p_lp: np.ndarray, p_qp: np.ndarray, slack: float,
+             ops: OpCounter) -> np.ndarray | None:
     m, n = G.shape
+    ops.spend(m * n)
     Gq = [[Fraction(float(x)) for x in row] for row in G]
     hq = [Fraction(float(x)) for x in h]
     cq = [Fraction(float(x)) for x in c]
@@ -138,7 +174,7 @@ def certify_core_point(G: np.ndarray, h: np.ndarray, c: np.ndarray, p_lp: np.nda
     # stage 1: a vertex of the rows tight at the LP point, proved optimal by its duals
     revenue = None
     for point in (p_lp, p_qp):  # both lie on the LP's optimal face
-        revenue = _min_revenue(Gq, hq, [k for k in range(m) if float(G[k] @ point) - h[k] <= slack], n)
+        revenue = _min_revenue(Gq, hq, [k for k in range(m) if float(G[k] @ point) - h[k] <= slack], n, ops)
         if revenue is not None:
             break
     if revenue is None:
@@ -149,14 +185,15 @@ def certify_core_point(G: np.ndarray, h: np.ndarray, c: np.ndarray, p_lp: np.nda
     active = [k for k in range(m) if float(G[k] @ p_qp) - h[k] <= slack]
     for _ in range(3 * m + 3):
         rows = [ones] + [Gq[k] for k in active]
-        keep = _independent(rows, n, n)
+        keep = _independent(rows, n, n, ops)
         if not keep or keep[0] != 0:
             return None
         active = [active[k - 1] for k in keep[1:]]
         A = [ones] + [Gq[k] for k in active]
         b = [revenue] + [hq[k] for k in active]
+        ops.spend(len(A) * len(A) * n + m * n)
         AAt = [[_dot(r1, r2) for r2 in A] for r1 in A]
-        w = _solve(AAt, [bk - _dot(r, cq) for r, bk in zip(A, b)])
+        w = _solve(AAt, [bk - _dot(r, cq) for r, bk in zip(A, b)], ops)
         if w is None:
             return None
         p = [cq[j] + sum((w[r] * A[r][j] for r in range(len(A))), Fraction(0)) for j in range(n)]

@@ -51,10 +51,11 @@ def test_greedy_allocation_beaten_by_one_bidder():
 
 
 def test_budget_stopped_main_solve_on_a_bundled_round():
-    """The default (work-unit) budget at 0.03 units leaves the main solve of small-gpu-1 short of
-    the optimum; the separation then finds a better allocation."""
+    """The default (work-unit) budget, of which the VCG stage gets 0.03 units, leaves the main
+    solve of small-gpu-1 short of the optimum; the separation then finds a better allocation."""
     inst = read_instance(SMALL / "small-gpu-1.json.gz")
-    out = run_mechanism(inst, mechanism="core", method="auto", time_limit=0.03, options={"threads": 1})
+    out = run_mechanism(inst, mechanism="core", method="auto", time_limit=1.0,
+                        options={"threads": 1, "vcg_share": 0.03})
     assert better_allocation_holds(inst, out) == []
     assert is_individually_rational(out, inst)
     for b, (lo, hi) in out.payment_bounds.items():
