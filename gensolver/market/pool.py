@@ -14,12 +14,14 @@ from __future__ import annotations
 from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 
 from ..model.tasks import GpuSpec, Task, task_speed
+from ..model.tolerances import CAPACITY_ABS_TOL
 
 __all__ = ["TOL", "Pool", "TaskView", "GpuView", "TablePool", "attained", "find_placement", "pinned_free_capacity",
            "free_by_node", "greedy_round", "may_fit"]
 
-#: capacity tolerance of placements (the simulator's, :data:`gensolver.sim.records.TOL`)
-TOL = 1e-9
+#: capacity tolerance of placements (the simulator's, :data:`gensolver.sim.records.TOL`; both are
+#: :data:`gensolver.model.tolerances.CAPACITY_ABS_TOL`)
+TOL = CAPACITY_ABS_TOL
 
 
 class TaskView(Protocol):

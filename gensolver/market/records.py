@@ -69,7 +69,7 @@ class MarketConfig:
     eta, w_min, w_max : float
         Weight update rate and bounds.
     deterministic : bool
-        With ``solver="auto"``, ``time_limit`` is a budget of *work units* (the anytime
+        With ``method="auto"``, ``time_limit`` is a budget of *work units* (the anytime
         engine's deterministic clock, :class:`gensolver.solvers.anytime.budget.WorkClock`), not
         wall-clock seconds: a round's outcome depends only on the instance, the seed (0) and
         ``threads``, so reruns give identical logs. ``False``: wall-clock limits (faster to

@@ -13,11 +13,13 @@ from typing import Any
 
 from ..errors import GensolverError
 from ..model.tasks import GpuSpec, Task
+from ..model.tolerances import CAPACITY_ABS_TOL
 
 __all__ = ["Event", "GpuState", "TaskState", "SimError", "TOL"]
 
-#: tolerance of every capacity comparison in the simulator
-TOL = 1e-9
+#: tolerance of every capacity comparison in the simulator (the capacity tolerance of
+#: :mod:`gensolver.model.tolerances`)
+TOL = CAPACITY_ABS_TOL
 
 
 class SimError(GensolverError, RuntimeError):
