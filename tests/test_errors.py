@@ -272,7 +272,7 @@ PLAIN_RAISES_ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("executor/clock.py", "ManualClock.set"): (1, "a test clock moved back (a caller's bug)"),
     ("solvers/formulation/scales.py", "value_downscale"): (1, "the model refuses non-finite values first"),
     ("market/pool.py", "TablePool._hold"): (1, "the pool only holds grants that fit (an invariant)"),
-    ("service/state.py", "_jn"): (1, "stored numbers are checked finite on the way in (an invariant)"),
+    ("service/views.py", "_jn"): (1, "stored numbers are checked finite on the way in (an invariant)"),
     ("mechanisms/fractional.py", "at_optimum"): (1, "called only with a converged fractional VCG (an invariant)"),
     # pydantic turns a validator's ValueError into the service's 422; the service work owns them
     ("service/schemas.py", "FeedbackIn._something"): (2, "a pydantic validator; " + _OWNED),

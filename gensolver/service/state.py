@@ -23,13 +23,11 @@ state under it, so two replicas never clear the same round, nor clear from a sta
 from __future__ import annotations
 
 import json
-import math
 import re
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from json.encoder import encode_basestring as _js  # type: ignore[attr-defined]
 from typing import Any
 
 import yaml
@@ -38,13 +36,13 @@ from ..market.spec import loads_gentasks, parse_gentask
 from ..model.io import json_safe
 from ..model.tasks import Task, task_speed
 from .auth import Principal, check_tenant_name
-from .errors import BadRequest, Conflict, Forbidden, NotFound, UnsupportedMediaType
+from .errors import BadRequest, Conflict, Forbidden, UnsupportedMediaType
 from .market_glue import MarketGlue, RoundResult, task_from_dict
 from .metrics import Metrics
 from .settings import Settings
 from .storage import audit, open_store
 from .strict import check_gentask_fields, check_numbers, loads_strict
-from .views import TASK_STATES, ReadViews
+from .views import TASK_STATES, ReadViews, task_key
 
 __all__ = ["MarketService", "TASK_STATES", "UnsupportedMediaType", "check_task_name", "task_key"]
 
@@ -65,24 +63,6 @@ def check_task_name(name: object, field: str = "metadata.name") -> str:
         raise BadRequest(f"{field}: a task name is 1-253 lower-case letters, digits, '-' and '.', starting and "
                          f"ending with a letter or digit (a DNS-1123 name), got {shown!r}", field=field)
     return name
-
-
-def task_key(tenant: str, name: str) -> str:
-    """The id of tenant ``tenant``'s task ``name`` in the market, rounds and plans."""
-    return f"{tenant}/{name}"
-
-
-#: the columns of a task's view (:meth:`MarketService._view`) and its cursor
-_VIEW_COLUMNS = "id, name, tenant, state, submitted, remaining, placement, memory, started_round, finished_round, task, seq"
-
-
-def _jn(x: Any) -> str:
-    """A stored number (or NULL) as JSON text."""
-    if x is None:
-        return "null"
-    if not math.isfinite(x):
-        raise ValueError(f"a stored number is not finite: {x!r}")
-    return repr(x)
 
 
 def _dumps(obj: Any) -> str:
@@ -322,82 +302,6 @@ class MarketService(ReadViews):
                 self.metrics.submitted_total.labels(placed.tenant).inc()
                 self.metrics.submissions.inc()
         return views, created
-
-    @staticmethod
-    def _view(row: Any) -> dict[str, Any]:
-        """A task's API view from its row (an ``sqlite3.Row`` or a mapping with the same keys)."""
-        task = json.loads(row["task"])
-        return {
-            "id": row["name"], "key": row["id"], "tenant": row["tenant"], "state": row["state"],
-            "submitted": row["submitted"],
-            "remaining": row["remaining"], "gpus": None if row["placement"] is None else json.loads(row["placement"]),
-            "memory": row["memory"], "started_round": row["started_round"], "finished_round": row["finished_round"],
-            "task": task,
-        }
-
-    def _row(self, principal: Principal, task_id: str, tenant: str | None = None, *, field: str = "path.task_id"):
-        """The row of the caller's task named ``task_id`` (an operator: any tenant's, ``tenant``
-        naming it when two tenants use the name). Another tenant's task is simply not found."""
-        if tenant is not None and not principal.admin and tenant != principal.tenant:
-            principal.require(tenant, f"tenant {tenant!r}'s tasks", field="query.tenant")
-        owner = tenant if tenant is not None else (None if principal.admin else principal.tenant)
-        if owner is not None:
-            row = self.store.one("SELECT * FROM tasks WHERE id = ?", (task_key(owner, task_id),))
-        else:
-            rows = self.store.query("SELECT * FROM tasks WHERE name = ? AND id = tenant || '/' || name LIMIT 2",
-                                    (task_id,))
-            if len(rows) > 1:
-                raise Conflict(f"several tenants have a task named {task_id!r}; add ?tenant=NAME", field="query.tenant")
-            row = rows[0] if rows else None
-        if row is None:
-            raise NotFound(f"no task {task_id!r}" + (f" of tenant {owner!r}" if owner else ""), field=field)
-        return row
-
-    def get_task(self, principal: Principal, task_id: str, tenant: str | None = None) -> dict[str, Any]:
-        return self._view(self._row(principal, task_id, tenant))
-
-    @staticmethod
-    def _view_json(row: Any) -> str:
-        """:meth:`_view` as JSON text: the stored task and placement spliced in as stored (valid
-        JSON, written by :func:`_dumps` and :func:`json.dumps`), not parsed and encoded again;
-        strings through the JSON string encoder, numbers by ``repr`` (finite, checked)."""
-        return (f'{{"id":{_js(row["name"])},"key":{_js(row["id"])},"tenant":{_js(row["tenant"])},'
-                f'"state":{_js(row["state"])},"submitted":{_jn(row["submitted"])},"remaining":{_jn(row["remaining"])},'
-                f'"memory":{_jn(row["memory"])},"started_round":{_jn(row["started_round"])},'
-                f'"finished_round":{_jn(row["finished_round"])},"gpus":{row["placement"] or "null"},"task":{row["task"]}}}')
-
-    def list_tasks(self, principal: Principal, *, state: str | None, tenant: str | None, limit: int,
-                   after: int = 0) -> tuple[list[dict[str, Any]], str | None]:
-        """Tasks in submission order with ``seq > after``, at most ``limit``; and the next cursor."""
-        rows, nxt = self._task_rows(principal, state=state, tenant=tenant, limit=limit, after=after)
-        return [self._view(r) for r in rows], nxt
-
-    def list_tasks_json(self, principal: Principal, *, state: str | None, tenant: str | None, limit: int,
-                        after: int = 0) -> bytes:
-        """:meth:`list_tasks` as the JSON body of ``GET /v1/tasks`` (``{"tasks": [...], "next": ...}``),
-        built without parsing the stored tasks: the operator views' hot path."""
-        rows, nxt = self._task_rows(principal, state=state, tenant=tenant, limit=limit, after=after)
-        return ('{"tasks":[' + ",".join(self._view_json(r) for r in rows) + '],"next":' + json.dumps(nxt)
-                + "}").encode()
-
-    def _task_rows(self, principal: Principal, *, state: str | None, tenant: str | None, limit: int,
-                   after: int) -> tuple[list[Any], str | None]:
-        where: list[str] = ["seq > ?"]
-        params: list[Any] = [after]
-        if not principal.admin:
-            if tenant is not None and tenant != principal.tenant:
-                principal.require(tenant, f"tenant {tenant!r}'s tasks", field="query.tenant")
-            tenant = principal.tenant
-        if tenant is not None:
-            where.append("tenant = ?")
-            params.append(tenant)
-        if state is not None:
-            where.append("state = ?")
-            params.append(state)
-        sql = f"SELECT {_VIEW_COLUMNS} FROM tasks WHERE " + " AND ".join(where) + " ORDER BY seq LIMIT ?"
-        rows = self.store.query(sql, params + [limit + 1])
-        nxt = str(rows[limit - 1]["seq"]) if len(rows) > limit else None
-        return rows[:limit], nxt
 
     def cancel(self, principal: Principal, task_id: str, tenant: str | None = None) -> dict[str, Any]:
         """Cancel a waiting or running task (its GPUs are free from the next round, its name at once)."""

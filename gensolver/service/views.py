@@ -1,4 +1,4 @@
-"""The service's read-only views: rounds, the audit log and tenant accounts, as each caller may see them.
+"""The service's read-only views: tasks, rounds, the audit log and tenant accounts, as each caller may see them.
 
 :class:`ReadViews` is a part of :class:`gensolver.service.state.MarketService` (its base class):
 every method reads the store and returns plain documents; none changes state. A tenant sees its
@@ -9,15 +9,35 @@ everything. Pages are cursor-based: ``after`` is the last key of the previous pa
 from __future__ import annotations
 
 import json
+import math
+from json.encoder import encode_basestring as _js  # type: ignore[attr-defined]
 from typing import Any
 
 from .auth import Principal
-from .errors import NotFound
+from .errors import Conflict, NotFound
 
-__all__ = ["ReadViews", "TASK_STATES"]
+__all__ = ["ReadViews", "TASK_STATES", "task_key"]
 
 #: the states of a task in the service, in the order the views count them
 TASK_STATES = ("waiting", "running", "done", "cancelled")
+
+
+def task_key(tenant: str, name: str) -> str:
+    """The id of tenant ``tenant``'s task ``name`` in the market, rounds and plans."""
+    return f"{tenant}/{name}"
+
+
+#: the columns of a task's view (:meth:`ReadViews._view`) and its cursor
+_VIEW_COLUMNS = "id, name, tenant, state, submitted, remaining, placement, memory, started_round, finished_round, task, seq"
+
+
+def _jn(x: Any) -> str:
+    """A stored number (or NULL) as JSON text."""
+    if x is None:
+        return "null"
+    if not math.isfinite(x):
+        raise ValueError(f"a stored number is not finite: {x!r}")
+    return repr(x)
 
 
 class ReadViews:
@@ -130,3 +150,78 @@ class ReadViews:
         nxt = names[limit - 1] if len(names) > limit else None
         return self._accounts(names[:limit], ledger=0), nxt
 
+    @staticmethod
+    def _view(row: Any) -> dict[str, Any]:
+        """A task's API view from its row (an ``sqlite3.Row`` or a mapping with the same keys)."""
+        task = json.loads(row["task"])
+        return {
+            "id": row["name"], "key": row["id"], "tenant": row["tenant"], "state": row["state"],
+            "submitted": row["submitted"],
+            "remaining": row["remaining"], "gpus": None if row["placement"] is None else json.loads(row["placement"]),
+            "memory": row["memory"], "started_round": row["started_round"], "finished_round": row["finished_round"],
+            "task": task,
+        }
+
+    def _row(self, principal: Principal, task_id: str, tenant: str | None = None, *, field: str = "path.task_id"):
+        """The row of the caller's task named ``task_id`` (an operator: any tenant's, ``tenant``
+        naming it when two tenants use the name). Another tenant's task is simply not found."""
+        if tenant is not None and not principal.admin and tenant != principal.tenant:
+            principal.require(tenant, f"tenant {tenant!r}'s tasks", field="query.tenant")
+        owner = tenant if tenant is not None else (None if principal.admin else principal.tenant)
+        if owner is not None:
+            row = self.store.one("SELECT * FROM tasks WHERE id = ?", (task_key(owner, task_id),))
+        else:
+            rows = self.store.query("SELECT * FROM tasks WHERE name = ? AND id = tenant || '/' || name LIMIT 2",
+                                    (task_id,))
+            if len(rows) > 1:
+                raise Conflict(f"several tenants have a task named {task_id!r}; add ?tenant=NAME", field="query.tenant")
+            row = rows[0] if rows else None
+        if row is None:
+            raise NotFound(f"no task {task_id!r}" + (f" of tenant {owner!r}" if owner else ""), field=field)
+        return row
+
+    def get_task(self, principal: Principal, task_id: str, tenant: str | None = None) -> dict[str, Any]:
+        return self._view(self._row(principal, task_id, tenant))
+
+    @staticmethod
+    def _view_json(row: Any) -> str:
+        """:meth:`_view` as JSON text: the stored task and placement spliced in as stored (valid
+        JSON, written by :func:`_dumps` and :func:`json.dumps`), not parsed and encoded again;
+        strings through the JSON string encoder, numbers by ``repr`` (finite, checked)."""
+        return (f'{{"id":{_js(row["name"])},"key":{_js(row["id"])},"tenant":{_js(row["tenant"])},'
+                f'"state":{_js(row["state"])},"submitted":{_jn(row["submitted"])},"remaining":{_jn(row["remaining"])},'
+                f'"memory":{_jn(row["memory"])},"started_round":{_jn(row["started_round"])},'
+                f'"finished_round":{_jn(row["finished_round"])},"gpus":{row["placement"] or "null"},"task":{row["task"]}}}')
+
+    def list_tasks(self, principal: Principal, *, state: str | None, tenant: str | None, limit: int,
+                   after: int = 0) -> tuple[list[dict[str, Any]], str | None]:
+        """Tasks in submission order with ``seq > after``, at most ``limit``; and the next cursor."""
+        rows, nxt = self._task_rows(principal, state=state, tenant=tenant, limit=limit, after=after)
+        return [self._view(r) for r in rows], nxt
+
+    def list_tasks_json(self, principal: Principal, *, state: str | None, tenant: str | None, limit: int,
+                        after: int = 0) -> bytes:
+        """:meth:`list_tasks` as the JSON body of ``GET /v1/tasks`` (``{"tasks": [...], "next": ...}``),
+        built without parsing the stored tasks: the operator views' hot path."""
+        rows, nxt = self._task_rows(principal, state=state, tenant=tenant, limit=limit, after=after)
+        return ('{"tasks":[' + ",".join(self._view_json(r) for r in rows) + '],"next":' + json.dumps(nxt)
+                + "}").encode()
+
+    def _task_rows(self, principal: Principal, *, state: str | None, tenant: str | None, limit: int,
+                   after: int) -> tuple[list[Any], str | None]:
+        where: list[str] = ["seq > ?"]
+        params: list[Any] = [after]
+        if not principal.admin:
+            if tenant is not None and tenant != principal.tenant:
+                principal.require(tenant, f"tenant {tenant!r}'s tasks", field="query.tenant")
+            tenant = principal.tenant
+        if tenant is not None:
+            where.append("tenant = ?")
+            params.append(tenant)
+        if state is not None:
+            where.append("state = ?")
+            params.append(state)
+        sql = f"SELECT {_VIEW_COLUMNS} FROM tasks WHERE " + " AND ".join(where) + " ORDER BY seq LIMIT ?"
+        rows = self.store.query(sql, params + [limit + 1])
+        nxt = str(rows[limit - 1]["seq"]) if len(rows) > limit else None
+        return rows[:limit], nxt

@@ -355,7 +355,7 @@ def test_the_task_list_is_each_tasks_own_view(request, backend):
 
 
 def test_a_stored_number_that_is_not_finite_is_refused():
-    from gensolver.service.state import _jn
+    from gensolver.service.views import _jn
 
     assert _jn(None) == "null" and json.loads(_jn(0.1)) == 0.1 and _jn(3) == "3"
     for bad in (float("nan"), float("inf")):
