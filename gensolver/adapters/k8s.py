@@ -11,7 +11,15 @@ Every run of a task (see :class:`gensolver.executor.plan.Run`) becomes one ``bat
   that the pods join by the ``pod-group-name`` annotation [KAIPG]_; ``kueue``, plain Pods (not
   Jobs) of a Kueue pod group, labelled ``kueue.x-k8s.io/pod-group-name`` and annotated
   ``kueue.x-k8s.io/pod-group-total-count`` [KQPG]_; ``nvidia`` and ``hami`` have no gang
-  scheduler: one Job per node, started together only by the plan's start times;
+  scheduler of their own: one ``jobset.x-k8s.io/v1alpha2`` JobSet [JOBSET]_ (the JobSet
+  controller must be installed) with one replicatedJob per node (``n0``, ``n1``, ...,
+  ``replicas: 1``, each that node's Job template with its node pinning and GPUs),
+  ``failurePolicy.maxRestarts: 0`` (one member failing fails the gang, and the JobSet
+  controller deletes the others' pods) and ``successPolicy.operator: All``; no
+  ``startupPolicy`` (deprecated upstream, and ``AnyOrder``, its default, is what a gang
+  wants). A JobSet does not make the pods' *scheduling* all-or-nothing (it has no gang
+  scheduler): the members start together because the plan gave them the same start time;
+  :func:`member_jobs` lists the Jobs the controller creates;
 - pinning (``hami`` only, the one flavor that can [HAMIUUID]_): a pod whose plan devices have
   GPU UUIDs (``K8sOptions.gpu_uuids``, ``--gpu-uuid DEVICE=UUID``, or a device id whose last
   ``/`` part is a UUID, such as ``node-a/GPU-0f95...``) gets ``nvidia.com/use-gpuuuid`` with
@@ -49,6 +57,9 @@ References
 .. [KQPG] Kueue, "Run a plain Pod group" (``kueue.x-k8s.io/pod-group-name`` label,
    ``kueue.x-k8s.io/pod-group-total-count`` annotation),
    https://kueue.sigs.k8s.io/docs/tasks/run/plain_pods/
+.. [JOBSET] Kubernetes SIGs, JobSet (v0.12: ``spec.replicatedJobs``, ``failurePolicy``,
+   ``successPolicy``; child Job ``<jobset>-<replicatedJob>-<index>``, names checked as DNS-1035
+   labels by ``pkg/webhooks/jobset_webhook.go``), https://github.com/kubernetes-sigs/jobset
 """
 
 from __future__ import annotations
@@ -58,7 +69,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import yaml
 
@@ -67,12 +78,17 @@ from .common import AdapterError, RunGrant, node_of, run_grants
 from .flavors import Flavor, FlavorOptions, get_flavor
 from .names import GPU_UUID, gpu_uuid, k8s_node, k8s_quantity
 
-__all__ = ["K8sOptions", "k8s_objects", "priority_class", "PRIORITY_BANDS", "dump_yaml", "dns_name", "label_value", "DEFAULT_IMAGE", "WAIT_IMAGE"]
+__all__ = ["K8sOptions", "k8s_objects", "priority_class", "PRIORITY_BANDS", "dump_yaml", "dns_name", "label_value",
+           "member_jobs", "JOBSET_API", "DEFAULT_IMAGE", "WAIT_IMAGE"]
 
 #: container image when the caller gives none (the plan does not name images)
 DEFAULT_IMAGE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
 #: image of the init container that waits for a run's start time
 WAIT_IMAGE = "busybox:1.36"
+#: the apiVersion of a gang's JobSet under the flavors without a gang scheduler
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+#: flavors whose multi-node gangs become one JobSet
+JOBSET_FLAVORS = frozenset({"nvidia", "hami"})
 #: (lowest urgency, PriorityClass name, value), highest band first
 PRIORITY_BANDS = ((0.75, "gensolver-urgent", 1000), (0.25, "gensolver-normal", 500), (0.0, "gensolver-low", 100))
 _DNS = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -292,11 +308,56 @@ def k8s_objects(plan: ExecutionPlan, flavor: str, options: K8sOptions) -> list[d
         if len(members) > 1:
             labels["gensolver.io/gang"] = names[g.key]
             out.extend(_gang_objects(fl, names[g.key], len(members), options, labels, priority))
+        jobs = []
         for rank, (member, devices) in enumerate(members):
             name = names[g.key] if len(members) == 1 else dns_name(prefix, g.run.task, str(g.run.index), f"n{rank}")
             gang = (names[g.key], rank, len(members)) if len(members) > 1 else None
             pin = _pin(fl, devices, uuids, g.key)
-            out.append(_job(fl, member, devices, grants, name, gang, labels, names, options, priority, pin))
+            jobs.append(_job(fl, member, devices, grants, name, gang, labels, names, options, priority, pin))
+        if len(jobs) > 1 and fl.name in JOBSET_FLAVORS:
+            jobs = [_jobset(jobs, dns_name("gs", prefix, g.run.task, str(g.run.index), limit=_jobset_limit(len(jobs))),
+                            labels, ",".join(g.run.devices))]
+        out.extend(jobs)
+    return out
+
+
+def _jobset_limit(size: int) -> int:
+    """The longest JobSet name whose pods' names stay DNS-1035 labels: the webhook checks
+    ``<jobset>-<replicatedJob>-<job index>-<pod index>-abcde`` against 63 characters [JOBSET]_."""
+    return 63 - len(f"-n{size - 1}-0-0-abcde")
+
+
+def _jobset(jobs: list[dict[str, Any]], name: str, labels: Mapping[str, str], devices: str) -> dict[str, Any]:
+    """One JobSet [JOBSET]_ of a gang's per-node Jobs (see the module docstring)."""
+    first = jobs[0]["metadata"]
+    annotations = dict(first["annotations"], **{"gensolver.io/devices": devices})
+    replicated = [{"name": f"n{rank}", "replicas": 1,
+                   "template": {"metadata": {"labels": dict(job["metadata"]["labels"]),
+                                             "annotations": dict(job["metadata"]["annotations"])},
+                                "spec": job["spec"]}} for rank, job in enumerate(jobs)]
+    return {"apiVersion": JOBSET_API, "kind": "JobSet",
+            "metadata": {"name": name, "namespace": first["namespace"], "labels": dict(labels), "annotations": annotations},
+            "spec": {"failurePolicy": {"maxRestarts": 0}, "successPolicy": {"operator": "All"},
+                     "replicatedJobs": replicated}}
+
+
+def member_jobs(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The run pods' objects of a :func:`k8s_objects` output: its Jobs and Pods, and in place of
+    each JobSet the ``batch/v1`` Jobs its controller creates (``<jobset>-<replicatedJob>-<index>``,
+    the template's metadata and spec) [JOBSET]_."""
+    out: list[Mapping[str, Any]] = []
+    for obj in objects:
+        if obj.get("kind") in ("Job", "Pod"):
+            out.append(obj)
+        elif obj.get("kind") == "JobSet":
+            meta = obj["metadata"]
+            for rjob in obj["spec"]["replicatedJobs"]:
+                for index in range(int(rjob.get("replicas", 1))):
+                    template = rjob["template"]
+                    out.append({"apiVersion": "batch/v1", "kind": "Job",
+                                "metadata": dict(template.get("metadata", {}), name=f"{meta['name']}-{rjob['name']}-{index}",
+                                                 namespace=meta.get("namespace", "default")),
+                                "spec": template["spec"]})
     return out
 
 

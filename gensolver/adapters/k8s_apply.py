@@ -8,7 +8,7 @@ script that instead creates each run's objects when the run starts:
 
 - first, at once, the objects that belong to no run (PriorityClasses, the device plugin's
   ConfigMap);
-- then, in start order, each run's Job (or a gang's Pods and its PodGroup), after waiting until
+- then, in start order, each run's Job (or a gang's Pods and its PodGroup, or its JobSet), after waiting until
   ``t0 + start`` (epoch seconds, rounded up to a second): ``now=$(date +%s)``, then ``sleep``
   for the difference if it is positive; objects that start in the same second are applied by
   one ``kubectl apply``.
@@ -62,7 +62,11 @@ import yaml
 
 from .common import AdapterError
 from .flavors import CONFIG_LABEL, FROM, GPUS
+from .k8s import member_jobs
 from .names import comment_text
+
+#: the kinds of a run's objects, applied at the run's start
+RUNS = ("Job", "Pod", "JobSet")
 
 __all__ = ["apply_script", "apply_groups", "relabels", "Relabel", "RELABEL_TIMEOUT", "DRAIN_SLACK", "RELABEL_FN"]
 
@@ -123,11 +127,13 @@ def apply_groups(objects: Sequence[Mapping[str, Any]], start_at: float) -> list[
     for obj in objects:
         if obj.get("kind") == "Node":
             continue
-        if obj.get("kind") not in ("Job", "Pod"):
+        if obj.get("kind") not in RUNS:
             (pod_groups if obj.get("kind") == "PodGroup" else now).append(obj)
             continue
         second = math.ceil(start_at + float(obj["metadata"]["annotations"]["gensolver.io/start"]))
         at.setdefault(second, []).append(obj)
+        if obj["kind"] == "JobSet":
+            continue
         template = obj if obj["kind"] == "Pod" else obj["spec"]["template"]
         group = (template.get("metadata", {}).get("annotations") or {}).get("pod-group-name")
         if group is not None:
@@ -180,7 +186,9 @@ def relabels(objects: Sequence[Mapping[str, Any]], start_at: float) -> list[Rela
 
 
 def _nodes(obj: Mapping[str, Any]) -> list[str]:
-    """The nodes a Job or Pod may run on (its nodeSelector or node affinity)."""
+    """The nodes a Job, Pod or JobSet may run on (its nodeSelector or node affinity)."""
+    if obj.get("kind") == "JobSet":
+        return [n for job in member_jobs([obj]) for n in _nodes(job)]
     spec = (obj if obj.get("kind") == "Pod" else obj["spec"]["template"])["spec"]
     if "nodeSelector" in spec:
         return [spec["nodeSelector"]["kubernetes.io/hostname"]]
@@ -221,7 +229,7 @@ RELABEL_FN = (
 
 def _pods_meta(objects: Sequence[Mapping[str, Any]]) -> tuple[str, str, int]:
     """(namespace, plan digest, longest termination grace period) of the plan's pods."""
-    pods = [o for o in objects if o.get("kind") in ("Job", "Pod")]
+    pods = member_jobs(objects)
     if not pods:
         return "default", "", 0
     first = pods[0]["metadata"]
@@ -266,9 +274,9 @@ def apply_script(objects: Sequence[Mapping[str, Any]], *, start_at: float, heade
         if second is not None:
             lines.append(f"wait_until {int(second)}")
         # the pods of nodes being relabelled go after the others, once their relabel is done
-        held = [o for o in group if o.get("kind") in ("Job", "Pod") and any(n in pending for n in _nodes(o))]
+        held = [o for o in group if o.get("kind") in RUNS and any(n in pending for n in _nodes(o))]
         for batch in ([o for o in group if not any(o is h for h in held)], held):
-            for node in sorted({n for o in batch if o.get("kind") in ("Job", "Pod") for n in _nodes(o)}):
+            for node in sorted({n for o in batch if o.get("kind") in RUNS for n in _nodes(o)}):
                 if node in pending:
                     lines.append(f'wait "${pending.pop(node)}"')
             if batch:

@@ -72,8 +72,10 @@ _UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 
 
 def _jobs(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The run pods: Jobs, and the plain Pods of a Kueue pod group."""
-    return [o for o in objects if o.get("kind") in ("Job", "Pod")]
+    """The run pods: Jobs, the plain Pods of a Kueue pod group, and the Jobs of a gang's JobSet."""
+    from .k8s import member_jobs
+
+    return member_jobs(objects)
 
 
 #: the node label that picks a node's config among the named ones of the plugin's ConfigMap [DP]_

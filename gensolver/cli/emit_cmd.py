@@ -194,7 +194,8 @@ def emit_k8s(
     except AdapterError as exc:
         fail(str(exc))
     header = (f"gensolver emit k8s --flavor {flavor}: plan {plan.name!r} (digest {plan.digest}), "
-              f"{sum(o['kind'] == 'Job' for o in objects)} Job(s)")
+              f"{sum(o['kind'] == 'Job' for o in objects)} Job(s)"
+              + (f", {jobsets} JobSet(s)" if (jobsets := sum(o['kind'] == 'JobSet' for o in objects)) else ""))
     if options.start_at is not None:
         header += f"\nt0 = {options.start_at:.0f} (epoch seconds); each pod waits for t0 + its start"
     script = None

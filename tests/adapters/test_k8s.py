@@ -29,7 +29,12 @@ LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 def k8s_problems(obj: dict) -> list[str]:
     """Why the API server would refuse ``obj``: its schema (kubernetes-validate, strict: no unknown
-    fields) and the name and label rules the schema leaves to the server."""
+    fields) and the name and label rules the schema leaves to the server; a JobSet (a CRD) by
+    :func:`tests.adapters.jobset.jobset_problems`."""
+    if obj["kind"] == "JobSet":
+        from tests.adapters.jobset import jobset_problems
+
+        return jobset_problems(obj)
     problems = []
     try:
         kubernetes_validate.validate(obj, VERSION, strict=True)
@@ -178,7 +183,7 @@ def kueue_gang_problems(objects: list[dict]) -> list[str]:
 def test_a_gang_across_nodes_is_one_pod_per_node_with_that_nodes_gpus(flavor: str) -> None:
     plan = _gang_plan()
     objects = k8s_objects(plan, flavor, K8sOptions())
-    pods = [o for o in objects if o["kind"] in ("Job", "Pod")]
+    pods = run_objects(objects)
     core = [o for o in objects if o["kind"] != "PodGroup"]  # a CRD: kai_gang_problems checks it
     assert [k8s_problems(o) for o in core] == [[]] * len(core)
     assert len(pods) == 2  # one pod per node, never one pod for the gang
@@ -198,6 +203,8 @@ def test_a_gang_across_nodes_is_one_pod_per_node_with_that_nodes_gpus(flavor: st
         assert "PodGroup" in kinds and kai_gang_problems(objects) == []
     if flavor == "kueue":
         assert kinds - {"PriorityClass"} == {"Pod"} and kueue_gang_problems(objects) == []
+    if flavor in ("nvidia", "hami"):  # no gang scheduler: one JobSet (checked by k8s_problems above)
+        assert [o["kind"] for o in objects if o["kind"] in ("Job", "Pod", "JobSet")] == ["JobSet"]
     assert upstream_problems(objects, flavor) == []
 
 
@@ -331,10 +338,22 @@ def _uuid(device: str) -> str:
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
-def _pods(objects: list[dict]) -> list[tuple[dict, dict, dict]]:
-    """(pod metadata, pod template metadata, container) of every Job and Pod."""
+def run_objects(objects: list[dict]) -> list[dict]:
+    """The Jobs and Pods of ``objects``, with each JobSet's replicatedJob templates (as Jobs) in its place."""
     out = []
     for o in objects:
+        if o["kind"] in ("Job", "Pod"):
+            out.append(o)
+        elif o["kind"] == "JobSet":
+            out += [{"kind": "Job", "metadata": r["template"]["metadata"], "spec": r["template"]["spec"]}
+                    for r in o["spec"]["replicatedJobs"] for _ in range(r.get("replicas", 1))]
+    return out
+
+
+def _pods(objects: list[dict]) -> list[tuple[dict, dict, dict]]:
+    """(pod metadata, pod template metadata, container) of every Job and Pod (a JobSet's members too)."""
+    out = []
+    for o in run_objects(objects):
         if o["kind"] == "Pod":
             out.append((o["metadata"], o["metadata"], o["spec"]["containers"][0]))
         elif o["kind"] == "Job":

@@ -161,10 +161,12 @@ with open(state_path + ".lock", "w") as lock:
             if o["kind"] == "ConfigMap":
                 for name, text in o["data"].items():
                     state["configs"][name] = 10 if "replicas: 10" in text else 2 if "replicas: 2" in text else 1
-            if o["kind"] in ("Job", "Pod"):
-                spec = (o if o["kind"] == "Pod" else o["spec"]["template"])["spec"]
-                state["pods"].append({"name": o["metadata"]["name"], "node": spec["nodeSelector"]["kubernetes.io/hostname"],
-                                      "end": T0 + float(o["metadata"]["annotations"]["gensolver.io/end"])})
+            # a JobSet's controller makes each replicatedJob's Job, whose pod runs on its node
+            for job in ([r["template"] for r in o["spec"]["replicatedJobs"]] if o["kind"] == "JobSet" else [o]):
+                if o["kind"] in ("Job", "Pod", "JobSet"):
+                    spec = (job if o["kind"] == "Pod" else job["spec"]["template"])["spec"]
+                    state["pods"].append({"name": o["metadata"]["name"], "node": spec["nodeSelector"]["kubernetes.io/hostname"],
+                                          "end": T0 + float(o["metadata"]["annotations"]["gensolver.io/end"])})
     elif argv[:2] == ["label", "node"]:
         key, _, value = argv[4].partition("=")
         assert argv[3] == "--overwrite" and key == "nvidia.com/device-plugin.config", argv
@@ -222,11 +224,12 @@ def _script_checks(plan, options: K8sOptions, objects: list[dict], log: list[dic
     runs = {(t.id, str(r.index)): r for t in plan.tasks for r in plan.runs(t.id)}
     by_name = {}
     for o in objects:
-        if o["kind"] in ("Job", "Pod"):
+        if o["kind"] in ("Job", "Pod", "JobSet"):
             ann = o["metadata"]["annotations"]
+            templates = [r["template"] for r in o["spec"]["replicatedJobs"]] if o["kind"] == "JobSet" else [o]
             by_name[o["metadata"]["name"]] = ((ann["gensolver.io/task"], o["metadata"]["labels"]["gensolver.io/run"]),
-                                              o["spec"]["template"]["spec"]["nodeSelector"]["kubernetes.io/hostname"]
-                                              if o["kind"] == "Job" else o["spec"]["nodeSelector"]["kubernetes.io/hostname"])
+                                              [(p["spec"]["template"]["spec"] if o["kind"] != "Pod" else p["spec"])
+                                               ["nodeSelector"]["kubernetes.io/hostname"] for p in templates])
     label: dict[str, str] = {}
     confirmed: dict[str, bool] = {}
     running: dict[str, list[tuple[float, str]]] = {}
@@ -247,17 +250,18 @@ def _script_checks(plan, options: K8sOptions, objects: list[dict], log: list[dic
             for _kind, name in entry["items"]:
                 if name not in by_name:
                     continue
-                key, node = by_name[name]
+                key, nodes = by_name[name]
                 run = runs[key]
                 seen.add(key)
                 if t != math.ceil(T0 + run.start * scale):
                     problems.append(f"{name}: applied at {t - T0} s, its run starts at {run.start * scale:g} s")
                 want = WHOLE_CONFIG if whole[key] else SHARED_CONFIG
-                if label.get(node) != want:
-                    problems.append(f"{name}: applied on {node} labelled {label.get(node)!r}, its run needs {want!r}")
-                elif not confirmed.get(node):
-                    problems.append(f"{name}: applied on {node} before the plugin served {want!r}")
-                running.setdefault(node, []).append((T0 + run.end * scale, name))
+                for node in nodes:  # a JobSet: each member's node
+                    if label.get(node) != want:
+                        problems.append(f"{name}: applied on {node} labelled {label.get(node)!r}, its run needs {want!r}")
+                    elif not confirmed.get(node):
+                        problems.append(f"{name}: applied on {node} before the plugin served {want!r}")
+                    running.setdefault(node, []).append((T0 + run.end * scale, name))
     if seen != set(runs):
         problems.append(f"runs never applied: {sorted(set(runs) - seen)}")
     return problems
