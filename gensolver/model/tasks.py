@@ -43,7 +43,7 @@ import numpy as np
 
 from .inputs import check_size, max_memory_levels, max_round_entries
 from .instance import Bid, Bidder, Instance, Slot
-from .validate import InstanceError, _esc, check_totals, is_integer, is_real, mark_validated
+from .validate import InstanceError, _esc, check_totals, digits, is_finite_real, is_integer, mark_validated
 
 __all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "aligned_blocks", "task_value", "task_steps", "task_speed",
            "MAX_MEMORY_GIB", "MAX_SLOWDOWN_LOG"]
@@ -63,7 +63,11 @@ _NEVER = 2 ** 62
 
 def _kind(value: Any) -> str:
     """``"str 'x'"``-style description of a bad value for error messages."""
-    return "null" if value is None else f"{type(value).__name__} {value!r}"
+    if value is None:
+        return "null"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
+        return f"int of {digits(value)}"  # beyond a double's range (and maybe too long to print)
+    return f"{type(value).__name__} {value!r}"
 
 
 def _argv(command: Any, where: str) -> tuple[str, ...]:
@@ -153,8 +157,8 @@ class Task:
             raise InstanceError(f"{where}/preemptible", f"expected true or false, got {_kind(self.preemptible)}")
         for name in ("preferred_memory", "min_memory", "value", "urgency", "elasticity", "compute"):
             val = getattr(self, name)
-            if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val) or val < 0:
-                raise InstanceError(f"/tasks/{self.id}/{name}", f"must be a finite non-negative number, got {val!r}")
+            if not isinstance(val, (int, float)) or not is_finite_real(val) or val < 0:
+                raise InstanceError(f"/tasks/{self.id}/{name}", f"must be a finite non-negative number, got {_kind(val)}")
         if self.min_memory <= 0 or self.min_memory > self.preferred_memory:
             raise InstanceError(f"/tasks/{self.id}/min_memory",
                                 f"need 0 < min_memory <= preferred_memory, got {self.min_memory} and {self.preferred_memory}")
@@ -173,11 +177,11 @@ class Task:
         for name in ("duration", "gpus"):
             val = getattr(self, name)
             if not is_integer(val) or val < 1:
-                raise InstanceError(f"/tasks/{self.id}/{name}", f"must be a positive integer, got {val!r}")
+                raise InstanceError(f"/tasks/{self.id}/{name}", f"must be a positive integer, got {_kind(val)}")
         if not is_integer(self.release) or self.release < 0:
-            raise InstanceError(f"/tasks/{self.id}/release", f"must be a non-negative integer, got {self.release!r}")
+            raise InstanceError(f"/tasks/{self.id}/release", f"must be a non-negative integer, got {_kind(self.release)}")
         if self.deadline is not None and (not is_integer(self.deadline) or self.deadline <= self.release):
-            raise InstanceError(f"/tasks/{self.id}/deadline", f"must be an integer after release, got {self.deadline!r}")
+            raise InstanceError(f"/tasks/{self.id}/deadline", f"must be an integer after release, got {_kind(self.deadline)}")
 
     def memory_levels(self, count: int) -> np.ndarray:
         """``count`` evenly spaced memory levels from ``min_memory`` to ``preferred_memory``."""
@@ -282,7 +286,7 @@ class GpuRound:
             raise InstanceError("/gpus", "must not be empty")
         if not is_integer(self.steps) or self.steps < 1:
             raise InstanceError("/steps", f"must be a positive integer, got {_kind(self.steps)}")
-        if not is_real(self.step_seconds) or not math.isfinite(self.step_seconds) or self.step_seconds <= 0:
+        if not is_finite_real(self.step_seconds) or self.step_seconds <= 0:
             raise InstanceError("/step_seconds", f"must be a finite positive number, got {_kind(self.step_seconds)}")
         if not is_integer(self.memory_levels) or self.memory_levels < 1:
             raise InstanceError("/memory_levels", f"must be a positive integer, got {_kind(self.memory_levels)}")
@@ -301,7 +305,7 @@ class GpuRound:
             seen[g.id] = k
             for name in ("memory", "compute"):
                 val = getattr(g, name)
-                if not is_real(val) or not math.isfinite(val) or val <= 0:
+                if not is_finite_real(val) or val <= 0:
                     raise InstanceError(f"/gpus/{k}/{name}", f"must be a finite positive number, got {_kind(val)}")
             if g.memory > MAX_MEMORY_GIB:
                 raise InstanceError(f"/gpus/{k}/memory", f"must be at most {MAX_MEMORY_GIB:.0f} GiB (2**80 bytes), "
@@ -320,10 +324,10 @@ class GpuRound:
             raise InstanceError("/budgets", f"expected an object (tenant -> budget), got {_kind(self.budgets)}")
         owners = {t.id for t in self.tasks} | {t.tenant for t in self.tasks}
         for key, val in self.budgets.items():
-            where = f"/budgets/{_esc(str(key))}"
+            where = f"/budgets/{_esc(key) if isinstance(key, str) else _kind(key)}"
             if not isinstance(key, str) or key not in owners:
-                raise InstanceError(where, f"{key!r} is neither a task id nor a tenant of this round")
-            if not is_real(val) or not math.isfinite(val) or val < 0:
+                raise InstanceError(where, f"{_kind(key)} is neither a task id nor a tenant of this round")
+            if not is_finite_real(val) or val < 0:
                 raise InstanceError(where, f"must be a finite non-negative number, got {_kind(val)}")
 
     # ----------------------------------------------------------------- options

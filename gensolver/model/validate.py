@@ -20,7 +20,7 @@ from ..errors import InputError
 from .instance import SCHEMA, Bid, Bidder, Instance, Slot
 
 __all__ = ["InstanceError", "from_dict", "validate", "coerce_instance", "mark_validated", "check_totals", "is_integer",
-           "is_real"]
+           "is_real", "is_finite_real", "digits"]
 
 
 class InstanceError(InputError):
@@ -54,6 +54,23 @@ def is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
+def is_finite_real(value: Any) -> bool:
+    """A finite real number (``bool`` is not): NaN, the infinities and integers beyond a double's
+    range are not (``math.isfinite`` raises ``OverflowError`` on those)."""
+    if not is_real(value):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def digits(value: int) -> str:
+    """``"about N digits"`` for an integer too large to print (Python refuses ``str`` of an int
+    over 4,300 digits), from its bit length."""
+    return f"about {max(1, int(abs(value).bit_length() * math.log10(2)))} digits"
+
+
 def _number(value: Any, where: str, *, allow_none: bool = False) -> float | None:
     if value is None and allow_none:
         return None
@@ -63,7 +80,7 @@ def _number(value: Any, where: str, *, allow_none: bool = False) -> float | None
     try:
         val = float(value)
     except OverflowError:  # an integer beyond a double's range
-        raise InstanceError(where, f"number too large ({len(str(value))} digits; at most about 1.8e308)") from None
+        raise InstanceError(where, f"number too large ({digits(int(value))}; at most about 1.8e308)") from None
     if math.isnan(val):
         raise InstanceError(where, "NaN is not allowed")
     if math.isinf(val):

@@ -226,3 +226,39 @@ def test_plan_command_exits_2_naming_the_field(tmp_path: Path, capsys: pytest.Ca
     assert exc.value.exit_code == 2
     assert re.search(f"round.json: {re.escape(pointer)}: ", capsys.readouterr().err)
     assert not (tmp_path / "plan.json").exists()
+
+
+# ---------------------------------------------------------------- integers beyond a double's range
+# (fuzz finding, ``fuzz/corpus/api/big-task``): ``math.isfinite(10**400)`` raises OverflowError, and
+# Python refuses ``repr`` of an int over 4,300 digits; both leaked from the model's checks.
+HUGE = [10**400, -(10**400), 10**5000]
+
+
+@pytest.mark.parametrize("value", HUGE, ids=["1e400", "-1e400", "1e5000"])
+@pytest.mark.parametrize("name", ["preferred_memory", "min_memory", "value", "urgency", "elasticity", "compute"])
+def test_a_task_number_beyond_a_double_is_refused_by_name(name: str, value: int) -> None:
+    fields: dict[str, Any] = {"id": "t", "preferred_memory": 8.0, "min_memory": 4.0, "duration": 3, "value": 1.0,
+                              name: value}
+    with pytest.raises(InstanceError, match=f"/tasks/t/{name}: must be a finite non-negative number, got int of "
+                                            r"about \d+ digits"):
+        Task(**fields)
+
+
+@pytest.mark.parametrize("name", ["duration", "gpus", "release", "deadline"])
+def test_a_huge_negative_integer_is_named_without_printing_it(name: str) -> None:
+    with pytest.raises(InstanceError, match=f"/tasks/t/{name}: .*got int of about 5000 digits"):
+        Task(**{"id": "t", "preferred_memory": 8.0, "min_memory": 4.0, "duration": 3, "value": 1.0,
+                name: -(10**5000)})
+
+
+@pytest.mark.parametrize("value", HUGE, ids=["1e400", "-1e400", "1e5000"])
+def test_a_round_number_beyond_a_double_is_refused_by_name(value: int) -> None:
+    r = _round()
+    with pytest.raises(InstanceError, match="/step_seconds: must be a finite positive number"):
+        GpuRound(r.gpus, r.tasks, 6, value)
+    with pytest.raises(InstanceError, match="/gpus/0/memory: must be a finite positive number"):
+        GpuRound((GpuSpec("g", value),), r.tasks, 6)
+    with pytest.raises(InstanceError, match="/budgets/team-a: must be a finite non-negative number"):
+        GpuRound(r.gpus, r.tasks, 6, budgets={"team-a": value})
+    with pytest.raises(InstanceError, match="int of about .* is neither a task id nor a tenant"):
+        GpuRound(r.gpus, r.tasks, 6, budgets={value: 1.0})

@@ -330,3 +330,13 @@ def test_numpy_numbers_are_numbers() -> None:
     d["bids"][0]["value"] = np.bool_(True)
     with pytest.raises(InstanceError, match="expected a number"):
         from_dict(d)
+
+
+def test_an_integer_too_long_to_print_is_refused_by_name() -> None:
+    """``coerce_instance`` (what ``gensolver.solve`` takes) with a value of 5,000 digits: Python
+    refuses ``str`` of such an int, so the message counts its digits from its bit length."""
+    from gensolver.model.validate import coerce_instance
+
+    bids = [{"id": "b", "bidder": "a", "value": 10**5000, "demand": {"s": {"gpu": 1}}}]
+    with pytest.raises(InstanceError, match=r"/bids/0/value: number too large \(about 5000 digits"):
+        coerce_instance(bids, [{"id": "s", "capacity": {"gpu": 1}}])
