@@ -221,3 +221,41 @@ def test_reap_spares_the_resource_tracker_which_exits_with_the_command() -> None
     while _alive(tracker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(tracker), "the resource tracker outlived its command"
+
+
+_IN_DEL = """
+import os, signal, sys, time
+from gensolver.cli import signals
+
+signals.install()
+
+
+class Lost:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100_000):  # the handler runs here, inside __del__, where its exception is unraisable
+            pass
+
+
+try:
+    obj = Lost()
+    del obj
+    print("survived", flush=True)
+    while True:  # the old handler's exception was lost: this never ends (the test's timeout fails it)
+        time.sleep(0.01)
+except KeyboardInterrupt as exc:
+    sys.exit(signals.exit_status(exc))
+"""
+
+
+def test_a_signal_landing_in_a_finaliser_still_stops_the_command() -> None:
+    """A stop signal that lands in a ``__del__`` (or a weakref callback, where ``serve`` lost one in the
+    random-moment stress) is raised again in the main thread: exit 143, no "Exception ignored"."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    try:
+        done = subprocess.run([sys.executable, "-c", _IN_DEL], env=env, capture_output=True, text=True,
+                              timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the signal's exception was lost in __del__: the program ran on") from None
+    assert done.returncode == 143, done.stderr
+    assert "Exception ignored" not in done.stderr
