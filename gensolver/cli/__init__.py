@@ -109,16 +109,34 @@ def main(argv: list[str] | None = None) -> int:
     (:mod:`gensolver.cli.signals`); journals are closed whole on the way out.
     """
     signals.install()
+    rc = 1
     try:
         rc = _main(argv)
     except KeyboardInterrupt as exc:  # raised outside click's reach (before or after the command)
         rc = signals.exit_status(exc) or 130
     finally:
-        stopped = signals.exit_status()
-        if stopped is not None:
-            signals.reap()
-        signals.uninstall()
+        stopped = _stop()
     return stopped if stopped is not None else rc
+
+
+def _stop() -> int | None:
+    """Reap what a stop signal left, restore the handlers, and return the signal's exit status
+    (``None``: none came), also for a signal that lands meanwhile: its exception is caught here,
+    or was lost in a finaliser and is only recorded (:mod:`gensolver.cli.signals`)."""
+    try:
+        if signals.exit_status() is not None:
+            signals.reap()
+    except KeyboardInterrupt:  # a signal landing while reaping: recorded; reaped below
+        pass
+    finally:
+        try:
+            signals.uninstall()
+        except KeyboardInterrupt:  # landed inside uninstall: finish it
+            signals.uninstall()
+    stopped = signals.exit_status()
+    if stopped is not None:
+        signals.reap()  # what the signal's handler told to stop (nothing left when reaped above)
+    return stopped
 
 
 def _main(argv: list[str] | None) -> int:

@@ -259,3 +259,31 @@ def test_a_signal_landing_in_a_finaliser_still_stops_the_command() -> None:
         raise AssertionError("the signal's exception was lost in __del__: the program ran on") from None
     assert done.returncode == 143, done.stderr
     assert "Exception ignored" not in done.stderr
+
+
+def test_a_signal_during_the_teardown_still_gives_its_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGTERM landing after the command returned, while ``main`` restores the handlers (the stress
+    saw ``bench`` exit 0 once): ``main`` returns 143 instead of letting ``Terminated`` escape (old code)
+    or ignoring it."""
+    import gensolver.cli as cli
+    from gensolver.cli import signals
+
+    real = signals.uninstall
+    landed: list[int] = []
+
+    def uninstall() -> None:
+        if not landed:  # the signal lands here: recorded by the handler, which raises
+            landed.append(1)
+            signals._received.append(signal.SIGTERM)
+            raise signals.Terminated(signal.SIGTERM)
+        real()
+
+    monkeypatch.setattr(cli, "_main", lambda argv: 0)
+    monkeypatch.setattr(signals, "uninstall", uninstall)
+    monkeypatch.setattr(signals, "reap", lambda grace=3.0: None)
+    try:
+        rc = cli.main([])
+    except KeyboardInterrupt:
+        pytest.fail("Terminated escaped main")
+    assert rc == 143
+    assert landed and signal.getsignal(signal.SIGTERM) is not signals._handler  # restored
