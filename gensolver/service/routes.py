@@ -86,11 +86,9 @@ async def principal(request: Request,
     """The authentication dependency: the caller's :class:`Principal` from its bearer token
     (``async``: a known token is a dictionary lookup after one read of the tokens' version, a
     new one one indexed read), then the token's own rate limit (the client address had its limit
-    before, in the guard). On SQLite the reads are local and run on the event loop; on a
-    database server (a PostgreSQL store) they are round trips, run in the thread pool so that
-    no request waits on another's."""
-    if _service(request).store.shared:
-        return await run_in_threadpool(_authenticate, request)
+    before, in the guard). The reads run on the event loop, also on PostgreSQL where each is a
+    round trip: sending them to the thread pool cost 0.2-0.3 ms of server CPU per request and
+    lowered the submission rate (``benchmarks/bench_service_store.py``)."""
     return _authenticate(request)
 
 
