@@ -59,6 +59,7 @@ class Outcome:
     kind: str = ""
     left: list[int] = field(default_factory=list)
     torn: list[str] = field(default_factory=list)
+    stderr: str = ""  # the last line the command wrote on stderr
 
     @property
     def ok(self) -> bool:
@@ -207,6 +208,7 @@ def trial(command: str, delay: float, work: Path, *, program: list[str] | None =
             out.kind = "hung"
             return out
         err = errfile.read_text(errors="replace")
+        out.stderr = (err.strip().splitlines() or [""])[-1][:300]
         out.status = proc.returncode
         out.kind = ("finished" if finished and proc.returncode == 0 else
                     "handler" if proc.returncode == 143 and "Traceback" not in err else
@@ -278,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     def show(r: Outcome) -> None:
         extra = f" left {r.left}" if r.left else ""
         extra += f" torn {r.torn}" if r.torn else ""
+        extra += f" stderr: {r.stderr}" if not r.ok and r.stderr else ""
         print(f"{r.command:9s} signal at {r.delay:6.2f} s: {r.kind} (status {r.status}){extra}", flush=True)
 
     t0 = time.monotonic()
