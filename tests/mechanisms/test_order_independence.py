@@ -70,10 +70,10 @@ def mechanism_bytes(inst: Instance, mechanism: str, method: str | None = None) -
         method = method or "greedy"
         opts["alpha"] = 2.0
     method = method or "auto"
-    if mechanism in ("vcg", "core"):
-        opts["threads"] = 1
-        if method == "auto":
-            opts["deterministic"] = True
+    if mechanism in ("vcg", "core", "pay-as-bid"):
+        opts["threads"] = 1  # deterministic mode: CP-SAT's parallel workers race on ties
+    if mechanism in ("vcg", "core") and method == "auto":
+        opts["deterministic"] = True
     out = run_mechanism(inst, mechanism=mechanism, method=method, options=opts or None)
     return json.dumps(strip(outcome_to_dict(out, allocation=True, details=True)), sort_keys=True).encode()
 
