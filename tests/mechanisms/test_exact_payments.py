@@ -123,17 +123,22 @@ def test_the_payment_check_can_fail() -> None:
 
 
 def _seeded_round(rng: Any) -> Instance:
-    """A tiny round as :func:`tiny_rounds` draws them, from a seeded generator."""
-    slots = (Slot("s0", {"mem": 2.0, "cmp": 1.0}), Slot("s1", {"mem": 2.0, "cmp": 1.0}))
-    base = float(rng.uniform(1e5, 1e6))
-    bids = []
-    for i in range(int(rng.integers(2, 6))):
-        for k in range(int(rng.integers(1, 3))):
-            chosen = ["s0", "s1"] if rng.random() < 0.4 else [str(rng.choice(["s0", "s1"]))]
-            mem, cmp = float(rng.choice([1.0, 2.0])), float(rng.choice([0.5, 1.0]))
-            value = float(rng.uniform(0, 1e6)) if rng.random() < 0.5 else base + int(rng.integers(-5000, 5001)) * 1e-3
-            bids.append(Bid(f"b{i}_{k}", f"B{i}", max(0.0, value), {s: {"mem": mem, "cmp": cmp} for s in chosen}))
-    return Instance(slots, tuple(bids))
+    """A tiny round of ``benchmarks/bench_exact_payments.py`` (the family :func:`tiny_rounds` draws),
+    from a seeded generator: the test and the benchmark's 1,000 rounds share one definition."""
+    global _BENCH
+    if _BENCH is None:
+        import importlib.util
+        from pathlib import Path
+
+        path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_exact_payments.py"
+        spec = importlib.util.spec_from_file_location("bench_exact_payments", path)
+        assert spec is not None and spec.loader is not None
+        _BENCH = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_BENCH)
+    return _BENCH.tiny_round(rng)
+
+
+_BENCH: Any = None
 
 
 def test_auto_proves_every_tiny_round_exactly() -> None:
