@@ -25,10 +25,9 @@ subclass of uvicorn's httptools protocol for one :class:`~gensolver.service.Sett
   that already holds that many is closed as soon as it is accepted, before any parser or
   deadline is set up and without an answer. One client opening 20,000 connections then costs
   the server one ``getpeername`` and one close for each beyond its share, instead of a
-  protocol, a parser, a timer and the eviction of another connection: under such a flood on a
-  2-core machine the server's accept queue no longer overflowed (it had dropped 10,000-26,000
-  handshakes in 15 s, each a 1 s wait for whoever sent it) and the other clients' probes
-  answered within 0.4 s instead of 2-3.7 s (``benchmarks/bench_service_connections.py``).
+  protocol, a parser, a timer and the eviction of another connection, so the accept queue
+  keeps up and other clients' probes are answered promptly (figures:
+  ``benchmarks/bench_service_connections.py``).
 
 Every answer is ``application/problem+json`` with ``Connection: close``; the server then
 half-closes the connection and drops what the client still sends for ``LINGER_SECONDS``, so the
