@@ -13,6 +13,9 @@ from typing import Any, Callable, Sequence
 __all__ = ["choice", "METHODS", "MECHANISMS", "SIM_MECHANISMS", "POLICIES", "DEFAULT_POLICIES", "BACKENDS",
            "BACKENDS_HELP"]
 
+#: policies of ``gensolver simulate`` (kept equal to :func:`gensolver.sim.list_policies` by a test)
+POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "time-slicing", "mps", "mig",
+                             "finish-time-fair", "market")
 #: what ``gensolver simulate`` compares when no ``--policy`` is given
 DEFAULT_POLICIES: tuple[str, ...] = ("fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "market")
 
@@ -28,12 +31,6 @@ def _backends_help() -> str:
 
     parts = [f"{name} ({EXECUTION_BACKENDS.get(name).description})" for name in EXECUTION_BACKENDS]
     return (", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else "".join(parts)) + "."
-
-
-def _policies() -> tuple[str, ...]:
-    from ..sim.policies import POLICIES as registry  # the market is registered by path: no market import
-
-    return tuple(registry)
 
 
 def _methods() -> tuple[str, ...]:
@@ -56,8 +53,6 @@ def _sim_mechanisms() -> tuple[str, ...]:
 BACKENDS = _backends()
 #: ``--backend`` help: each execution backend with its description
 BACKENDS_HELP = _backends_help()
-#: policies of ``gensolver simulate`` (:data:`gensolver.sim.POLICIES`)
-POLICIES = _policies()
 #: solver methods (:func:`gensolver.solvers.list_methods`)
 METHODS = _methods()
 #: mechanisms (:data:`gensolver.mechanisms.MECHANISMS`)
