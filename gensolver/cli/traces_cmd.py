@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from .._log import SafeConsole
 from ..traces.fetch import TRACE_SOURCES
 from .common import check_output_dir, console, fail
 
@@ -30,7 +31,9 @@ def traces_list() -> None:
         for f in src.files:
             table.add_row(src.name, src.folder, f.name, str(f.size),
                           "unverified" if f.sha256 is None else f.sha256[:16] + "...", f.url)
-    console.print(table)
+    # piped or redirected: wide enough for whole rows, so no name or address is cut
+    out = console if console.is_terminal else SafeConsole(width=max(console.width, 260))
+    out.print(table)
 
 
 @traces_app.command("fetch")
