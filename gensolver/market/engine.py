@@ -411,18 +411,23 @@ class CreditEngine:
             rel = density / mean if mean > 0 else np.ones(n)
             rel = np.clip(rel, 1.0 / cfg.spread, cfg.spread)
         score = np.power(np.maximum(rho, 1e-9), cfg.rho_power) * np.power(rel, cfg.credit_power)
-        if self.smith > 0:  # Smith's rule: shorter remaining (calibrated) work first
-            left = np.maximum(rem / speed, 1e-9)
-            score = score * np.power(float(np.median(left)) / left, self.smith)
         # a task that ran past its reported duration proved its report false: it keeps only
         # what nobody else wants (served last; preempted when others wait)
-        if self.tail > 0:  # makespan-critical tasks first (a factor above any other score)
-            score = np.where(rem / speed >= self.tail * self._drain(cluster, kap), score * 1e6, score)
         over = self._caught(states, done)
         if self.pay_back:  # a lie that cannot be stopped is paid back by its tenant's other tasks
             owing = self._owing(cluster)
             if owing:
                 over |= np.fromiter((t.tenant in owing for t in rep), bool, n)
+        if self.smith > 0:  # Smith's rule: shorter remaining (calibrated) work first
+            left = np.maximum(rem / speed, 1e-9)
+            # a caught task's remaining work is unknown (calibrated by its own overrun it reads
+            # as none left): it neither sets the median nor gains from the rule, else an
+            # under-reported duration would buy the top rank once it ran out
+            honest = left[~over] if (~over).any() else left
+            sf = np.power(float(np.median(honest)) / left, self.smith)
+            score = score * np.where(over, np.minimum(sf, 1.0), sf)
+        if self.tail > 0:  # makespan-critical tasks first (a factor above any other score)
+            score = np.where(rem / speed >= self.tail * self._drain(cluster, kap), score * 1e6, score)
         score = np.where(over, score * self.overrun, score)
         return score, bids / (size * self.lease)
 

@@ -12,7 +12,7 @@ from gensolver.model.tasks import GpuSpec, Task
 from gensolver.sim import simulate, synthetic_workload
 from gensolver.sim.engine import Cluster
 from gensolver.sim.policies.market import MarketPolicy, attained
-from gensolver.sim.workload import with_deadlines
+from gensolver.sim.workload import Workload, with_deadlines
 
 
 def _running_at(now: float, **policy_options):
@@ -237,3 +237,22 @@ def test_an_honest_memory_under_estimate_is_corrected_not_punished(tolerance):
         assert "e" not in pol._slow
     else:  # no band: a lie, caught, not grown
         assert st.memory == pytest.approx(3.84) and "e" in pol._slow
+
+
+@pytest.mark.parametrize("clearing", ["greedy", "solver"])
+def test_an_under_reported_duration_buys_no_rank_under_smiths_rule(clearing: str) -> None:
+    """One 10 GiB GPU, room for one 8 GiB task. ``liar`` (tenant L) reports 2 steps but needs
+    30 and starts first; ``honest`` (T, 6 steps, reported truly) arrives at step 1. Once the liar
+    has run past its report (caught), Smith's rule must not rank it first for having "no work
+    left" (its calibrated remaining reads 0): the honest task starts long before the liar ends.
+    Checked from the event log: the honest task's start against the liar's finish."""
+    liar = Task("liar", 8, 8, 30, 1.0, compute=0.5, tenant="L", preemptible=True)
+    honest = Task("honest", 8, 8, 6, 1.0, compute=0.5, tenant="T", preemptible=True, release=1)
+    w = Workload("liar", (replace(liar, duration=2), honest), (GpuSpec("g", 10.0),), truths={"liar": liar})
+    res = simulate(w, policy="market", lease=1, checkpoint_steps=0.0,
+                   policy_options={"smith": 1.0, "clearing": clearing})
+    start = {e.task: e.time for e in reversed(res.events) if e.kind == "start"}  # first start of each
+    finish = {e.task: e.time for e in res.events if e.kind == "finish"}
+    assert start["liar"] == 0 and finish["liar"] >= 30
+    assert start["honest"] <= 2 + 2  # caught past 2 x 1.05 steps, then preempted at the next round
+    assert finish["honest"] < finish["liar"]
