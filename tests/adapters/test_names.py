@@ -297,9 +297,12 @@ def _check_apply(script: Path, root: Path, task_a: str, node_a: str, mapped: str
         return
     bin_ = root / "kbin"
     bin_.mkdir()
-    (bin_ / "kubectl").write_text("#!/bin/bash\n" + f"{sys.executable} -c 'import json, sys; print(json.dumps("
-                                  f"[sys.argv[1:], sys.stdin.read() if sys.argv[1] == \"apply\" else \"\"]))' \"$@\""
-                                  ' >> "$STUB_LOG"\n')
+    # one record a line, written by one append (the script relabels nodes in the background, so
+    # stubs run at once: a print through a shell redirection could be cut by another's record)
+    (bin_ / "kubectl").write_text("#!/bin/bash\n" + f"{sys.executable} -c 'import json, os, sys; os.write("
+                                  "os.open(os.environ[\"STUB_LOG\"], os.O_WRONLY | os.O_APPEND), (json.dumps("
+                                  f"[sys.argv[1:], sys.stdin.read() if sys.argv[1] == \"apply\" else \"\"]) + \"\\n\")"
+                                  ".encode())' \"$@\"\n")
     (bin_ / "kubectl").chmod(0o755)
     (bin_ / "sleep").write_text("#!/bin/bash\n")
     (bin_ / "sleep").chmod(0o755)
