@@ -4,7 +4,8 @@ The solver of a front end is ``method`` everywhere (:func:`gensolver.solve`,
 :func:`gensolver.mechanisms.run_mechanism`, :mod:`gensolver.verify`); ``solver=`` is the old
 name, accepted until the next release.
 
-The deprecated aliases of names and arguments (``solver=`` here, ``gensolver.executor.Executor``)
+The deprecated aliases of names and arguments (``solver=`` here, ``gensolver.executor.Executor``,
+renamed attributes through :func:`warn_renamed`)
 warn with :class:`GensolverDeprecationWarning` (a :class:`DeprecationWarning`), so a filter can
 single them out: the test suite turns it into an error (``filterwarnings`` in ``pyproject.toml``),
 which keeps the package and its tests off the old names, while the tests of the aliases catch it
@@ -30,7 +31,7 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["GensolverDeprecationWarning", "method_alias", "option_alias"]
+__all__ = ["GensolverDeprecationWarning", "method_alias", "option_alias", "warn_renamed"]
 
 
 class GensolverDeprecationWarning(DeprecationWarning):
@@ -77,3 +78,18 @@ def option_alias(options: dict[str, Any], old: str, new: str, *, where: str) -> 
                          f"{new}={out[new]!r} and {old}={value!r}")
     out[new] = value
     return out
+
+
+def warn_renamed(where: str, old: str, new: str) -> None:
+    """Warn that ``where``'s ``old`` (an attribute or key read by the caller's caller) is now
+    ``new``: a :class:`GensolverDeprecationWarning` pointing at the line that used the old name.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_renamed("MarketConfig", "solver", "method")
+    >>> str(caught[0].message)
+    'MarketConfig: solver is deprecated; use method (the same value)'
+    """
+    warnings.warn(f"{where}: {old} is deprecated; use {new} (the same value)", GensolverDeprecationWarning,
+                  stacklevel=3)

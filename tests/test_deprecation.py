@@ -89,12 +89,12 @@ def test_the_pivot_and_separation_helpers_take_method_and_warn_on_solver() -> No
         warnings.simplefilter("error")
         # without A, B's 3 is the best welfare (the pivot); with A winning at 3, no coalition blocks
         assert pivot_welfare(INST.without_bidder("A"), method="cpsat", time_limit=None, threads=1,
-                             hint=None)["welfare"] == pytest.approx(3.0)
+                             hint=None).welfare == pytest.approx(3.0)
         won = {"A": INST.bids[0]}
         assert separate(INST, won, {"A": 3.0}, method="cpsat").z == pytest.approx(3.0)
     with pytest.warns(GensolverDeprecationWarning, match="pivot_welfare: solver= is deprecated"):
         assert pivot_welfare(INST.without_bidder("A"), solver="cpsat", time_limit=None, threads=1,
-                             hint=None)["welfare"] == pytest.approx(3.0)
+                             hint=None).welfare == pytest.approx(3.0)
     with pytest.warns(GensolverDeprecationWarning, match="separate: solver= is deprecated"):
         # at A paying 1, B's coalition (3) beats the revenue: the separation finds it
         assert separate(INST, won, {"A": 1.0}, solver="cpsat").coalition == ("B",)
@@ -176,3 +176,61 @@ def test_autos_sub_method_option_and_its_deprecated_alias() -> None:
         assert solve(INST, method="auto", options={"sub_solver": "cpsat"}).winners == ("a",)
     with pytest.warns(GensolverDeprecationWarning), pytest.raises(InputError, match="give option sub_method only"):
         solve(INST, method="auto", options={"sub_solver": "cpsat", "sub_method": "scip"})
+
+
+def test_pivot_records_name_their_settlement_how_and_keep_the_old_names_one_release() -> None:
+    """:func:`pivot_welfare` returns the frozen :class:`~gensolver.mechanisms.pivots.PivotResult`;
+    the keys of the dict it returned and ``PivotResult.method`` still read, with a warning."""
+    import pickle
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = pivot_welfare(INST.without_bidder("A"), method="cpsat", time_limit=None, threads=1, hint=None)
+        assert (r.status.value, r.welfare, r.bound, r.winners) == ("optimal", 3.0, 3.0, ("b",))
+        assert pickle.loads(pickle.dumps(r)) == r  # what a worker process sends back
+    with pytest.warns(GensolverDeprecationWarning, match=r"PivotResult: \['message'\] is deprecated; use \.how"):
+        assert r["message"] == r.how
+    with pytest.warns(GensolverDeprecationWarning, match=r"PivotResult: \['status'\] is deprecated"):
+        assert r["status"] == "optimal" and type(r["status"]) is str
+    with pytest.warns(GensolverDeprecationWarning):
+        assert (r["welfare"], r["bound"], r["winners"]) == (3.0, 3.0, ["b"])
+    with pytest.raises(KeyError):
+        r["how"]  # new names are attributes only
+    with pytest.warns(GensolverDeprecationWarning, match="PivotResult: method is deprecated; use how"):
+        assert r.method == r.how
+
+
+def test_market_config_method_and_its_deprecated_alias_solver() -> None:
+    """The deprecated auction's method is ``MarketConfig.method``; ``solver`` (keyword,
+    attribute, ``Market`` option, ``Market.clear`` override, service setting) warns and is used."""
+    import dataclasses
+
+    from gensolver.market import Candidate, Market, MarketConfig
+    from gensolver.model.tasks import GpuSpec, Task
+    from gensolver.service.settings import Settings
+
+    gpus = [GpuSpec("g0", 16.0, 1.0, "n0")]
+    cands = [Candidate(Task("a", 8.0, 8.0, 4, value=3.2, tenant="a"), 4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new = MarketConfig(engine="auction", method="greedy")
+        # the round runs on the configured method, not on the default "auto"
+        assert MarketConfig().method == "auto" and Market(new).clear(0, gpus=gpus, candidates=cands).method == "greedy"
+        assert Market(method="lp").config.method == "lp"
+        assert Market(new).clear(0, gpus=gpus, candidates=cands, method="lp").method == "lp"
+        assert dataclasses.replace(new, lease=3).method == "greedy"  # no warning from replace()
+        assert Settings(market={"engine": "auction", "method": "greedy"}).market_config().method == "greedy"
+    with pytest.warns(GensolverDeprecationWarning, match="MarketConfig: solver= is deprecated; use method="):
+        old = MarketConfig(engine="auction", solver="greedy")  # type: ignore[call-arg]
+    assert old == new
+    with pytest.warns(GensolverDeprecationWarning, match="MarketConfig: solver is deprecated; use method"):
+        assert old.solver == "greedy"
+    with pytest.warns(GensolverDeprecationWarning, match="Market: option solver is deprecated; use method"):
+        assert Market(solver="lp").config.method == "lp"
+    with pytest.warns(GensolverDeprecationWarning, match="Market.clear: solver= is deprecated; use method="):
+        assert Market(new).clear(0, gpus=gpus, candidates=cands, solver="lp").method == "lp"
+    with pytest.warns(GensolverDeprecationWarning, match="market: option solver is deprecated; use method"):
+        settings = Settings(market={"engine": "auction", "solver": "greedy"})
+    assert settings.market == {"engine": "auction", "method": "greedy"} and settings.market_config() == new
+    with pytest.warns(GensolverDeprecationWarning), pytest.raises(InputError, match="give method= only"):
+        MarketConfig(method="lp", solver="greedy")  # type: ignore[call-arg]

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from ..errors import require_extra
-from .common import fail
+from .common import err_console, fail
 
 __all__ = ["register"]
 
@@ -86,6 +86,8 @@ def serve_command(
             fail(f"--market: not JSON ({exc})")
         if not isinstance(options, dict):
             fail("--market: expected a JSON object of MarketConfig fields")
+        if "solver" in options:  # renamed to method by the settings, one release more
+            err_console.print("warning: --market solver is deprecated; use method (the same value)", highlight=False)
     if alpha is not None:
         if options.get("alpha", alpha) != alpha:
             fail(f"--alpha {alpha:g} and --market alpha {options['alpha']!r} disagree; give one")

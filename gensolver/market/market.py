@@ -76,6 +76,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .._deprecation import method_alias, option_alias
 from ..errors import InputError
 from ..model.instance import Bid, Bidder, Instance, Slot
 from ..model.tasks import GpuSpec, Task, aligned_blocks, task_steps, task_value
@@ -163,12 +164,14 @@ class Market:
     ----------
     config : MarketConfig, optional
     **options
-        Overrides of :class:`MarketConfig` fields (keyword-only).
+        Overrides of :class:`MarketConfig` fields (keyword-only; ``solver`` is the deprecated
+        alias of ``method``).
     """
 
     def __init__(self, config: MarketConfig | None = None, **options: Any) -> None:
         cfg = config or MarketConfig(engine="auction")
         if options:
+            options = option_alias(options, "solver", "method", where="Market")
             unknown = set(options) - set(MarketConfig.__dataclass_fields__)
             if unknown:
                 raise InputError(f"unknown market option(s) {sorted(unknown)}; valid: {sorted(MarketConfig.__dataclass_fields__)}")
@@ -362,8 +365,8 @@ class Market:
             meta[bid_id] = (cand, grp, mem, b, length, float(v))
 
     def clear(self, now: float, *, gpus: Sequence[GpuSpec], candidates: Sequence[Candidate],
-              reservations: Sequence[Reservation] = (), mechanism: str | None = None, solver: str | None = None,
-              time_limit: float | None | str = "config") -> Clearing:
+              reservations: Sequence[Reservation] = (), mechanism: str | None = None, method: str | None = None,
+              time_limit: float | None | str = "config", solver: str | None = None) -> Clearing:
         """Run one round at step ``now``.
 
         Parameters
@@ -375,13 +378,17 @@ class Market:
             Waiting tasks and running preemptible ones.
         reservations : sequence of Reservation, keyword-only
             Capacity held by tasks that keep their GPUs.
-        mechanism, solver, time_limit : keyword-only
+        mechanism, method, time_limit : keyword-only
             Override the configuration for this round.
+        solver : str, optional, keyword-only
+            Deprecated alias of ``method`` (a :class:`~gensolver.GensolverDeprecationWarning`;
+            removed in the next release).
 
         Returns
         -------
         Clearing
         """
+        method = method_alias(method, solver, where="Market.clear", default=None)
         cfg = self.config
         self.refill(now)
         for c in candidates:
@@ -406,7 +413,7 @@ class Market:
             preempted = tuple(c.task.id for c in cands if c.placement is not None)
             return Clearing(float(now), MappingProxyType({}), preempted, MappingProxyType({}), len(cands), 0, mech,
                             "", "empty", 0.0, 0.0, t1 - t0)
-        method = solver or cfg.solver
+        method = method or cfg.method
         if inst.n_bids > cfg.greedy_above:
             method = "greedy"
         logger.debug("round at step %g: %d candidates, %d bids on %d slots, %s with %s", now, len(cands),

@@ -8,11 +8,13 @@ and :class:`Clearing` are what it returns. The model they serve is documented in
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .._deprecation import method_alias, warn_renamed
 from ..errors import InputError, check_time_limit
 from ..model.tasks import Task
 
@@ -41,8 +43,10 @@ class MarketConfig:
         Horizon length in leases (``horizon = blocks * lease`` steps).
     mechanism : str
         A :func:`gensolver.mechanisms.run_mechanism` name, or ``"pay-as-bid"``.
-    solver : str
-        Winner-determination method (``gensolver methods``).
+    method : str
+        Winner-determination method (``gensolver methods``). ``solver`` is its deprecated alias,
+        as a keyword and as an attribute (a :class:`~gensolver.GensolverDeprecationWarning`;
+        removed in the next release).
     time_limit : float
         Seconds for each round's solve (``None``: unlimited; keep rounds fast).
     greedy_above : int
@@ -85,7 +89,7 @@ class MarketConfig:
     lease: int = 5
     blocks: int = 2
     mechanism: str = "pay-as-bid"
-    solver: str = "auto"
+    method: str = "auto"
     time_limit: float | None = 0.2
     greedy_above: int = 3000
     memory_levels: int = 3
@@ -142,13 +146,20 @@ class MarketConfig:
             raise InputError("MarketConfig needs 0 < w_min <= 1 <= w_max")
         from ..solvers import get_method  # an unknown name is refused here, not by every round
 
-        if not isinstance(self.solver, str):
-            raise InputError(f"MarketConfig.solver must be a method name, got {self.solver!r}")
-        get_method(self.solver)
+        if not isinstance(self.method, str):
+            raise InputError(f"MarketConfig.method must be a method name, got {self.method!r}")
+        get_method(self.method)
 
     @property
     def horizon(self) -> int:
         return self.lease * self.blocks
+
+    @property
+    def solver(self) -> str:
+        """Deprecated alias of :attr:`method` (a :class:`~gensolver.GensolverDeprecationWarning`;
+        removed in the next release)."""
+        warn_renamed("MarketConfig", "solver", "method")
+        return self.method
 
     def _check_engine_options(self) -> None:
         """Refuse options of the other engine (an option that would be silently ignored)."""
@@ -164,6 +175,20 @@ class MarketConfig:
             CreditEngine(**self.credit)
         except (TypeError, ValueError) as exc:
             raise InputError(f"MarketConfig.credit: {exc}") from None
+
+
+_fields_init = MarketConfig.__init__
+
+
+@functools.wraps(_fields_init)
+def _init_with_alias(self: MarketConfig, *args: Any, solver: str | None = None, **kwargs: Any) -> None:
+    """The fields' ``__init__``, taking ``solver=`` as the deprecated alias of ``method=``."""
+    if solver is not None:
+        kwargs["method"] = method_alias(kwargs.get("method", "auto"), solver, where="MarketConfig")
+    _fields_init(self, *args, **kwargs)
+
+
+MarketConfig.__init__ = _init_with_alias  # type: ignore[method-assign]
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .._deprecation import warn_renamed
 from ..model.tolerances import payment_tolerance
+from ..solvers import Status
 from ..solvers.engine import (
     DEFAULT_MIP_GAP,
     WORK_PER_NNZ_GREEDY,
@@ -57,19 +59,82 @@ SETUP_PER_NNZ = 5e-6
 
 @dataclass(frozen=True)
 class PivotResult:
-    """Optimal welfare without one owner (``exact``), or an interval ``[welfare, bound]``.
+    """The optimum without one bidder, ``W(-i)``: proved (``exact``), or an interval ``[welfare, bound]``.
 
-    ``work``: the work units charged (deterministic mode; an estimate of the same footing in
-    wall mode); ``limit``: the share of the budget the pivot was given (``None``: none).
+    The one record of a VCG pivot, however it was settled: by :func:`pivot_solve` on the
+    ``"auto"`` fast path, by a re-solve with another method
+    (:func:`~gensolver.mechanisms.vcg.pivot_welfare`), or by the trivial bound with no solve.
+    Frozen and picklable, so it returns from worker processes as it is; :meth:`to_dict` is its
+    JSON form in ``Outcome.details["pivots"]``.
+
+    Attributes
+    ----------
+    status : Status
+        ``OPTIMAL`` when ``W(-i)`` is proved (``exact``), ``FEASIBLE`` for an interval; a
+        re-solve's own status otherwise (its ``welfare`` and ``bound`` are then not used).
+    welfare : float
+        The best welfare found without the bidder (a lower bound on ``W(-i)``).
+    bound : float or None
+        A proven upper bound on ``W(-i)``; ``None``: the method gives none.
+    seconds : float
+        Wall-clock seconds the pivot took.
+    how : str
+        How the pivot was settled: on the fast path ``"trivial-bound"``, ``"dual-bound"``,
+        ``"reduced-cost-fixing"``, ``"anytime"`` or ``"budget-spent"`` (a second pass joins two
+        with ``+``); with no solve ``"trivial-bound"``; a re-solve's message otherwise.
+    work : float or None
+        The work units charged (deterministic mode; an estimate on the same footing in wall
+        mode); ``None``: not counted (a re-solve by another method, no solve at all).
+    limit : float or None
+        The share of the budget :func:`pivot_solve` was given; ``None``: none, or not a pivot of
+        the fast path.
+    winners : tuple of str
+        The winning bids without the bidder, where known (a re-solve, a pivot with no solve).
     """
 
+    status: Status
     welfare: float
-    bound: float
-    exact: bool
+    bound: float | None
     seconds: float
-    method: str
-    work: float = 0.0
+    how: str
+    work: float | None = None
     limit: float | None = None
+    winners: tuple[str, ...] = ()
+
+    @property
+    def exact(self) -> bool:
+        """Whether ``W(-i)`` is proved (``status`` is ``OPTIMAL``)."""
+        return self.status is Status.OPTIMAL
+
+    @property
+    def width(self) -> float:
+        """``bound - welfare``: how far ``W(-i)`` may lie above ``welfare`` (infinite without a bound)."""
+        return math.inf if self.bound is None else self.bound - self.welfare
+
+    @property
+    def method(self) -> str:
+        """Deprecated alias of :attr:`how` (a :class:`~gensolver.GensolverDeprecationWarning`;
+        removed in the next release)."""
+        warn_renamed("PivotResult", "method", "how")
+        return self.how
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``status`` (its value), ``welfare``, ``bound``, ``seconds``, ``how``,
+        ``limit`` and ``work``, as in ``Outcome.details["pivots"]``."""
+        return {"status": self.status.value, "welfare": self.welfare, "bound": self.bound, "seconds": self.seconds,
+                "how": self.how, "limit": self.limit, "work": self.work}
+
+    def __getitem__(self, key: str) -> Any:
+        """Deprecated dict access, the dict form :func:`~gensolver.mechanisms.vcg.pivot_welfare`
+        had: ``status`` (its value), ``welfare``, ``bound``, ``seconds``, ``winners`` (a list) and
+        ``message`` (:attr:`how`); a :class:`~gensolver.GensolverDeprecationWarning`, removed in
+        the next release."""
+        if key not in ("status", "welfare", "bound", "seconds", "message", "winners"):
+            raise KeyError(key)
+        name = "how" if key == "message" else key
+        warn_renamed("PivotResult", f"[{key!r}]", f".{name}")
+        value = getattr(self, name)
+        return value.value if name == "status" else list(value) if name == "winners" else value
 
 
 def lp_state(P: MatrixProblem, *, time_limit: float | None = None, deterministic: bool = False) -> LpState:
@@ -249,9 +314,14 @@ def pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState | 
                      max_restricted=max_restricted, seed=seed, pool=pool, best_alone=best_alone,
                      deterministic=deterministic)
     r = dataclasses.replace(r, limit=time_limit)
-    if pool is not None:
+    if pool is not None and r.bound is not None:
         pool.settle(owner, r.bound)
     return r
+
+
+def _answer(welfare: float, bound: float, exact: bool, how: str, t0: float, work: float) -> PivotResult:
+    """A pivot of :func:`pivot_solve` settled: proved when ``exact``, an interval otherwise."""
+    return PivotResult(Status.OPTIMAL if exact else Status.FEASIBLE, welfare, bound, time.perf_counter() - t0, how, work)
 
 
 def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState | Callable[[], LpState], *, upper: float,
@@ -279,7 +349,7 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
                else float(best_alone.sum() - best_alone[owner]))
     x, W = start, float(vals @ start)
     if W >= min(trivial, upper) - gap_tol:
-        return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound")
+        return _answer(W, W, True, "trivial-bound", t0, work)
     pooled = pool.best_without(owner, vals) if pool is not None else None
     if pooled is not None and float(vals @ pooled) > W:  # pooled solutions are feasible without owner
         x, W = pooled, float(vals @ pooled)
@@ -294,7 +364,7 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
             if float(vals @ x2) > W:
                 x, W = x2, float(vals @ x2)
     if W >= min(trivial, upper) - gap_tol:
-        return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound", work)
+        return _answer(W, W, True, "trivial-bound", t0, work)
     # cheap local search: with a bidder gone, the others' bundles can often grow; the main
     # duals' bound is frequently met right after
     if order is not None and afford(2 * ff_work):
@@ -303,7 +373,7 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
         if float(vals @ x2) > W + 1e-12:
             x, W = x2, float(vals @ x2)
             if W >= min(trivial, upper) - gap_tol:
-                return PivotResult(W, W, True, time.perf_counter() - t0, "trivial-bound", work)
+                return _answer(W, W, True, "trivial-bound", t0, work)
     if callable(lp):
         lp = lp()
     rc = np.where(mine, -np.inf, lp.rc)
@@ -314,12 +384,12 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
     B = min(B_dual, upper, trivial)
     tol = min(DEFAULT_MIP_GAP * max(1.0, abs(B)), gap_tol)
     if W >= B - tol:
-        return PivotResult(W, W, True, time.perf_counter() - t0, "dual-bound", work)
+        return _answer(W, W, True, "dual-bound", t0, work)
     left = None if time_limit is None else (time_limit - work if deterministic
                                             else time_limit - (time.perf_counter() - t0))
     if left is not None and left < MIN_PIVOT_SOLVE:
         # no share left for a solve: the interval of the free steps
-        return PivotResult(W, max(W, B), False, time.perf_counter() - t0, "budget-spent", work)
+        return _answer(W, max(W, B), False, "budget-spent", t0, work)
     eligible = np.flatnonzero(rc >= -(B_dual - W) - 1e-9)
     if eligible.size <= max_restricted:
         cols = np.union1d(eligible, np.flatnonzero(x > 0.5))
@@ -327,7 +397,7 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
             setup = SETUP_PER_NNZ * float(np.diff(P.A.indptr)[cols].sum() if P.A.format == "csc"
                                           else P.A[:, cols].nnz)
             if left - setup < MIN_PIVOT_SOLVE:
-                return PivotResult(W, max(W, B), False, time.perf_counter() - t0, "budget-spent", work)
+                return _answer(W, max(W, B), False, "budget-spent", t0, work)
             left -= setup
         settled = pool.settled_bounds(owner) if pool is not None else {}
         # owners whose own pivot is settled at or below W must win (see the docstring)
@@ -345,15 +415,15 @@ def _pivot_solve(P: MatrixProblem, owner: int, x_star: np.ndarray, lp: LpState |
             B = min(B, max(W, sub.bound))
         if sub.optimal and (sub.bound is None or B - W <= gap_tol):
             # a proof to the absolute tolerance, not only to the backend's relative gap
-            return PivotResult(W, W, True, time.perf_counter() - t0, "reduced-cost-fixing", work)
-        return PivotResult(W, max(W, B), W >= B - tol, time.perf_counter() - t0, "reduced-cost-fixing", work)
+            return _answer(W, W, True, "reduced-cost-fixing", t0, work)
+        return _answer(W, max(W, B), W >= B - tol, "reduced-cost-fixing", t0, work)
     res = anytime_solve(Pi, time_limit=left, seed=seed, threads=threads, deterministic=deterministic)
     work += res.work
     if res.welfare > W and pool is not None:
         pool.add(np.where(mine, 0.0, res.x))
     W = max(W, res.welfare)
     B = min(B, res.bound)
-    return PivotResult(W, max(W, B), W >= B - tol, time.perf_counter() - t0, "anytime", work)
+    return _answer(W, max(W, B), W >= B - tol, "anytime", t0, work)
 
 
 @dataclass(frozen=True)
@@ -458,8 +528,9 @@ def run_pivots(P: MatrixProblem, owners: list[int], x_star: np.ndarray, lp: LpSt
             x = np.zeros(P.n)
             x[idx] = 1.0
             pool.add(x)
-        pool.settle(o, r.bound)
-        budget.done(share, r.work)
+        if r.bound is not None:
+            pool.settle(o, r.bound)
+        budget.done(share, r.work or 0.0)
         out[o] = r
 
     while pending or running:

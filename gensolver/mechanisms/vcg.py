@@ -100,6 +100,7 @@ from .outcome import Outcome
 from .pivots import (
     MIN_PIVOT_SOLVE,
     PivotBudget,
+    PivotResult,
     SolutionPool,
     executor_width,
     lp_state_work,
@@ -134,26 +135,21 @@ def pivot_welfare(
     hint: list[str] | None,
     mip_gap: float | None = None,
     solver: str | Callable[..., Any] | None = None,
-) -> dict[str, Any]:
-    """Solve one pivot problem; a plain (picklable) dict of status, welfare, bound, seconds.
+) -> PivotResult:
+    """Solve one pivot problem: its :class:`~gensolver.mechanisms.pivots.PivotResult` (the
+    re-solve's status, welfare, bound, seconds, winners, and its message as ``how``).
 
     ``instance`` may be the plain dict form (used with process pools, since instances hold
-    read-only mappings that do not pickle). ``method`` is the winner determination method
-    (:func:`gensolver.solve`); ``solver`` its deprecated alias (a
+    read-only mappings that do not pickle; the result pickles as it is). ``method`` is the
+    winner determination method (:func:`gensolver.solve`); ``solver`` its deprecated alias (a
     :class:`~gensolver.GensolverDeprecationWarning`; removed in the next release).
     """
     method = method_alias(method, solver, where="pivot_welfare")
     inst = instance if isinstance(instance, Instance) else _instance_from_doc(instance)
     t0 = time.perf_counter()
     res = solve_wdp(inst, method=method, time_limit=time_limit, threads=threads, hint=hint, mip_gap=mip_gap)
-    return {
-        "status": res.status.value,
-        "welfare": res.welfare,
-        "bound": res.bound,
-        "winners": list(res.winners),
-        "seconds": time.perf_counter() - t0,
-        "message": res.message,
-    }
+    return PivotResult(res.status, res.welfare, res.bound, time.perf_counter() - t0, res.message,
+                       winners=tuple(res.winners))
 
 
 def _main_auto(instance: Instance, P: Any, *, time_limit: float | None, threads: int | None,
@@ -171,7 +167,7 @@ def _main_auto(instance: Instance, P: Any, *, time_limit: float | None, threads:
 
 def _fast_pivots(instance: Instance, P: Any, main: Any, run: Any, won: Mapping[str, Bid], *,
                  budget: PivotBudget, threads: int | None, executor: Executor | None,
-                 deterministic: bool) -> tuple[dict[str, dict[str, Any]], float]:
+                 deterministic: bool) -> tuple[dict[str, PivotResult], float]:
     """Pivots through the anytime engine, reusing the main run's LP, incumbents and bound.
 
     The main LP's dual solution stays feasible when a bidder's columns are removed, so each
@@ -227,32 +223,35 @@ def _fast_pivots(instance: Instance, P: Any, main: Any, run: Any, won: Mapping[s
         # a second pass: pivots left open while later ones settled early and left budget get
         # that budget, widest interval first, restarting from the pool (which now holds their
         # best solutions and every settled bound)
-        open_ = sorted((o for o, r in res.items() if not r.exact), key=lambda o: (res[o].welfare - res[o].bound, o))
+        open_ = sorted((o for o, r in res.items() if not r.exact), key=lambda o: (-res[o].width, o))
         left = budget.left()
         if open_ and left is not None and left >= MIN_PIVOT_SOLVE * len(open_):
             budget.pending = len(open_)
             again = run_pivots(P, open_, x_star, lp, upper=upper, budget=budget, pool=pool, best_alone=best_alone,
                                executor=executor, threads=threads, deterministic=deterministic)
             for o, r in again.items():
-                old = res[o]
-                W, B = max(old.welfare, r.welfare), min(old.bound, r.bound)
-                res[o] = dataclasses.replace(r, welfare=W, bound=max(W, B), exact=r.exact or old.exact or W >= B,
-                                             seconds=old.seconds + r.seconds, work=old.work + r.work,
-                                             method=f"{old.method}+{r.method}")
+                res[o] = _joined(res[o], r)
     finally:
         if own_pool is not None:
             own_pool.shutdown()
-    for b in rest:
-        r = res[owner_of[b]]
-        out[b] = {"status": Status.OPTIMAL.value if r.exact else Status.FEASIBLE.value, "welfare": r.welfare,
-                  "bound": r.bound, "winners": [], "seconds": r.seconds, "message": r.method, "work": r.work,
-                  "limit": r.limit}
+    out.update((b, res[owner_of[b]]) for b in rest)
     return out, extra
+
+
+def _joined(old: PivotResult, new: PivotResult) -> PivotResult:
+    """One fast-path pivot over two passes: the better welfare and bound of the two, their
+    seconds and work added, ``how`` joined with ``+``."""
+    assert old.bound is not None and new.bound is not None  # the fast path always has a bound
+    W, B = max(old.welfare, new.welfare), min(old.bound, new.bound)
+    exact = new.exact or old.exact or W >= B
+    return dataclasses.replace(new, status=Status.OPTIMAL if exact else Status.FEASIBLE, welfare=W, bound=max(W, B),
+                               seconds=old.seconds + new.seconds, work=(old.work or 0.0) + (new.work or 0.0),
+                               how=f"{old.how}+{new.how}")
 
 
 def _plain_pivots(jobs: Mapping[str, tuple[Instance, list[str] | None]], *, method: Any, budget: PivotBudget,
                   threads: int | None, executor: Executor | None,
-                  mip_gap: float | None = None) -> dict[str, dict[str, Any]]:
+                  mip_gap: float | None = None) -> dict[str, PivotResult]:
     """Pivots re-solved by ``method`` from scratch, each given its share of ``budget`` when it
     starts (serially, or as many at once as ``executor`` has workers)."""
     from concurrent.futures import FIRST_COMPLETED, wait
@@ -260,7 +259,7 @@ def _plain_pivots(jobs: Mapping[str, tuple[Instance, list[str] | None]], *, meth
     budget.pending = len(jobs)
     budget.slots = max(1, min(len(jobs), executor_width(executor)))
     plain = executor is not None and not isinstance(executor, ThreadPoolExecutor)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, PivotResult] = {}
     pending = list(jobs)
     running: dict[Any, str] = {}
     while pending or running:
@@ -283,7 +282,7 @@ def _plain_pivots(jobs: Mapping[str, tuple[Instance, list[str] | None]], *, meth
 
 
 def _trivial_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], upper: float,
-                    best: np.ndarray | None = None) -> dict[str, dict[str, Any]]:
+                    best: np.ndarray | None = None) -> dict[str, PivotResult]:
     """Pivots settled without a solve: ``W(-i) = W* - v_i`` whenever the main allocation minus
     ``i``'s bid (feasible without ``i``) is worth the trivial bound of the pivot problem.
 
@@ -295,14 +294,13 @@ def _trivial_pivots(instance: Instance, main: Any, won: Mapping[str, Bid], upper
         best = owner_best_alone(from_instance(instance))
     total = float(best.sum())
     owner_of = {name: i for i, name in enumerate(instance.bidder_ids)}
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, PivotResult] = {}
     for bidder, bid in won.items():
         others = float(main.welfare) - bid.value
         bound = min(total - float(best[owner_of[bidder]]), upper)
         if others >= bound - min(1e-9 * max(1.0, abs(others)), payment_tolerance(upper) / 4):
-            out[bidder] = {"status": Status.OPTIMAL.value, "welfare": others, "bound": others,
-                           "winners": [w for w in main.winners if w != bid.id],
-                           "seconds": time.perf_counter() - t0, "message": "trivial-bound"}
+            out[bidder] = PivotResult(Status.OPTIMAL, others, others, time.perf_counter() - t0, "trivial-bound",
+                                      winners=tuple(w for w in main.winners if w != bid.id))
     return out
 
 
@@ -437,10 +435,10 @@ def _prove_main(instance: Instance, P: Any, main: Any, run: Any, *, ptol: float,
     return (main if new.status is not Status.OPTIMAL or new.welfare < main.welfare else new), work
 
 
-def _work_details(main_work: float, extra_work: float, results: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+def _work_details(main_work: float, extra_work: float, results: Mapping[str, PivotResult]) -> dict[str, float]:
     """``details["work"]`` of a deterministic run: the work units of the main solve, of the
     pivots (their solves and the fast path's shared work) and in all."""
-    pivot_work = extra_work + sum(float(r.get("work", 0.0)) for r in results.values())
+    pivot_work = extra_work + sum(r.work or 0.0 for r in results.values())
     return {"main": main_work, "pivots": pivot_work, "total": main_work + pivot_work}
 
 
@@ -483,10 +481,10 @@ def _tolerances(instance: Instance, method: Any) -> tuple[float, float, float, f
 
 def _pivots(instance: Instance, P: Any, main: Any, run: Any, won: dict[str, Any], main_bound: float, *,
             fast: bool, warm_start: bool, method: Any, budget: PivotBudget, threads: int | None, executor: Any,
-            deterministic: bool, gap: float) -> tuple[dict[str, dict[str, Any]], dict[str, Any], float]:
+            deterministic: bool, gap: float) -> tuple[dict[str, PivotResult], dict[str, Any], float]:
     """Every winner's pivot: ``(results per bidder, re-solved instances and hints, extra work)``."""
     jobs: dict[str, tuple[Any, list[str] | None]] = {}
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, PivotResult] = {}
     extra_work = 0.0
     if fast:
         results, extra_work = _fast_pivots(instance, P, main, run, won, budget=budget, threads=threads,
@@ -508,7 +506,7 @@ def _pivots(instance: Instance, P: Any, main: Any, run: Any, won: dict[str, Any]
     return results, jobs, extra_work
 
 
-def _payments(instance: Instance, main: Any, won: dict[str, Any], results: dict[str, dict[str, Any]],
+def _payments(instance: Instance, main: Any, won: dict[str, Any], results: dict[str, PivotResult],
               jobs: dict[str, Any], *, main_ok: bool, main_bound: float, slack: float, ptol: float,
               ) -> tuple[dict[str, float], dict[str, tuple[float, float]], dict[str, Any], bool, list[str]]:
     """Clarke payments and their certified intervals from the pivots:
@@ -529,17 +527,17 @@ def _payments(instance: Instance, main: Any, won: dict[str, Any], results: dict[
         v_i = won[bidder].value
         others = main.welfare - v_i
         res = results[bidder]
-        ok = res["status"] in (Status.OPTIMAL.value, Status.FEASIBLE.value)
-        inc = max(res["welfare"] if ok else 0.0, others)
-        if ok and res["bound"] is not None:
-            bnd = res["bound"]
+        ok = res.status in (Status.OPTIMAL, Status.FEASIBLE)
+        inc = max(res.welfare if ok else 0.0, others)
+        if ok and res.bound is not None:
+            bnd = res.bound
         else:
             bnd = trivial_bound(from_instance(jobs[bidder][0] if bidder in jobs else instance.without_bidder(bidder)))
         bnd = min(bnd, main_bound + slack) + slack
-        exact_i = not slack and res["status"] == Status.OPTIMAL.value and (
-            res["bound"] is None or res["bound"] - res["welfare"] <= ptol / 4)
+        exact_i = not slack and res.status is Status.OPTIMAL and (
+            res.bound is None or res.bound - res.welfare <= ptol / 4)
         if exact_i:
-            bnd = inc = max(res["welfare"], others)
+            bnd = inc = max(res.welfare, others)
         all_exact = all_exact and exact_i
         pay = min(max(inc - others, 0.0), v_i)
         payments[bidder] = pay
@@ -550,9 +548,7 @@ def _payments(instance: Instance, main: Any, won: dict[str, Any], results: dict[
             d_lo = max(0.0, main.welfare - bnd)
             lo, hi = 0.0, max(0.0, vmax[bidder] - d_lo)
         bounds[bidder] = (lo, hi)
-        pivots[bidder] = {"status": res["status"], "welfare": res["welfare"], "bound": res["bound"],
-                          "seconds": res["seconds"], "how": res.get("message", ""),
-                          "limit": res.get("limit"), "work": res.get("work")}
+        pivots[bidder] = res.to_dict()
         if not exact_i:
             notes.append(bidder)
     return payments, bounds, pivots, all_exact, notes

@@ -292,7 +292,7 @@ def lavi_swamy_options(config: MarketConfig) -> dict[str, Any]:
     """``run_mechanism`` arguments of a ``lavi-swamy`` round: the decomposition oracle (``greedy``
     or ``auto``) and ``alpha`` fixed by the configuration before any report is read, which is what
     makes the lottery truthful in expectation (:mod:`gensolver.mechanisms.lavi_swamy`)."""
-    return {"method": "greedy" if config.solver == "greedy" else "auto",
+    return {"method": "greedy" if config.method == "greedy" else "auto",
             "options": {"alpha": config.alpha, "threads": config.threads, "deterministic": config.deterministic}}
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .._deprecation import option_alias
 from ..errors import InputError
 from ..model.tasks import GpuSpec
 
@@ -78,8 +79,10 @@ class Settings:
     step_seconds : float
         Seconds of one market time step (GenTask durations are rounded up to steps).
     market : Mapping
-        :class:`gensolver.market.MarketConfig` fields (``lease``, ``mechanism``, ``solver``,
+        :class:`gensolver.market.MarketConfig` fields (``lease``, ``mechanism``, ``method``,
         ``time_limit``, ``budget``, ...); one round advances the clock by ``lease`` steps.
+        ``solver`` is the deprecated alias of ``method`` (a
+        :class:`~gensolver.GensolverDeprecationWarning`; removed in the next release).
         ``mechanism="lavi-swamy"`` needs ``alpha`` (fixed before any report; refused without it).
     max_body_bytes : int
         Largest request body accepted (413 beyond).
@@ -187,7 +190,7 @@ class Settings:
             raise InputError(f"synchronous: must be 'full' or 'normal', got {self.synchronous!r}")
         if not isinstance(self.market, Mapping):
             raise InputError(f"market: expected a mapping of MarketConfig fields, got {type(self.market).__name__}")
-        object.__setattr__(self, "market", dict(self.market))
+        object.__setattr__(self, "market", option_alias(dict(self.market), "solver", "method", where="market"))
         self.market_config()  # unknown or bad market options are refused here
 
     def market_config(self):

@@ -567,6 +567,6 @@ class MarketService(ReadViews):
                 "lease": self.lease, "step_seconds": self.settings.step_seconds,
                 "engine": self.config.engine,
                 "mechanism": "credit" if self.glue.engine is not None else self.config.mechanism,
-                "method": (method := self.config.solver if self.glue.engine is None else self.glue.engine.method),
+                "method": (method := self.config.method if self.glue.engine is None else self.glue.engine.method),
                 "solver": method,  # deprecated: the same as method, removed in the next release
                 "round_seconds": self.settings.round_seconds}

@@ -72,3 +72,16 @@ def test_serve_refuses_bad_settings_before_starting(tmp_path, capsys, args: list
     db = tmp_path / "m.db"
     rc, _, err = _run(capsys, "serve", "--db", str(db), "--port", "1", *args)
     assert rc == 2 and field in err and "Traceback" not in err and not db.exists()
+
+
+def test_serve_market_solver_is_the_deprecated_alias_of_method(tmp_path, capsys) -> None:
+    """``--market '{"solver": ...}'`` warns on stderr and is read as ``method``: an unknown
+    method is refused by name (exit 2) before the server starts."""
+    from gensolver import GensolverDeprecationWarning
+
+    db = tmp_path / "m.db"
+    with pytest.warns(GensolverDeprecationWarning, match="market: option solver is deprecated"):
+        rc, _, err = _run(capsys, "serve", "--db", str(db), "--port", "1",
+                          "--market", '{"engine": "auction", "solver": "nope"}')
+    assert rc == 2 and "--market solver is deprecated; use method" in err
+    assert "unknown method 'nope'" in err and "Traceback" not in err and not db.exists()

@@ -18,7 +18,7 @@ CANDS = [Candidate(task("a", 12), 4), Candidate(task("b", 12), 4), Candidate(tas
 
 
 def test_unproven_vcg_clearing_is_marked_inexact_with_intervals():
-    m = Market(MarketConfig(mechanism="vcg", solver="greedy"))
+    m = Market(MarketConfig(mechanism="vcg", method="greedy"))
     c = m.clear(0, gpus=GPUS, candidates=CANDS)
     assert c.payments_exact is False and "not proven optimal" in c.payments_note
     assert set(c.payment_bounds) == {"a", "b", "c"}
@@ -26,7 +26,7 @@ def test_unproven_vcg_clearing_is_marked_inexact_with_intervals():
 
 
 def test_exact_vcg_clearing_has_degenerate_intervals():
-    m = Market(MarketConfig(mechanism="vcg", solver="cpsat", time_limit=10.0))
+    m = Market(MarketConfig(mechanism="vcg", method="cpsat", time_limit=10.0))
     c = m.clear(0, gpus=GPUS, candidates=CANDS)
     assert c.payments_exact is True and c.payments_note == ""
     for lo, hi in c.payment_bounds.values():
@@ -34,7 +34,7 @@ def test_exact_vcg_clearing_has_degenerate_intervals():
 
 
 def test_lavi_swamy_clears_a_market_round():
-    m = Market(MarketConfig(mechanism="lavi-swamy", solver="greedy"))
+    m = Market(MarketConfig(mechanism="lavi-swamy", method="greedy"))
     c = m.clear(0, gpus=GPUS, candidates=CANDS)
     assert c.assignments and c.payments_exact is True
     assert all(v >= 0 for v in m.balances.values())
@@ -54,7 +54,7 @@ def test_lavi_swamy_takes_alpha_fixed_by_the_config(monkeypatch):
         return out
 
     monkeypatch.setattr(mechanisms, "run_mechanism", spy)
-    m = Market(MarketConfig(mechanism="lavi-swamy", solver="auto", alpha=2.0))
+    m = Market(MarketConfig(mechanism="lavi-swamy", method="auto", alpha=2.0))
     m.clear(0, gpus=GPUS, candidates=CANDS)  # the draw may be the empty allocation (probability >= 1/2)
     assert not m.errors
     assert seen and seen[-1]["alpha_requested"] == 2.0 and seen[-1]["truthful_in_expectation"] is True

@@ -15,7 +15,7 @@ def task(tid, pref, mini=None, dur=4, tenant="", **kw):
 
 
 def test_clear_places_both_tasks_on_the_right_cards():
-    m = Market(MarketConfig(solver="auto", time_limit=1.0))
+    m = Market(MarketConfig(method="auto", time_limit=1.0))
     c = m.clear(0, gpus=GPUS, candidates=[Candidate(task("big", 12), 4), Candidate(task("small", 4), 4)])
     assert c.assignments["big"].gpus == ("g0",) and c.assignments["small"].gpus == ("g1",)
     # pay-as-bid: each winner pays its (pro-rated) bid; the ledger holds budgets and payments only

@@ -61,7 +61,7 @@ def _round(mechanism, scale_a):
     a = Task("a", 12.0, 12.0, 5, 50.0 * scale_a, tenant="A")
     b = Task("b", 8.0, 8.0, 5, 6.0, tenant="B")
     c = Task("c", 8.0, 8.0, 5, 4.0, tenant="C")
-    m = Market(MarketConfig(mechanism=mechanism, solver="auto", time_limit=1.0,
+    m = Market(MarketConfig(mechanism=mechanism, method="auto", time_limit=1.0,
                             blocks=1, memory_levels=1))
     return m.clear(0, gpus=gpus, candidates=[Candidate(t, 5.0) for t in (a, b, c)])
 

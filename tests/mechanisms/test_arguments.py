@@ -32,13 +32,13 @@ def test_greedy_critical_still_runs_with_good_arguments() -> None:
     assert out.payments == {"A": 3.0, "B": 0.0}
 
 
-def test_market_config_refuses_an_unknown_solver_up_front() -> None:
+def test_market_config_refuses_an_unknown_method_up_front() -> None:
     """Each round used to catch the error and fall back to the greedy without a word."""
     with pytest.raises(UnknownMethodError, match="unknown method 'nope'"):
-        MarketConfig(solver="nope")
-    with pytest.raises(ValueError, match="MarketConfig.solver must be a method name"):
-        MarketConfig(solver=None)
-    assert MarketConfig(solver="greedy").solver == "greedy"
+        MarketConfig(method="nope")
+    with pytest.raises(ValueError, match="MarketConfig.method must be a method name"):
+        MarketConfig(method=None)  # type: ignore[arg-type]
+    assert MarketConfig(method="greedy").method == "greedy"
 
 
 @pytest.mark.parametrize("name", ["vcg", "core", "pay_as_bid", "greedy_critical"])

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gensolver import solve
-from gensolver.mechanisms.pivots import SolutionPool, lp_state, pivot_solve
+from gensolver.mechanisms.pivots import PivotResult, SolutionPool, lp_state, pivot_solve
 from gensolver.solvers.anytime import exact_restricted
 from gensolver.solvers.formulation.problem import from_instance
 from gensolver.solvers.heuristics import first_fit_matrix
@@ -122,3 +122,42 @@ def test_vcg_pivots_with_settled_owners_match_an_independent_solver(monkeypatch)
             checked += 1
     assert checked >= 20
     assert len(calls) >= 5, "too few pivots used the must-win constraints"
+
+
+def test_every_pivot_path_returns_one_frozen_picklable_record():
+    """The fast path (:func:`pivot_solve`), a re-solve by another method
+    (:func:`~gensolver.mechanisms.vcg.pivot_welfare`) and VCG's details all carry the one
+    :class:`PivotResult`: each equals its own pickled copy, is frozen, agrees with brute force
+    on the instance without the bidder, and its JSON form has the keys of
+    ``Outcome.details["pivots"]``."""
+    import dataclasses
+    import pickle
+
+    from gensolver.mechanisms import run_mechanism
+    from gensolver.mechanisms.vcg import pivot_welfare
+    from gensolver.solvers import Status
+
+    from .helpers import goods_instance
+
+    # B's pivot needs a solve: without B, A's {P, Q} (7) beats C's {Q} alone
+    inst = goods_instance([("a", "A", 7, ["P", "Q"]), ("b", "B", 5, ["P"]), ("c", "C", 4, ["Q"])], ["P", "Q"])
+    expected = brute_force(inst.without_bidder("B"))[0]
+    P = from_instance(inst)
+    x = np.zeros(P.n)
+    x[[inst.bid_index["b"], inst.bid_index["c"]]] = 1.0
+    fast = pivot_solve(P, inst.bidder_ids.index("B"), x, lp_state(P), upper=9.0)
+    plain = pivot_welfare(inst.without_bidder("B"), method="cpsat", time_limit=None, threads=1, hint=None)
+    assert type(fast) is type(plain) is PivotResult
+    for r in (fast, plain):
+        assert r.status is Status.OPTIMAL and r.exact and r.welfare == pytest.approx(expected) == 7.0
+        assert pickle.loads(pickle.dumps(r)) == r
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            r.welfare = 0.0  # type: ignore[misc]
+    assert plain.winners == ("a",) and fast.how in ("trivial-bound", "dual-bound", "reduced-cost-fixing")
+    for method in ("auto", "cpsat"):
+        out = run_mechanism(inst, mechanism="vcg", method=method, options={"threads": 1})
+        for bidder, doc in out.details["pivots"].items():
+            assert list(doc) == list(fast.to_dict()) == ["status", "welfare", "bound", "seconds", "how", "limit", "work"]
+            assert doc["welfare"] == pytest.approx(brute_force(inst.without_bidder(bidder))[0])
+            # the fast path names its step; a re-solve passes on its method's message
+            assert doc["status"] == "optimal" and isinstance(doc["how"], str) and (doc["how"] or method != "auto")
