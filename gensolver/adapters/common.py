@@ -2,7 +2,7 @@
 grant of one run, and writing a folder of outputs all at once.
 
 A plan names devices (``gpu0``, ``openb-node-0363/g0``, an NVML UUID); a cluster names nodes. The
-node of a device is, in this order: its entry in an explicit map (``--device-map DEVICE=NODE``),
+node of a device is, in this order: its entry in an explicit map (``--node-map DEVICE=NODE``),
 the part before the last ``/`` of a ``NODE/DEVICE`` id, or the default node (``--node``); with
 none of these the device has no node and the adapter refuses the plan, naming the device.
 """
@@ -33,7 +33,7 @@ class AdapterError(InputError):
     Parameters
     ----------
     field : str
-        The option (``--device-map``) or plan place (``/devices/gpu0``) at fault.
+        The option (``--node-map``) or plan place (``/devices/gpu0``) at fault.
     reason : str
     """
 
@@ -49,7 +49,7 @@ def node_of(device: str, nodes: Mapping[str, str], default: str | None) -> str:
     Raises
     ------
     AdapterError
-        The device has no node (field ``--device-map``).
+        The device has no node (field ``--node-map``).
     """
     if device in nodes:
         return nodes[device]
@@ -58,7 +58,7 @@ def node_of(device: str, nodes: Mapping[str, str], default: str | None) -> str:
         return head
     if default:
         return default
-    raise AdapterError("--device-map", f"plan device {device!r} has no node: map it with --device-map "
+    raise AdapterError("--node-map", f"plan device {device!r} has no node: map it with --node-map "
                                        f"{device}=NODE, or give every device one node with --node NODE")
 
 
@@ -107,7 +107,7 @@ class RunGrant:
 def node_field(device: str, nodes: Mapping[str, str], default_field: str = "--node") -> str:
     """The option or plan place that gave ``device`` its node (for an error naming it)."""
     if device in nodes:
-        return "--device-map"
+        return "--node-map"
     head, sep, _ = device.rpartition("/")
     return f"/devices/{device}" if sep and head else default_field
 
@@ -119,12 +119,12 @@ def run_grants(plan: ExecutionPlan, nodes: Mapping[str, str], default_node: str 
 
     Every task and device id is checked by :func:`gensolver.adapters.names.check_id`, every
     node a run lands on by ``node_rule(node, field)`` (the emitter's node-name rule; ``field``
-    is where the node came from: ``--node``, ``--device-map`` or ``/devices/<id>``).
+    is where the node came from: ``--node``, ``--node-map`` or ``/devices/<id>``).
 
     Raises
     ------
     AdapterError
-        A device without a node, a ``--device-map`` entry naming no plan device, an id with a
+        A device without a node, a ``--node-map`` entry naming no plan device, an id with a
         control character, a node name the emitter's rule refuses.
     """
     from .names import check_id
@@ -136,7 +136,7 @@ def run_grants(plan: ExecutionPlan, nodes: Mapping[str, str], default_node: str 
     known = {d.id for d in plan.devices}
     for name in nodes:
         if name not in known:
-            raise AdapterError("--device-map", f"the plan has no device {name!r} (its devices: "
+            raise AdapterError("--node-map", f"the plan has no device {name!r} (its devices: "
                                                f"{', '.join(sorted(known)) or 'none'})")
     capacity = {d.id: d.memory for d in plan.devices}
     out = []

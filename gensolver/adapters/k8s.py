@@ -145,7 +145,7 @@ class K8sOptions:
             raise AdapterError("--namespace", f"{self.namespace!r} is not a DNS-1123 label (lower-case letters, "
                                               f"digits and '-', at most 63 characters)")
         for node in self.nodes.values():
-            k8s_node(node, "--device-map")
+            k8s_node(node, "--node-map")
         if self.default_node is not None:
             k8s_node(self.default_node, "--node")
         if not self.image.strip():

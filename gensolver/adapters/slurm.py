@@ -142,7 +142,7 @@ class SlurmOptions:
         Tenant -> ``{account, qos, partition}`` (each optional; see
         :func:`gensolver.adapters.names.tenant_map`).
     default_field : str
-        The option that gave ``default_node`` (``--node``; ``--device-map`` for ``*=NODE``).
+        The option that gave ``default_node`` (``--node``; ``--node-map`` for ``*=NODE``).
     """
 
     nodes: Mapping[str, str] = field(default_factory=dict)
@@ -165,7 +165,7 @@ class SlurmOptions:
         object.__setattr__(self, "tenants", MappingProxyType(
             {k: MappingProxyType(v) for k, v in tenant_map(dict(self.tenants)).items()}))
         for node in self.nodes.values():
-            slurm_node(node, "--device-map")
+            slurm_node(node, "--node-map")
         if self.default_node is not None:
             slurm_node(self.default_node, self.default_field)
         slurm_partition(self.partition)
@@ -378,7 +378,7 @@ def slurm_jobs(plan: ExecutionPlan, options: SlurmOptions) -> tuple[SlurmJob, ..
     Raises
     ------
     AdapterError
-        A device without a node, a ``--device-map`` entry naming no plan device, an id with a
+        A device without a node, a ``--node-map`` entry naming no plan device, an id with a
         control character, a node that is not a Slurm node name (see
         :mod:`gensolver.adapters.names`).
     """

@@ -163,13 +163,13 @@ def _check_fits(jobs: Sequence[SlurmJob], nodes: Mapping[str, Mapping[str, int]]
     for j in jobs:
         unknown = [n for n in j.nodes if n not in nodes]
         if unknown:
-            raise AdapterError("--device-map", f"run {j.key} would go to node(s) {', '.join(unknown)}, which Slurm "
+            raise AdapterError("--node-map", f"run {j.key} would go to node(s) {', '.join(unknown)}, which Slurm "
                                                f"does not have (its nodes: {', '.join(sorted(nodes)) or 'none'})")
         name, _, count = j.gres.rpartition(":")
         for n in j.nodes:
             have = nodes[n].get(name, 0)
             if int(count) > have:
-                raise AdapterError("--device-map", f"run {j.key} needs --gres={j.gres} on node {n}, which has "
+                raise AdapterError("--node-map", f"run {j.key} needs --gres={j.gres} on node {n}, which has "
                                                    f"{have} {name} (sinfo): the plan does not fit the cluster")
 
 

@@ -14,7 +14,8 @@ from rich.markup import escape
 from .._log import SafeConsole, console, err_console, printable
 
 __all__ = ["console", "err_console", "fail", "fail_reading", "EXIT_BAD_INPUT", "print_json", "check_output_file", "check_output_dir",
-           "check_time_limit_option", "printable", "SafeConsole"]
+           "check_time_limit_option", "printable", "SafeConsole", "items_or_alias",
+           "value_or_alias"]
 
 EXIT_BAD_INPUT = 2
 
@@ -59,6 +60,27 @@ def method_or_alias(method: str, solver: str | None, *, default: str = "auto") -
         fail(f"--solver: give --method only (--solver is its deprecated alias), got --method {method} "
              f"and --solver {solver}")
     return solver
+
+
+def value_or_alias(value: Any, old_value: Any, *, option: str, old: str, default: Any) -> Any:
+    """``option``'s value, or that of its deprecated alias ``old`` when given (a warning on
+    stderr naming ``option``; both given with different values exit 2)."""
+    if old_value is None:
+        return value
+    err_console.print(f"warning: {old} is deprecated; use {option} (the same value)", highlight=False)
+    if value != default and value != old_value:
+        fail(f"{old}: give {option} only ({old} is its deprecated alias), got {option} {value} and {old} {old_value}")
+    return old_value
+
+
+def items_or_alias(items: list[str], old_items: list[str], *, option: str, old: str, where: str = "") -> list[str]:
+    """The items of the repeatable option ``option`` followed by those of its deprecated alias
+    ``old`` (given: one warning on stderr naming ``option``; the exit code is unchanged).
+
+    ``where`` says when ``old`` is the deprecated spelling (`` with --backend slurm``)."""
+    if old_items:
+        err_console.print(f"warning: {old}{where} is deprecated; use {option} (the same items)", highlight=False)
+    return [*items, *old_items]
 
 
 def print_json(obj: Any) -> None:

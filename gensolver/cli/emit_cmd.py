@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 from .choices import choice
-from .common import check_output_file, console, fail
+from .common import check_output_file, console, fail, items_or_alias
 
 __all__ = ["register", "FLAVORS", "SHARING", "NVIDIA_SHARING"]
 
@@ -44,25 +44,30 @@ def _read(plan_file: Path):
     return plan
 
 
-def _nodes(device_map: list[str], node: Optional[str]) -> tuple[dict[str, str], Optional[str], str]:
-    """``--device-map`` items and ``--node``: (device -> node, default node, the option that gave
+def _nodes(node_map: list[str], node: Optional[str]) -> tuple[dict[str, str], Optional[str], str]:
+    """``--node-map`` items and ``--node``: (device -> node, default node, the option that gave
     it). ``*=NODE`` is ``--node NODE`` (as with ``run --backend slurm``): the node of every device
     that neither an entry nor a ``NODE/DEVICE`` id places."""
     out: dict[str, str] = {}
     default, field = node, "--node"
-    for item in device_map:
+    for item in node_map:
         name, sep, target = item.rpartition("=")
         if not sep or not name or not target:
-            fail(f"--device-map expects PLAN_DEVICE=NODE (or *=NODE), got {item!r}")
+            fail(f"--node-map expects PLAN_DEVICE=NODE (or *=NODE), got {item!r}")
         if name == "*":
             if default is not None:
-                fail("--device-map: '*=NODE' and --node (or a second '*=') both give the default node")
-            default, field = target, "--device-map"
+                fail("--node-map: '*=NODE' and --node (or a second '*=') both give the default node")
+            default, field = target, "--node-map"
             continue
         if name in out:
-            fail(f"--device-map: device {name!r} is mapped twice")
+            fail(f"--node-map: device {name!r} is mapped twice")
         out[name] = target
     return out, default, field
+
+
+def _node_items(node_map: list[str], device_map: list[str]) -> list[str]:
+    """``--node-map`` items, then those of its deprecated alias ``--device-map`` (a warning)."""
+    return items_or_alias(node_map, device_map, option="--node-map", old="--device-map")
 
 
 def _uuids(items: list[str]) -> dict[str, str]:
@@ -110,8 +115,9 @@ def _write(text: str, out: Optional[Path], option: str) -> None:
 def emit_slurm(
     plan_file: Path = typer.Argument(..., help="A gensolver.plan/v1 JSON file."),
     out: Path = typer.Option(..., "--out", "-o", help="New folder for the batch scripts, submit.sh and jobs.json."),
-    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=NODE (repeatable); *=NODE is --node NODE."),
-    node: Optional[str] = typer.Option(None, "--node", help="Node of every device --device-map and NODE/DEVICE ids leave out."),
+    node_map: List[str] = typer.Option([], "--node-map", help="PLAN_DEVICE=NODE (repeatable); *=NODE is --node NODE."),
+    device_map: List[str] = typer.Option([], "--device-map", help="Deprecated alias of --node-map (the same items)."),
+    node: Optional[str] = typer.Option(None, "--node", help="Node of every device --node-map and NODE/DEVICE ids leave out."),
     partition: Optional[str] = typer.Option(None, "--partition", help="Slurm partition (default: the cluster's default)."),
     sharing: str = typer.Option("shard", "--sharing", **choice(SHARING), help="Gres of a fractional grant: shard, mps or gpu (whole GPU)."),
     shards_per_gpu: int = typer.Option(100, "--shards-per-gpu", help="Shards per GPU in the site's gres.conf."),
@@ -128,7 +134,7 @@ def emit_slurm(
     from ..adapters.slurm import SlurmOptions, read_tenant_map, write_slurm
 
     try:
-        nodes, default, field = _nodes(device_map, node)
+        nodes, default, field = _nodes(_node_items(node_map, device_map), node)
         tenants = read_tenant_map(tenant_map) if tenant_map is not None else {}
         options = SlurmOptions(nodes=nodes, default_node=default, default_field=field, partition=partition,
                                sharing=sharing,
@@ -152,8 +158,9 @@ def emit_k8s(
     plan_file: Path = typer.Argument(..., help="A gensolver.plan/v1 JSON file."),
     flavor: str = typer.Option(..., "--flavor", "-f", **choice(FLAVORS), help="nvidia, hami, kai or kueue."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="YAML file to write (default: stdout)."),
-    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=NODE (repeatable); *=NODE is --node NODE."),
-    node: Optional[str] = typer.Option(None, "--node", help="Node of every device --device-map and NODE/DEVICE ids leave out."),
+    node_map: List[str] = typer.Option([], "--node-map", help="PLAN_DEVICE=NODE (repeatable); *=NODE is --node NODE."),
+    device_map: List[str] = typer.Option([], "--device-map", help="Deprecated alias of --node-map (the same items)."),
+    node: Optional[str] = typer.Option(None, "--node", help="Node of every device --node-map and NODE/DEVICE ids leave out."),
     namespace: str = typer.Option("default", "--namespace", "-n", help="Namespace of the Jobs."),
     image: Optional[str] = typer.Option(None, "--image", help="Container image of every run (default: a CUDA base image)."),
     queue: str = typer.Option("gensolver", "--queue", help="Kueue LocalQueue / KAI queue name."),
@@ -180,7 +187,7 @@ def emit_k8s(
         from ..adapters.flavors import get_flavor
 
         get_flavor(flavor)
-        nodes, default, _field = _nodes(device_map, node)
+        nodes, default, _field = _nodes(_node_items(node_map, device_map), node)
         options = K8sOptions(nodes=nodes, default_node=default, namespace=namespace,
                              image=DEFAULT_IMAGE if image is None else image, start_at=_start_at(start_at),
                              time_scale=time_scale, grace=grace, cpu=cpu, memory=memory, gpu_uuids=_uuids(gpu_uuid),

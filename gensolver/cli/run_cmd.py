@@ -29,6 +29,7 @@ from .common import (
     err_console,
     fail,
     fail_reading,
+    items_or_alias,
     print_json,
 )
 from .progress import task_progress, working
@@ -151,7 +152,8 @@ def run_command(
     preempt: str = typer.Option("plan", "--preempt", **choice(("plan", "checkpoint")), help="plan (follow each preemption point's mode) or checkpoint (always SIGTERM and relaunch)."),
     lost: str = typer.Option("restart", "--lost", **choice(("restart", "skip")), help="On restart, a run whose process vanished: restart or skip."),
     poll: float = typer.Option(0.05, "--poll", help="Wall seconds between polls."),
-    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=UUID_OR_INDEX (repeatable); with --backend slurm PLAN_DEVICE=NODE, or *=NODE for every device."),
+    device_map: List[str] = typer.Option([], "--device-map", help="PLAN_DEVICE=UUID_OR_INDEX (repeatable): the GPU of a plan device (nvml, sim); with --backend slurm a deprecated alias of --node-map."),
+    node_map: List[str] = typer.Option([], "--node-map", help="--backend slurm: PLAN_DEVICE=NODE (repeatable), or *=NODE for every device."),
     log_dir: Optional[Path] = typer.Option(None, "--log-dir", help="Write each process's output to LOG_DIR/<task>.<run>.<attempt>.log."),
     tenant_map: Optional[Path] = typer.Option(None, "--tenant-map", help="--backend slurm: YAML/JSON tenant -> {account, qos, partition}."),
     log_max_bytes: str = typer.Option("64Mi", "--log-max-bytes", help="Cap of each log file in --log-dir (a quantity such as 64Mi); a longer log is cut."),
@@ -174,7 +176,7 @@ def run_command(
     if market is not None:  # gensolver.cli.run_market: GenTasks round by round through the one market engine
         from .run_market import market_command
 
-        refused = {"--feedback": feedback is not None, "--device-map": bool(device_map),
+        refused = {"--feedback": feedback is not None, "--device-map": bool(device_map), "--node-map": bool(node_map),
                  "--tenant-map": tenant_map is not None, "--sim-state": sim_state is not None, "--timeout": timeout is not None,
                  "--log-dir": log_dir is not None, "--mps": mps}
         return market_command(plan_file, market, backend=backend, given=refused, sim_devices=sim_devices,
@@ -188,7 +190,9 @@ def run_command(
     if target.submits:  # Slurm runs the jobs (gensolver.cli.slurm_run, gensolver.adapters.slurm)
         from .slurm_run import run_slurm
 
-        run_slurm(plan_file, device_map=device_map, journal=journal, time_scale=time_scale, grace=grace,
+        nodes = items_or_alias(node_map, device_map, option="--node-map", old="--device-map",
+                               where=" with --backend slurm")
+        run_slurm(plan_file, node_map=nodes, journal=journal, time_scale=time_scale, grace=grace,
                   poll=max(poll, 0.5), timeout=timeout, log_dir=log_dir, as_json=as_json, tenant_map=tenant_map,
                   options={"--feedback": feedback, "--over-grant": over_grant != "warn",
                            "--over-grant-tolerance": tolerance != 0, "--preempt": preempt != "plan",
@@ -196,6 +200,8 @@ def run_command(
         return
     if tenant_map is not None:
         fail("--tenant-map: only with --backend slurm (it maps tenants to Slurm accounts)")
+    if node_map:
+        fail("--node-map: only with --backend slurm (it maps plan devices to nodes; --device-map maps them to GPUs)")
     state = _local_outputs(target, plan_file, sim_state=sim_state, journal=journal, feedback=feedback,
                            log_dir=log_dir)
     plan = _read_checked_plan(plan_file)
@@ -418,7 +424,7 @@ def plan_command(
                                 "smoke/smoke-gpu-0, or bundled:smoke/smoke-gpu-0)."),
     output: Path = typer.Option(..., "--output", "-o", help="Where to write the gensolver.plan/v1 JSON."),
     method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Solver method."),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds of the solve (the whole call; default: none)."),
     gantt: Optional[Path] = typer.Option(None, "--gantt", help="Also draw the plan as a PNG Gantt chart."),
     gpus: str = typer.Option(DEFAULT_GPUS, "--gpus", help="GenTask YAML: GPU memories in GiB (as `gensolver round`)."),
     steps: int = typer.Option(DEFAULT_STEPS, "--steps", help="GenTask YAML: steps in the round."),

@@ -35,17 +35,17 @@ class _Interrupted(Exception):
 
 
 def _parse_map(items: list[str]) -> tuple[dict[str, str], str | None]:
-    """``--device-map DEVICE=NODE`` items; ``*=NODE`` is the node of every other device."""
+    """``--node-map DEVICE=NODE`` items; ``*=NODE`` is the node of every other device."""
     nodes: dict[str, str] = {}
     default = None
     for item in items:
         name, sep, node = item.rpartition("=")
         if not sep or not name or not node:
-            fail(f"--device-map expects PLAN_DEVICE=NODE (or *=NODE) with --backend slurm, got {item!r}")
+            fail(f"--node-map expects PLAN_DEVICE=NODE (or *=NODE) with --backend slurm, got {item!r}")
         if name == "*":
             default = node
         elif name in nodes:
-            fail(f"--device-map: device {name!r} is mapped twice")
+            fail(f"--node-map: device {name!r} is mapped twice")
         else:
             nodes[name] = node
     return nodes, default
@@ -60,7 +60,7 @@ def _outcome(state: str, exit_code: str) -> str:
     return "SKIPPED" if state == "FAILED" and exit_code.split(":")[0] == str(SKIPPED_EXIT) else state
 
 
-def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, time_scale: float, grace: float,
+def run_slurm(plan_file: Path, *, node_map: list[str], journal: Path | None, time_scale: float, grace: float,
               poll: float, timeout: float | None, log_dir: Path | None, as_json: bool, options: dict[str, Any],
               tenant_map: Path | None = None) -> None:
     """Submit, follow and report (see the module docstring); ``options`` are the run options
@@ -70,7 +70,7 @@ def run_slurm(plan_file: Path, *, device_map: list[str], journal: Path | None, t
     for option, value in options.items():
         if value:
             fail(f"{option}: not available with --backend slurm (Slurm runs the jobs, not gensolver's executor)")
-    nodes, default = _parse_map(device_map)
+    nodes, default = _parse_map(node_map)
     try:
         plan = read_plan(plan_file)
     except PlanError as exc:
@@ -108,7 +108,7 @@ def _slurm_options(book: Any, *, nodes: dict[str, str], default: str | None, tim
             err_console.print(f"[yellow]warning:[/] --time-scale {time_scale:g} is ignored: the journal keeps its "
                               f"time scale {kept:g}", highlight=False, soft_wrap=True)
             time_scale = float(kept)
-        opts = SlurmOptions(nodes=nodes, default_node=default, default_field="--device-map", time_scale=time_scale,
+        opts = SlurmOptions(nodes=nodes, default_node=default, default_field="--node-map", time_scale=time_scale,
                             grace=grace, tenants=read_tenant_map(tenant_map) if tenant_map is not None else {},
                             log_dir=None if log_dir is None else str(log_dir.resolve()))
         if log_dir is not None:

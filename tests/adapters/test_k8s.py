@@ -243,10 +243,10 @@ def test_cli_emit_k8s_writes_valid_yaml_and_refuses_bad_input(bundled_plans, tmp
     waits = sorted(d["spec"]["template"]["spec"]["initContainers"][0]["command"][2] for d in docs)
     starts = sorted(int(d["metadata"]["annotations"]["gensolver.io/start"]) for d in docs)  # smoke-gpu-0: 0, 60, 60
     assert waits == sorted(f'while [ "$(date +%s)" -lt {t0 + s} ]; do sleep 1; done' for s in starts)
-    for args, field in ((["--flavor", "volcano", "--node", "n"], "--flavor"), (["--flavor", "nvidia"], "--device-map"),
+    for args, field in ((["--flavor", "volcano", "--node", "n"], "--flavor"), (["--flavor", "nvidia"], "--node-map"),
                         (["--flavor", "nvidia", "--node", "n", "--namespace", "Bad_NS"], "--namespace"),
                         (["--flavor", "nvidia", "--node", "n", "--start-at", "tomorrow"], "--start-at"),
-                        (["--flavor", "nvidia", "--node", "n", "--device-map", "gpu9=x"], "--device-map"),
+                        (["--flavor", "nvidia", "--node", "n", "--node-map", "gpu9=x"], "--node-map"),
                         (["--flavor", "nvidia", "--node", "n", "--nvidia-sharing", "mig"], "--nvidia-sharing")):
         bad = tmp_path / "bad.yaml"
         assert main(["emit", "k8s", str(plan), *args, "--out", str(bad)]) == 2, args

@@ -1,5 +1,5 @@
 """The id and name policy of every emitter, fuzzed: ids and option values (task and device ids,
-``--node``, ``--partition``, ``--device-map``) full of shell syntax, newlines, leading ``-``,
+``--node``, ``--partition``, ``--node-map``) full of shell syntax, newlines, leading ``-``,
 spaces and ``/`` go through ``gensolver emit slurm`` and ``gensolver emit k8s``.
 
 Each case is either refused (exit 2, naming the field, nothing written) exactly when an
@@ -177,24 +177,24 @@ def _case(task_a: str, task_b: str, dev: str, node: str, partition: str, mapped:
         write_plan(plan, path)
         out = root / "out"
         rc, err = _emit(["emit", "slurm", str(path), "--out", str(out), "--node", node, "--partition", partition,
-                         "--device-map", f"gpu1={mapped}", "--time-scale", "0.5", "--grace", "1"])
+                         "--node-map", f"gpu1={mapped}", "--time-scale", "0.5", "--grace", "1"])
         slurm_ok = ids_ok and all(SLURM_NAME.match(n) for n in (node, partition, mapped, node_a))
         assert rc == (0 if slurm_ok else 2), err
         event(f"slurm {'emitted' if rc == 0 else 'refused'}")
         if rc == 2:
-            assert re.search(r"--node|--partition|--device-map|/devices/|/tasks/", err), err
+            assert re.search(r"--node|--partition|--node-map|/devices/|/tasks/", err), err
             assert not out.exists()
         else:
             _check_slurm(out, root, command, task_b, node_a, mapped, run=run)
         yaml_out = root / "jobs.yaml"
         rc, err = _emit(["emit", "k8s", str(path), "--flavor", "kai", "--out", str(yaml_out), "--node", node,
-                         "--device-map", f"gpu1={mapped}"])
+                         "--node-map", f"gpu1={mapped}"])
         k8s_ok = ids_ok and all(len(n) <= 63 and all(K8S_LABEL.match(p) for p in n.split("."))
                                 for n in (node, mapped, node_a))
         assert rc == (0 if k8s_ok else 2), err
         event(f"k8s {'emitted' if rc == 0 else 'refused'}")
         if rc == 2:
-            assert re.search(r"--node|--device-map|/devices/|/tasks/", err), err
+            assert re.search(r"--node|--node-map|/devices/|/tasks/", err), err
             assert not yaml_out.exists()
         else:
             _check_k8s(yaml_out, node_a, mapped)
@@ -203,10 +203,10 @@ def _case(task_a: str, task_b: str, dev: str, node: str, partition: str, mapped:
         # node_a's time while dev shares (refused by name when they are one node)
         script = root / "apply.sh"
         rc, err = _emit(["emit", "k8s", str(path), "--flavor", "nvidia", "--out", str(root / "nv.yaml"), "--node",
-                         node, "--device-map", f"gpu1={mapped}", "--start-at", str(T0), "--apply-script", str(script)])
+                         node, "--node-map", f"gpu1={mapped}", "--start-at", str(T0), "--apply-script", str(script)])
         assert rc == (0 if k8s_ok and mapped != node_a else 2), err
         if rc == 2:
-            assert re.search(r"--node|--device-map|/devices/|/tasks/|--flavor", err), err
+            assert re.search(r"--node|--node-map|/devices/|/tasks/|--flavor", err), err
             assert not script.exists()
         else:
             _check_apply(script, root, task_a, node_a, mapped, run=run)
@@ -349,7 +349,7 @@ def test_named_cases_are_refused_before_anything_is_written(tmp_path: Path) -> N
              ("t1", "t2", "gpu\n0", "cn1", "p", "cn1", "/devices/"),
              ("t1", "t2", "gpu0", "cn1\ntouch x", "p", "cn1", "--node"),
              ("t1", "t2", "gpu0", "cn1", "p\nq", "cn1", "--partition"),
-             ("t1", "t2", "gpu0", "cn1", "p", "Rack 1", "--device-map"),
+             ("t1", "t2", "gpu0", "cn1", "p", "Rack 1", "--node-map"),
              ("t1", "t2", "Rack 1/g0", "cn1", "p", "cn1", "/devices/")]
     for task_a, task_b, dev, node, part, mapped, field in cases:
         plan = plan_of({dev: 8, "gpu1": 8}, {task_a: {"at": [(dev, 0, 4)], "memory": 4},
@@ -357,7 +357,7 @@ def test_named_cases_are_refused_before_anything_is_written(tmp_path: Path) -> N
         path = tmp_path / "plan.json"
         write_plan(plan, path)
         rc, err = _emit(["emit", "slurm", str(path), "--out", str(tmp_path / "o"), "--node", node, "--partition",
-                         part, "--device-map", f"gpu1={mapped}"])
+                         part, "--node-map", f"gpu1={mapped}"])
         assert rc == 2 and field in err, (field, err)
         assert not (tmp_path / "o").exists()
     # a leading '-', a space and a '/' in task ids are encoded, not refused: distinct safe file names

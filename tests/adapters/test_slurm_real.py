@@ -126,7 +126,7 @@ def _scale(plan_path: Path) -> float:
 
 
 def _device_map(plan_path: Path, node: str) -> list[str]:
-    return [arg for d in read_plan(plan_path).devices for arg in ("--device-map", f"{d.id}={node}")]
+    return [arg for d in read_plan(plan_path).devices for arg in ("--node-map", f"{d.id}={node}")]
 
 
 def _main(cluster, monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
@@ -222,16 +222,16 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
     assert names.stdout.split() == [lost["job"]]  # submitted once only
     # a node Slurm does not have is refused before anything is submitted
     other = tmp_path / "other.journal"
-    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(gpu0), "--backend", "slurm", "--device-map",
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(gpu0), "--backend", "slurm", "--node-map",
                          "*=no-such-node", "--journal", str(other))
-    assert rc == 2 and "no-such-node" in err and "--device-map" in err
+    assert rc == 2 and "no-such-node" in err and "--node-map" in err
     assert not other.exists()
 
 
 def test_rerun_after_timeout_adopts_and_interrupt_cancels(slurm, tmp_path: Path, monkeypatch, capsys) -> None:
     plan = _plan(tmp_path, "smoke-gpu-0.json.gz")
     journal = tmp_path / "slurm.journal"
-    base = ["run", str(plan), "--backend", "slurm", "--device-map", f"*={slurm.node}", "--journal", str(journal),
+    base = ["run", str(plan), "--backend", "slurm", "--node-map", f"*={slurm.node}", "--journal", str(journal),
             "--time-scale", "1"]
     # a first run gives up after 2 s: jobs are journaled and keep pending/running
     rc, out, err = _main(slurm, monkeypatch, capsys, *base, "--timeout", "2")
@@ -272,7 +272,7 @@ def test_a_failing_command_fails_the_run_and_its_exit_code_is_reported(slurm, tm
     path = tmp_path / "plan.json"
     write_plan(plan, path)
     # a window of 60 wall seconds: `true` ends long before it, however late a loaded machine starts it
-    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--device-map",
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--node-map",
                          f"gpu0={slurm.node}", "--time-scale", "60", "--json")
     assert rc == 1, out + err
     jobs = {j["key"]: j for j in json.loads(out)["jobs"]}
@@ -362,7 +362,7 @@ def test_a_planned_stop_exits_0_and_odd_task_ids_run_as_named(slurm, tmp_path: P
     path = tmp_path / "plan.json"
     write_plan(plan, path)
     monkeypatch.chdir(tmp_path)
-    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--device-map",
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--node-map",
                          f"*={slurm.node}", "--time-scale", "8", "--grace", "1", "--json",
                          "--journal", str(tmp_path / "j.journal"))
     assert rc == 0, out + err
@@ -457,7 +457,7 @@ def test_a_preempted_task_is_stopped_completed_and_resumed_after_its_first_run(s
     assert [(r.task, r.index) for t in plan.tasks for r in plan.runs(t.id)] == [("p", 0), ("p", 1), ("q", 0)]
     path = tmp_path / "plan.json"
     write_plan(plan, path)
-    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--device-map",
+    rc, out, err = _main(slurm, monkeypatch, capsys, "run", str(path), "--backend", "slurm", "--node-map",
                          f"*={slurm.node}", "--time-scale", "3", "--grace", "1", "--json",
                          "--journal", str(tmp_path / "j.journal"))
     assert rc == 0, out + err

@@ -115,12 +115,12 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, capsys, monkeypatc
     plan = plan_of({"gpu0": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 10}})
     path = tmp_path / "plan.json"
     write_plan(plan, path)
-    cases = [(["--out", str(tmp_path / "o1")], "--device-map"),  # gpu0 has no node
-             (["--out", str(tmp_path / "o2"), "--node", "n", "--device-map", "gpu7=n"], "--device-map"),
+    cases = [(["--out", str(tmp_path / "o1")], "--node-map"),  # gpu0 has no node
+             (["--out", str(tmp_path / "o2"), "--node", "n", "--node-map", "gpu7=n"], "--node-map"),
              (["--out", str(tmp_path / "o3"), "--node", "n", "--sharing", "mig"], "--sharing"),
              (["--out", str(tmp_path / "o4"), "--node", "n", "--shards-per-gpu", "0"], "--shards-per-gpu"),
              (["--out", str(tmp_path / "o5"), "--node", "n", "--time-scale", "0"], "--time-scale"),
-             (["--out", str(tmp_path / "o6"), "--node", "n", "--device-map", "gpu0"], "--device-map")]
+             (["--out", str(tmp_path / "o6"), "--node", "n", "--node-map", "gpu0"], "--node-map")]
     for args, field in cases:
         assert main(["emit", "slurm", str(path), *args]) == 2, args
         assert field in capsys.readouterr().err, args
@@ -171,7 +171,7 @@ def test_run_backend_slurm_refuses_executor_only_options(tmp_path: Path, capsys)
     path = tmp_path / "plan.json"
     write_plan(plan, path)
     for args, field in ((["--feedback", str(tmp_path / "f.json")], "--feedback"), (["--over-grant", "terminate"],
-                        "--over-grant"), (["--device-map", "gpu0"], "--device-map"), (["--mps"], "--mps"),
+                        "--over-grant"), (["--node-map", "gpu0"], "--node-map"), (["--mps"], "--mps"),
                         (["--sim-devices", "1:4G"], "--sim-devices")):
         assert main(["run", str(path), "--backend", "slurm", *args]) == 2, args
         assert field in capsys.readouterr().err, args
@@ -187,12 +187,12 @@ def test_run_backend_slurm_without_slurm_exits_3_and_refuses_a_foreign_journal(t
     run = "import sys; from gensolver.cli import main; sys.exit(main(sys.argv[1:]))"
     empty = tmp_path / "bin"
     empty.mkdir()  # a PATH without sinfo, sbatch, sacct
-    out = subprocess.run([sys.executable, "-c", run, "run", str(path), "--backend", "slurm", "--device-map", "*=n1"],
+    out = subprocess.run([sys.executable, "-c", run, "run", str(path), "--backend", "slurm", "--node-map", "*=n1"],
                          capture_output=True, text=True, env=dict(os.environ, PATH=str(empty)), timeout=120)
     assert out.returncode == 3 and "sinfo is not installed" in out.stderr, out.stderr
     foreign = tmp_path / "exec.journal"
     foreign.write_text(json.dumps({"event": "plan", "digest": "x", "time_scale": 1.0}) + "\n")
-    assert main(["run", str(path), "--backend", "slurm", "--device-map", "*=n1", "--journal", str(foreign)]) == 2
+    assert main(["run", str(path), "--backend", "slurm", "--node-map", "*=n1", "--journal", str(foreign)]) == 2
     assert "--journal" in capsys.readouterr().err
 
 
@@ -209,18 +209,46 @@ def test_cpus_and_mem_become_directives_and_bad_values_are_refused(tmp_path: Pat
         assert field in capsys.readouterr().err and not (tmp_path / "o").exists()
 
 
-def test_device_map_star_is_the_default_node_for_emit_too(tmp_path: Path, capsys) -> None:
+def test_node_map_star_is_the_default_node_for_emit_too(tmp_path: Path, capsys) -> None:
     plan = plan_of({"gpu0": 40, "rack-2/g0": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 10},
                                                    "b": {"at": [("rack-2/g0", 0, 2)], "memory": 10}})
     path = tmp_path / "plan.json"
     write_plan(plan, path)
-    assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "o"), "--device-map", "*=cn7"]) == 0
+    assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "o"), "--node-map", "*=cn7"]) == 0
     nodes = {j["key"]: j["nodes"] for j in json.loads((tmp_path / "o" / "jobs.json").read_text())["jobs"]}
     assert nodes == {"a.0": ["cn7"], "b.0": ["rack-2"]}  # a NODE/DEVICE id keeps its node (as documented)
-    for args in (["--device-map", "*=cn7", "--node", "cn8"], ["--device-map", "*=cn7", "--device-map", "*=cn8"],
-                 ["--device-map", "*=bad node"]):
+    for args in (["--node-map", "*=cn7", "--node", "cn8"], ["--node-map", "*=cn7", "--node-map", "*=cn8"],
+                 ["--node-map", "*=bad node"]):
         assert main(["emit", "slurm", str(path), "--out", str(tmp_path / "x"), *args]) == 2, args
-        assert "--device-map" in capsys.readouterr().err and not (tmp_path / "x").exists()
+        assert "--node-map" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_device_map_is_a_deprecated_alias_of_node_map_for_emit_and_slurm(tmp_path: Path, capsys) -> None:
+    plan = plan_of({"gpu0": 40, "gpu1": 40}, {"a": {"at": [("gpu0", 0, 2)], "memory": 10},
+                                             "b": {"at": [("gpu1", 0, 2)], "memory": 10}})
+    path = tmp_path / "plan.json"
+    write_plan(plan, path)
+    for kind, extra in (("slurm", []), ("k8s", ["--flavor", "kueue"])):
+        files = {}
+        for option in ("--node-map", "--device-map"):
+            out = tmp_path / f"{kind}{option}"
+            assert main(["emit", kind, str(path), "--out", str(out), *extra, option, "gpu0=cn1", option, "*=cn2"]) == 0
+            err = capsys.readouterr().err
+            assert ("warning: --device-map is deprecated; use --node-map" in err) == (option == "--device-map"), err
+            written = sorted(out.rglob("*")) if out.is_dir() else [out]
+            files[option] = [(f.relative_to(out).as_posix() if out.is_dir() else "", f.read_bytes())
+                             for f in written if f.is_file()]
+        assert files["--node-map"] == files["--device-map"]  # the same items place the same runs
+        text = b"".join(data for _, data in files["--node-map"])
+        assert b"cn1" in text and b"cn2" in text
+    # run --backend slurm: the old name warns, its items are read as --node-map's (a bad one names it)
+    assert main(["run", str(path), "--backend", "slurm", "--device-map", "gpu0"]) == 2
+    err = capsys.readouterr().err
+    assert "--device-map with --backend slurm is deprecated; use --node-map" in err
+    assert "error: --node-map expects PLAN_DEVICE=NODE" in err
+    # the node map is slurm's: the executor refuses it, naming the option and the GPU map
+    assert main(["run", str(path), "--backend", "sim", "--node-map", "*=n1"]) == 2
+    assert "--node-map: only with --backend slurm" in capsys.readouterr().err
 
 
 def test_a_two_node_gang_runs_its_command_with_srun_over_the_allocation(tmp_path: Path) -> None:
@@ -309,7 +337,7 @@ def test_run_takes_a_tenant_map_only_with_the_slurm_backend(tmp_path: Path, caps
     write_plan(plan, path)
     bad = tmp_path / "bad.yaml"
     bad.write_text("team-a: {account: 'a b'}\n")
-    assert main(["run", str(path), "--backend", "slurm", "--device-map", "*=n1", "--tenant-map", str(bad),
+    assert main(["run", str(path), "--backend", "slurm", "--node-map", "*=n1", "--tenant-map", str(bad),
                  "--journal", str(tmp_path / "j")]) == 2
     assert "--tenant-map" in capsys.readouterr().err and not (tmp_path / "j").exists()
     good = tmp_path / "good.yaml"

@@ -1,4 +1,4 @@
-"""Behaviour of :mod:`gensolver.cli.slurm_run` that needs no Slurm: the ``--device-map`` reader,
+"""Behaviour of :mod:`gensolver.cli.slurm_run` that needs no Slurm: the ``--node-map`` reader,
 the outcome a job is reported with, the report and its exit status, and the checks made before
 anything is submitted. Submitting, following and cancelling against real Slurm daemons are
 tested in ``tests/adapters`` (they need slurmctld/slurmd)."""
@@ -22,7 +22,7 @@ def _exit_code(call) -> int:
     return info.value.exit_code
 
 
-def test_device_map_items_map_devices_and_a_default_node():
+def test_node_map_items_map_devices_and_a_default_node():
     assert _parse_map(["0=node-a", "gpu=1=node-b", "*=node-c"]) == ({"0": "node-a", "gpu=1": "node-b"}, "node-c")
     assert _parse_map([]) == ({}, None)
 
@@ -31,10 +31,10 @@ def test_device_map_items_map_devices_and_a_default_node():
     (["0"], "expects PLAN_DEVICE=NODE"), (["=n"], "expects PLAN_DEVICE=NODE"), (["0="], "expects PLAN_DEVICE=NODE"),
     (["0=a", "0=b"], "device '0' is mapped twice"),
 ])
-def test_a_bad_device_map_exits_2_naming_the_option(items, message, capsys):
+def test_a_bad_node_map_exits_2_naming_the_option(items, message, capsys):
     assert _exit_code(lambda: _parse_map(items)) == 2
     err = capsys.readouterr().err
-    assert "--device-map" in err and message in err
+    assert "--node-map" in err and message in err
 
 
 def test_a_late_start_reads_as_skipped_and_any_other_state_as_slurms():
@@ -95,7 +95,7 @@ def test_the_text_report_names_each_job(capsys):
 
 
 def _run(plan: Path, **kw):
-    args = dict(device_map=[], journal=None, time_scale=1.0, grace=1.0, poll=1.0, timeout=None, log_dir=None,
+    args = dict(node_map=[], journal=None, time_scale=1.0, grace=1.0, poll=1.0, timeout=None, log_dir=None,
                 as_json=True, options={})
     args.update(kw)
     return lambda: run_slurm(plan, **args)
@@ -108,5 +108,5 @@ def test_executor_only_options_and_bad_plans_exit_2_before_anything_is_submitted
     assert "--max-memory: not available with --backend slurm" in capsys.readouterr().err
     assert _exit_code(_run(plan)) == 2
     assert str(plan.name) in capsys.readouterr().err
-    assert _exit_code(_run(plan, device_map=["oops"])) == 2
-    assert "--device-map" in capsys.readouterr().err
+    assert _exit_code(_run(plan, node_map=["oops"])) == 2
+    assert "--node-map" in capsys.readouterr().err
