@@ -24,7 +24,7 @@ def main() -> None:
     ap.add_argument("--suites", default="small,medium", help="comma-separated suites (default small,medium)")
     ap.add_argument("--workers", default="1,2", help="comma-separated worker counts (default 1,2)")
     ap.add_argument("--methods", default="cpsat,highs,greedy,lp", help="comma-separated methods")
-    ap.add_argument("--time-limit", type=float, default=10.0, help="per-cell solver limit (s)")
+    ap.add_argument("--per-solve-limit", type=float, default=10.0, help="time limit of each solve of a cell (s)")
     ap.add_argument("--out", default="bench-out/bench_suites", help="output folder")
     ap.add_argument("--quick", action="store_true", help="methods greedy,lp only")
     args = ap.parse_args()
@@ -36,7 +36,7 @@ def main() -> None:
         base = None
         for w in [int(x) for x in args.workers.split(",") if x]:
             t0 = time.perf_counter()
-            res = run_suite(suite, methods=methods, time_limit=args.time_limit, jobs=w,
+            res = run_suite(suite, methods=methods, per_solve_limit=args.per_solve_limit, jobs=w,
                             out_dir=f"{args.out}/{name}-w{w}", resume=False, progress=False)
             secs = time.perf_counter() - t0
             base = base or secs

@@ -31,12 +31,49 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["GensolverDeprecationWarning", "method_alias", "option_alias", "warn_renamed"]
+__all__ = ["GensolverDeprecationWarning", "NOT_GIVEN", "keyword_alias", "method_alias", "option_alias",
+           "warn_renamed"]
 
 
 class GensolverDeprecationWarning(DeprecationWarning):
     """A name or argument of gensolver that goes in the next release (the message names its
     replacement)."""
+
+
+class _NotGiven:
+    """The type of :data:`NOT_GIVEN`."""
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+#: the default of a deprecated keyword: tells "not given" from ``None`` (which may mean "no limit")
+NOT_GIVEN: Any = _NotGiven()
+
+
+def keyword_alias(value: Any, old_value: Any, *, old: str, new: str, where: str, default: Any) -> Any:
+    """The value of keyword ``new``, or of its deprecated alias ``old`` when that was given.
+
+    ``old_value`` other than :data:`NOT_GIVEN` warns with :class:`GensolverDeprecationWarning`
+    and is used; giving both with different values (``value`` not left at ``default``) raises
+    :class:`~gensolver.errors.InputError`.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     keyword_alias(10.0, 3.0, old="time_limit", new="per_solve_limit", where="run_suite", default=10.0)
+    3.0
+    >>> keyword_alias(10.0, NOT_GIVEN, old="time_limit", new="per_solve_limit", where="run_suite", default=10.0)
+    10.0
+    """
+    if old_value is NOT_GIVEN:
+        return value
+    warnings.warn(f"{where}: {old}= is deprecated; use {new}= (the same value)", GensolverDeprecationWarning,
+                  stacklevel=3)
+    if value != default and value != old_value:
+        raise InputError(f"{where}: give {new}= only ({old}= is its deprecated alias), got both "
+                         f"{new}={value!r} and {old}={old_value!r}")
+    return old_value
 
 
 def method_alias(method: Any, solver: Any, *, where: str, default: Any = "auto") -> Any:

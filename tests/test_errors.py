@@ -139,9 +139,9 @@ def _front_ends(tmp_path: Path) -> dict[str, Callable[[Any], Any]]:
     return {
         "run_mechanism": lambda t: run_mechanism(INST, mechanism="pay-as-bid", method="greedy", time_limit=t),
         "greedy_critical": lambda t: greedy_critical(INST, time_limit=t),
-        "run_suite": lambda t: run_suite("smoke", methods=["greedy"], time_limit=t, out_dir=tmp_path / "out",
+        "run_suite": lambda t: run_suite("smoke", methods=["greedy"], per_solve_limit=t, out_dir=tmp_path / "out",
                                          progress=False),
-        "build_manifest": lambda t: build_manifest("x", [], folder=tmp_path / "suite", time_limit=t),
+        "build_manifest": lambda t: build_manifest("x", [], folder=tmp_path / "suite", per_solve_limit=t),
         "MarketConfig": lambda t: MarketConfig(time_limit=t),
     }
 
@@ -152,7 +152,7 @@ def test_every_front_end_applies_the_one_time_limit_rule(tmp_path: Path, front: 
     """These once had five rules: MarketConfig took inf and True, run_suite took inf in its
     message as "positive number", the suite builder took no None."""
     call = _front_ends(tmp_path)[front]
-    with pytest.raises(InputError, match=r"time_limit must be a positive finite number of seconds"):
+    with pytest.raises(InputError, match=r"(time|per_solve)_limit must be a positive finite number of seconds"):
         call(value)
     assert not (tmp_path / "out").exists() and not (tmp_path / "suite").exists()
 

@@ -1,7 +1,7 @@
 """One benchmark cell: an (instance, method) pair solved, checked and (optionally) priced.
 
-:func:`run_cell` runs in a worker: it solves the instance with its method under the per-cell
-``time_limit`` (passed to the solver), checks the answer with
+:func:`run_cell` runs in a worker: it solves the instance with its method under
+``per_solve_limit`` (the ``time_limit`` of the solve and of each mechanism run), checks the answer with
 :func:`gensolver.verify.check_allocation` (an infeasible answer is an error), and, when a
 mechanism is asked, times :func:`gensolver.mechanisms.run_mechanism` and measures
 :func:`gensolver.verify.max_regret` over the first ``regret_bidders`` winning bidders (a lower
@@ -83,7 +83,7 @@ def _method_name(method: str | Callable[..., Any]) -> str:
 
 
 def run_cell(payload: bytes | None, load_error: str, file: str, sha256: str, method: str | Callable[..., Any],
-             time_limit: float | None, mechanism: str | None, regret_bidders: int) -> dict[str, Any]:
+             per_solve_limit: float | None, mechanism: str | None, regret_bidders: int) -> dict[str, Any]:
     """Run one cell in a worker; returns a plain dict (never raises for a cell failure).
 
     Parameters
@@ -96,8 +96,9 @@ def run_cell(payload: bytes | None, load_error: str, file: str, sha256: str, met
         File name (for messages) and expected checksum.
     method : str or callable
         A :func:`gensolver.solve` method (a callable must be picklable, i.e. module level).
-    time_limit : float or None
-        Per-cell solver limit in seconds.
+    per_solve_limit : float or None
+        The ``time_limit`` in seconds of the solve, of the mechanism run and of each of
+        :func:`gensolver.verify.max_regret`'s runs.
     mechanism : str or None
         Also run this mechanism (payments time, revenue, max regret).
     regret_bidders : int
@@ -118,7 +119,7 @@ def run_cell(payload: bytes | None, load_error: str, file: str, sha256: str, met
     out.update(slots=inst.n_slots, bids=inst.n_bids, bidders=inst.n_bidders)
     try:
         t0 = time.perf_counter()
-        alloc = solve(inst, method=method, time_limit=time_limit)
+        alloc = solve(inst, method=method, time_limit=per_solve_limit)
         out["wall_seconds"] = time.perf_counter() - t0
         out["seconds"] = float(alloc.seconds.total)
     except Exception as exc:  # noqa: BLE001
@@ -138,7 +139,7 @@ def run_cell(payload: bytes | None, load_error: str, file: str, sha256: str, met
             return out
         try:
             t0 = time.perf_counter()
-            outcome = run_mechanism(inst, mechanism=mechanism, method=method, time_limit=time_limit)
+            outcome = run_mechanism(inst, mechanism=mechanism, method=method, time_limit=per_solve_limit)
             out["payments_seconds"] = time.perf_counter() - t0
             out["revenue"] = float(outcome.revenue)
             from ..mechanisms import outcome_to_dict
@@ -158,7 +159,8 @@ def run_cell(payload: bytes | None, load_error: str, file: str, sha256: str, met
             index = inst.bid_index
             winners = list(dict.fromkeys(inst.bids[index[w]].bidder for w in outcome.allocation.winners))
             try:
-                res = max_regret(mechanism, inst, bidders=winners[:regret_bidders], method=method, time_limit=time_limit)
+                res = max_regret(mechanism, inst, bidders=winners[:regret_bidders], method=method,
+                                 time_limit=per_solve_limit)
                 out["max_regret"] = float(res.regret)
             except Exception as exc:  # noqa: BLE001
                 out["mechanism_note"] = f"regret failed: {type(exc).__name__}: {exc}"

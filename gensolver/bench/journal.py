@@ -24,16 +24,21 @@ __all__ = ["JOURNAL", "JournalError", "cell_key", "read_journal"]
 JOURNAL = "cells.jsonl"
 
 
-def cell_key(entry: SuiteEntry, method: str, mechanism: str | None, time_limit: float | None) -> str:
-    """Identity of a cell in the journal: instance and checksum, method, mechanism, limit."""
-    return f"{entry.name}|{entry.sha256[:16]}|{method}|{mechanism or '-'}|{time_limit if time_limit is not None else '-'}"
+def cell_key(entry: SuiteEntry, method: str, mechanism: str | None, per_solve_limit: float | None) -> str:
+    """Identity of a cell in the journal: instance and checksum, method, mechanism, per-solve limit.
+
+    The limit enters by value only, so a journal whose rows name it ``time_limit`` (the field's
+    deprecated name) resumes under the same ``per_solve_limit``.
+    """
+    limit = per_solve_limit if per_solve_limit is not None else "-"
+    return f"{entry.name}|{entry.sha256[:16]}|{method}|{mechanism or '-'}|{limit}"
 
 
 #: journal row fields and their kinds (``key``, ``instance``, ``method`` and ``status`` are required)
 _ROW_FIELDS: dict[str, str] = {
     "key": "str", "instance": "str", "method": "str", "status": "str",
     "family": "str?", "mechanism": "str?", "error": "str?", "mechanism_note": "str?", "worker": "str?",
-    "welfare": "num?", "seconds": "num?", "bound": "num?", "time_limit": "num?", "finished": "num?",
+    "welfare": "num?", "seconds": "num?", "bound": "num?", "per_solve_limit": "num?", "time_limit": "num?", "finished": "num?",
     "payments_seconds": "num?", "revenue": "num?", "max_regret": "num?", "wall_seconds": "num?",
     "slots": "int?", "bids": "int?", "bidders": "int?",
     "payments_exact": "bool?", "payments_note": "str?", "payment_bounds": "obj?",

@@ -136,7 +136,7 @@ def summary_rows(cells: Sequence[CellResult], methods: Sequence[str]) -> list[li
 
 
 def write_outputs(suite: Suite, cells: Sequence[CellResult], out: Path, *, methods: Sequence[str],
-                  time_limit: float | None, mechanism: str | None, executor_label: str, jobs: int | None,
+                  per_solve_limit: float | None, mechanism: str | None, executor_label: str, jobs: int | None,
                   plots: bool = True) -> dict[str, Path]:
     """Write ``results.csv``, ``results.json``, ``report.md`` and the plots, each atomically.
 
@@ -153,14 +153,14 @@ def write_outputs(suite: Suite, cells: Sequence[CellResult], out: Path, *, metho
     for c in cells:
         w.writerow({k: ("" if v is None else json.dumps(v) if isinstance(v, dict) else v)
                     for k, v in json_safe(c.to_dict()).items()})
-    meta = {"suite": suite.name, "methods": list(methods), "time_limit": time_limit, "mechanism": mechanism,
+    meta = {"suite": suite.name, "methods": list(methods), "per_solve_limit": per_solve_limit, "mechanism": mechanism,
             "executor": executor_label, "jobs": jobs, "host": platform.node(), "cpus": os.cpu_count(),
             "python": platform.python_version()}
     results_json = json.dumps(json_safe({"meta": meta, "cells": [c.to_dict() for c in cells]}), indent=1,
                               allow_nan=False)
     head, rows = table_rows(cells, mechanism=mechanism)
     md = [f"# Benchmark: suite `{suite.name}`", "",
-          f"- methods: {', '.join(methods)}; time limit per cell: {time_limit if time_limit is not None else 'none'} s",
+          f"- methods: {', '.join(methods)}; limit of each solve: {per_solve_limit if per_solve_limit is not None else 'none'} s",
           f"- executor: {executor_label}" + (f" ({jobs} workers)" if jobs else "") + f"; {os.cpu_count()} CPUs",
           f"- mechanism: {mechanism or 'none'}"]
     if mechanism and any(c.mechanism_note == UNAVAILABLE for c in cells):

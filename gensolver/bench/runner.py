@@ -6,8 +6,8 @@ finished cell to a journal (``cells.jsonl``, one JSON line, flushed and fsync'd)
 interrupted run resumes without redoing finished cells, and writes the results (CSV, JSON, a
 Markdown report and PNG plots) atomically.
 
-A cell solves the instance with its method under the per-cell ``time_limit`` (passed to the
-solver), checks the answer with :func:`gensolver.verify.check_allocation` (an infeasible answer
+A cell solves the instance with its method under ``per_solve_limit`` (the ``time_limit`` of the
+solve, and of each mechanism run when a mechanism is asked), checks the answer with :func:`gensolver.verify.check_allocation` (an infeasible answer
 is an error), and, when a mechanism is asked, times :func:`gensolver.mechanisms.run_mechanism`
 and measures :func:`gensolver.verify.max_regret` over the first ``regret_bidders`` winning
 bidders (a lower bound on the mechanism's regret; columns are reported as unavailable when
@@ -36,6 +36,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .._deprecation import NOT_GIVEN, keyword_alias
 from ..errors import InputError, JournalError, check_executor, check_time_limit
 from ..model.io import json_safe
 from .cell import DEFAULT_METHODS, UNAVAILABLE, CellResult, _method_name, check_methods, run_cell
@@ -93,7 +94,7 @@ def run_suite(
     suite: str | os.PathLike[str] | Suite,
     *,
     methods: Sequence[str | Callable[..., Any]] | None = None,
-    time_limit: float | None = 10.0,
+    per_solve_limit: float | None = 10.0,
     executor: Executor | None = None,
     jobs: int = 1,
     out_dir: str | os.PathLike[str] = "bench-out",
@@ -103,6 +104,7 @@ def run_suite(
     progress: bool = True,
     plots: bool = True,
     executor_label: str | None = None,
+    time_limit: Any = NOT_GIVEN,
 ) -> BenchResult:
     """Run every (instance, method) cell of a suite and write the results.
 
@@ -114,8 +116,12 @@ def run_suite(
     methods : sequence of str or callable, keyword-only
         Solver methods (default: :data:`DEFAULT_METHODS` that are usable here). Callables follow
         :func:`gensolver.solve`'s contract and must be picklable for process or Dask executors.
-    time_limit : float or None
-        Per-cell solver time limit in seconds.
+    per_solve_limit : float or None
+        The ``time_limit`` of each call of a cell, in that call's unit (wall seconds; work units
+        where the call is deterministic, such as ``vcg`` on method ``auto``); ``None``: no limit.
+        The calls are the solve, the mechanism run and each of
+        :func:`gensolver.verify.max_regret`'s runs of the mechanism, so a cell with a mechanism
+        takes several times this budget.
     executor : concurrent.futures.Executor, optional
         Where cells run. Default: a local :class:`~concurrent.futures.ProcessPoolExecutor` with
         ``jobs`` workers (spawned, so no state leaks between runs), shut down at the end. For a
@@ -137,6 +143,8 @@ def run_suite(
         Write the PNG plots.
     executor_label : str, optional
         How the executor is named in the report.
+    time_limit : float or None
+        Deprecated alias of ``per_solve_limit`` (a :class:`~gensolver.GensolverDeprecationWarning`).
 
     Returns
     -------
@@ -147,38 +155,40 @@ def run_suite(
     gensolver.bench.SuiteError
         Unknown suite or malformed manifest.
     ValueError
-        Unknown or unusable methods, bad ``time_limit``, ``jobs`` or ``regret_bidders``.
+        Unknown or unusable methods, bad ``per_solve_limit``, ``jobs`` or ``regret_bidders``.
     """
+    per_solve_limit = keyword_alias(per_solve_limit, time_limit, old="time_limit", new="per_solve_limit",
+                                    where="run_suite", default=10.0)
     t_start = time.perf_counter()
     s = suite if isinstance(suite, Suite) else load_suite(suite)
     meths = check_methods(methods)
-    _check_run_args(s, time_limit=time_limit, jobs=jobs, regret_bidders=regret_bidders, executor=executor)
+    _check_run_args(s, per_solve_limit=per_solve_limit, jobs=jobs, regret_bidders=regret_bidders, executor=executor)
     out = Path(out_dir)
     journal_path = out / JOURNAL
     cells = [(e, m) for e in s.entries for m in meths]
-    done, intact = _open_journal(s, out, cells, mechanism=mechanism, time_limit=time_limit, resume=resume,
+    done, intact = _open_journal(s, out, cells, mechanism=mechanism, per_solve_limit=per_solve_limit, resume=resume,
                                  plots=plots)
-    todo = [(e, m) for e, m in cells if not _finished(done.get(cell_key(e, _method_name(m), mechanism, time_limit)))]
+    todo = [(e, m) for e, m in cells if not _finished(done.get(cell_key(e, _method_name(m), mechanism, per_solve_limit)))]
     resumed = len(cells) - len(todo)
     own = executor is None
     label = executor_label or ("local process pool" if own else type(executor).__name__)
-    _run_cells(s, todo, done, _Journal(journal_path, intact), executor=executor, jobs=jobs, time_limit=time_limit,
+    _run_cells(s, todo, done, _Journal(journal_path, intact), executor=executor, jobs=jobs, per_solve_limit=per_solve_limit,
                mechanism=mechanism, regret_bidders=regret_bidders, progress=progress, total=len(cells),
                resumed=resumed)
 
-    rows = [done[cell_key(e, _method_name(m), mechanism, time_limit)] for e, m in cells]
+    rows = [done[cell_key(e, _method_name(m), mechanism, per_solve_limit)] for e, m in cells]
     results = _derive(s, rows)
     names = tuple(_method_name(m) for m in meths)
-    files = write_outputs(s, results, out, methods=names, time_limit=time_limit, mechanism=mechanism,
+    files = write_outputs(s, results, out, methods=names, per_solve_limit=per_solve_limit, mechanism=mechanism,
                           executor_label=label, jobs=jobs if own else None, plots=plots)
     files = {**files, "journal": journal_path}
     return BenchResult(s.name, tuple(results), names, len(todo), resumed, time.perf_counter() - t_start, out,
                        MappingProxyType(files))
 
 
-def _check_run_args(s: Suite, *, time_limit: float | None, jobs: Any, regret_bidders: Any, executor: Any) -> None:
+def _check_run_args(s: Suite, *, per_solve_limit: float | None, jobs: Any, regret_bidders: Any, executor: Any) -> None:
     """:func:`run_suite`'s argument checks (``ValueError`` naming the argument)."""
-    check_time_limit(time_limit)
+    check_time_limit(per_solve_limit, name="per_solve_limit")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InputError(f"jobs must be a positive integer, got {jobs!r}")
     if jobs > max_jobs():
@@ -191,7 +201,7 @@ def _check_run_args(s: Suite, *, time_limit: float | None, jobs: Any, regret_bid
 
 
 def _open_journal(s: Suite, out: Path, cells: list[tuple[SuiteEntry, Any]], *, mechanism: str | None,
-                  time_limit: float | None, resume: bool, plots: bool) -> tuple[dict[str, Any], int]:
+                  per_solve_limit: float | None, resume: bool, plots: bool) -> tuple[dict[str, Any], int]:
     """Check the outputs and the journal of ``out`` before anything is written, then create the
     folder (and the instance files); returns the journal's finished rows by key and its intact length."""
     for path in output_paths(out, plots=plots):
@@ -202,7 +212,7 @@ def _open_journal(s: Suite, out: Path, cells: list[tuple[SuiteEntry, Any]], *, m
     # a damaged journal is reported before anything is written (nothing is lost)
     done, lines, intact = _read_journal(journal_path) if resume else ({}, {}, 0)
     for e, m in cells:
-        row = done.get(cell_key(e, _method_name(m), mechanism, time_limit))
+        row = done.get(cell_key(e, _method_name(m), mechanism, per_solve_limit))
         if row is not None and (row["instance"] != e.name or row["method"] != _method_name(m)):
             raise JournalError(f"{journal_path}:{lines[row['key']]}: /instance, /method: "
                                f"{row['instance']!r} / {row['method']!r} do not match the key {row['key']!r}; "
@@ -216,7 +226,7 @@ def _open_journal(s: Suite, out: Path, cells: list[tuple[SuiteEntry, Any]], *, m
 
 
 def _run_cells(s: Suite, todo: list[tuple[SuiteEntry, Any]], done: dict[str, Any], journal: _Journal, *,
-               executor: Executor | None, jobs: int, time_limit: float | None, mechanism: str | None,
+               executor: Executor | None, jobs: int, per_solve_limit: float | None, mechanism: str | None,
                regret_bidders: int, progress: bool, total: int, resumed: int) -> None:
     """Run the ``todo`` cells on ``executor`` (default: an own spawned process pool), appending
     each result to ``journal`` and to ``done``; cells lost with a dead worker are retried in a
@@ -245,8 +255,8 @@ def _run_cells(s: Suite, todo: list[tuple[SuiteEntry, Any]], done: dict[str, Any
             bar.start()
             task = bar.add_task(f"bench {s.name}", total=total, completed=resumed, last="")
         def record(e: SuiteEntry, name: str, res: Mapping[str, Any]) -> None:
-            row = {"key": cell_key(e, name, mechanism, time_limit), "instance": e.name, "family": e.family,
-                   "method": name, "mechanism": mechanism, "time_limit": time_limit,
+            row = {"key": cell_key(e, name, mechanism, per_solve_limit), "instance": e.name, "family": e.family,
+                   "method": name, "mechanism": mechanism, "per_solve_limit": per_solve_limit,
                    "finished": time.time(), **{k: json_safe(v) for k, v in res.items()}}
             row.setdefault("welfare", 0.0)
             row.setdefault("seconds", 0.0)
@@ -260,7 +270,7 @@ def _run_cells(s: Suite, todo: list[tuple[SuiteEntry, Any]], done: dict[str, Any
             futures: dict[Future[dict[str, Any]], tuple[SuiteEntry, Any]] = {}
             for e, m in batch:
                 payload, err = payloads[e.name]
-                fut = pool.submit(run_cell, payload, err, e.file, e.sha256, m, time_limit, mechanism, regret_bidders)
+                fut = pool.submit(run_cell, payload, err, e.file, e.sha256, m, per_solve_limit, mechanism, regret_bidders)
                 futures[fut] = (e, m)
             lost = []
             for fut in as_completed(futures):

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
+from .._deprecation import NOT_GIVEN, keyword_alias
 from ..errors import InputError, check_time_limit
 from ..instances import generate, list_families
 from ..model import Instance, atomic_write, from_dict
@@ -510,7 +511,8 @@ def materialize(suite: str | Suite, *, force: bool = False,
 def build_manifest(name: str, specs: Sequence[Mapping[str, Any]], *, description: str = "",
                    committed: bool = True, folder: str | os.PathLike[str] | None = None,
                    best_methods: Sequence[str] = ("cpsat", "greedy"), bound_method: str | None = "lp",
-                   time_limit: float = 30.0, only: Sequence[str] | None = None) -> Suite:
+                   per_solve_limit: float = 30.0, only: Sequence[str] | None = None,
+                   time_limit: Any = NOT_GIVEN) -> Suite:
     """Generate a suite's instances, solve them for best known values and write the manifest.
 
     Parameters
@@ -524,14 +526,17 @@ def build_manifest(name: str, specs: Sequence[Mapping[str, Any]], *, description
     folder : path-like, optional
         Default ``suites_dir() / name``.
     best_methods : sequence of str
-        Methods run (each with ``time_limit``) for the best known welfare.
+        Methods run (each with ``per_solve_limit``) for the best known welfare.
     bound_method : str, optional
         An extra method run for an upper bound (``lp``: the LP relaxation; its rounded
         solution also competes for the best known welfare).
-    time_limit : float
-        Seconds per solve.
+    per_solve_limit : float
+        The ``time_limit`` (seconds) of each solve; the manifest's records keep it as the
+        ``time_limit`` of the solve that found the value.
     only : sequence of str, optional
         Rebuild only these instances; the others are kept from the existing manifest.
+    time_limit : float
+        Deprecated alias of ``per_solve_limit``.
 
     Returns
     -------
@@ -539,7 +544,9 @@ def build_manifest(name: str, specs: Sequence[Mapping[str, Any]], *, description
     """
     from ..solvers import solve
 
-    check_time_limit(time_limit, optional=False)
+    per_solve_limit = keyword_alias(per_solve_limit, time_limit, old="time_limit", new="per_solve_limit",
+                                    where="build_manifest", default=30.0)
+    check_time_limit(per_solve_limit, name="per_solve_limit", optional=False)
     dest = Path(folder) if folder is not None else suites_dir() / name
     old = {e.name: e for e in load_suite(dest).entries} if only is not None else {}
     entries = []
@@ -559,14 +566,14 @@ def build_manifest(name: str, specs: Sequence[Mapping[str, Any]], *, description
         bound: dict[str, Any] | None = None
         for m in [*best_methods, *([bound_method] if bound_method else [])]:
             t0 = time.perf_counter()
-            a = solve(inst, method=m, time_limit=time_limit)
+            a = solve(inst, method=m, time_limit=per_solve_limit)
             secs = round(time.perf_counter() - t0, 3)
             if a.status.value in ("optimal", "feasible"):
                 if best is None or a.welfare > best["welfare"] + 1e-9:
                     best = {"welfare": a.welfare, "method": m, "seconds": secs, "status": a.status.value,
-                            "time_limit": time_limit}
+                            "time_limit": per_solve_limit}
             if a.bound is not None and (bound is None or a.bound < bound["value"] - 1e-9):
-                bound = {"value": a.bound, "method": m, "seconds": secs, "time_limit": time_limit}
+                bound = {"value": a.bound, "method": m, "seconds": secs, "time_limit": per_solve_limit}
         if best is not None and bound is not None and best["welfare"] >= bound["value"] - 1e-6 * max(1.0, abs(bound["value"])):
             best["status"] = "optimal"  # meets a proven bound (within 1e-6 relative)
         entries.append(SuiteEntry(spec["name"], fam, dict(spec.get("params", {})), int(spec["seed"]), file,

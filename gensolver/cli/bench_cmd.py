@@ -11,7 +11,15 @@ from rich.table import Table
 
 from ..errors import require_extra
 from .choices import MECHANISMS, choice
-from .common import SafeConsole, check_output_dir, check_output_file, check_time_limit_option, console, fail
+from .common import (
+    SafeConsole,
+    check_output_dir,
+    check_output_file,
+    check_time_limit_option,
+    console,
+    fail,
+    value_or_alias,
+)
 
 __all__ = ["register", "bench_command"]
 
@@ -43,7 +51,8 @@ def bench_command(
     suite: str = typer.Argument(..., help="Suite name (smoke, small, medium, large), folder or manifest."),
     methods: Optional[str] = typer.Option(None, "--methods", "-m", help="Comma-separated solver methods (default: auto,cpsat,highs,greedy,lp where usable)."),
     mechanism: Optional[str] = typer.Option(None, "--mechanism", **choice(MECHANISMS), help="Also run this mechanism per cell (payments time, max regret)."),
-    time_limit: float = typer.Option(10.0, "--time-limit", "-t", help="Per-cell solver time limit in seconds."),
+    per_solve_limit: float = typer.Option(10.0, "--per-solve-limit", help="The time limit of each call of a cell (the solve, the --mechanism run, each of max regret's runs), in that call's unit: seconds, or work units where the call is deterministic (docs/contributing.md: time_limit)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Deprecated alias of --per-solve-limit."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Local worker processes."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output folder (journal, CSV, JSON, report, plots; default: bench-out/SUITE, e.g. bench-out/smoke)."),
     dask: Optional[str] = typer.Option(None, "--dask", help="Run cells on this Dask scheduler address (tcp://host:8786)."),
@@ -58,7 +67,7 @@ def bench_command(
     from ..solvers import UnknownMethodError
 
     meths = _split_methods(methods)
-    check_time_limit_option(time_limit)
+    limit = _per_solve_limit(per_solve_limit, time_limit, default=10.0)
     if jobs < 1:
         fail(f"--jobs must be at least 1, got {jobs}")
     if regret_bidders < 0:
@@ -99,7 +108,7 @@ def bench_command(
             executor = client.get_executor()
             label = f"Dask cluster at {dask} ({len(client.scheduler_info().get('workers', {}))} workers)"
         try:
-            result = run_suite(loaded, methods=meths, time_limit=time_limit, executor=executor, jobs=jobs,
+            result = run_suite(loaded, methods=meths, per_solve_limit=limit, executor=executor, jobs=jobs,
                                out_dir=out, mechanism=mechanism, regret_bidders=regret_bidders, resume=not fresh,
                                progress=not quiet, plots=not no_plots, executor_label=label)
         except (SuiteError, UnknownMethodError, ValueError) as exc:
@@ -203,7 +212,8 @@ def suite_materialize(
 @suite_app.command("build")
 def suite_build(
     name: str = typer.Argument(..., help="A suite of the catalog (gensolver.bench.catalog)."),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds per solve for best known values."),
+    per_solve_limit: Optional[float] = typer.Option(None, "--per-solve-limit", help="Seconds of each solve for the best known values (default: the catalog's)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Deprecated alias of --per-solve-limit."),
     folder: Optional[Path] = typer.Option(None, "--folder", help="Write here instead of the bundled suites folder (gensolver/data/suites)."),
 ) -> None:
     """Regenerate a catalog suite and its manifest (best known values by cpsat, bound by lp)."""
@@ -212,7 +222,7 @@ def suite_build(
 
     if name not in CATALOG:
         fail(f"unknown suite {name!r}; the catalog has: {', '.join(CATALOG)}")
-    check_time_limit_option(time_limit)
+    per_solve_limit = _per_solve_limit(per_solve_limit, time_limit, default=None)
     dest = folder if folder is not None else suites_dir() / name
     check_output_dir(dest, "--folder")
     spec = CATALOG[name]
@@ -220,12 +230,20 @@ def suite_build(
         check_output_file(path, "--folder")
     try:
         s = build_manifest(name, spec["instances"], description=spec["description"], committed=spec["committed"],
-                           folder=folder, time_limit=spec["time_limit"] if time_limit is None else time_limit)
+                           folder=folder,
+                           per_solve_limit=spec["per_solve_limit"] if per_solve_limit is None else per_solve_limit)
     except SuiteError as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"--folder: cannot write {exc.filename or folder}: {exc.strerror or exc}")
     console.print(f"wrote {s.folder / 'manifest.json'} ({len(s.entries)} instances)")
+
+
+def _per_solve_limit(value: Optional[float], old: Optional[float], *, default: Optional[float]) -> Optional[float]:
+    """``--per-solve-limit``, or its deprecated alias ``--time-limit`` (a warning), checked (exit 2)."""
+    value = value_or_alias(value, old, option="--per-solve-limit", old="--time-limit", default=default)
+    check_time_limit_option(value, "--per-solve-limit" if old is None else "--time-limit")
+    return value
 
 
 def register(app: typer.Typer) -> None:

@@ -67,7 +67,7 @@ def _read_round_or_instance(file: Path) -> Instance:
 def solve_command(
     file: Path = typer.Argument(..., help="Instance file: gensolver.instance/v1 JSON (.json/.json.gz) or CATS text; a bundled instance (smoke/smoke-L3, or bundled:smoke/smoke-L3); or a round (gensolver.gpuround/v1 JSON from `gensolver round`, or GenTask .yaml)."),
     method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Solver method (see `gensolver methods`)."),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Seconds for the solver (default: none, run until proven optimal; with --mechanism vcg, the whole budget of the main solve and all pivots, and with vcg on method auto or lavi-swamy a budget of work units, about a second each, unless --wall-clock; with other mechanisms, seconds for each solve)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="The budget of the whole call (default: none, run until proven optimal): seconds of the solve, or with --mechanism of the whole run (vcg: the main solve and every pivot; core: every stage); work units (about a second each) with --deterministic, with vcg or core on method auto, and with lavi-swamy (vcg and lavi-swamy: unless --wall-clock; docs/contributing.md: time_limit)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Solver threads."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     mechanism: Optional[str] = typer.Option(None, "--mechanism", **choice(MECHANISMS), help="Also compute payments with this mechanism (e.g. vcg)."),

@@ -141,7 +141,8 @@ def test_outputs_and_cli(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [["bench", "nope"], ["bench", "smoke", "--methods", "nosuch"], ["bench", "smoke", "--time-limit", "0"],
+    [["bench", "nope"], ["bench", "smoke", "--methods", "nosuch"], ["bench", "smoke", "--per-solve-limit", "0"],
+     ["bench", "smoke", "--time-limit", "0"],
      ["bench", "smoke", "--jobs", "0"], ["bench", "smoke", "--methods", ","], ["bench", "smoke", "--mechanism", "nosuch"]],
 )
 def test_cli_bad_input_exits_2(args: list[str], tmp_path: Path) -> None:
@@ -164,9 +165,24 @@ def test_mechanism_columns(tmp_path: Path, smoke_copy: Path) -> None:
 
 
 def test_bad_arguments() -> None:
-    with pytest.raises(ValueError, match="time_limit"):
-        run_suite("smoke", time_limit=-1, progress=False)
+    with pytest.raises(ValueError, match="per_solve_limit"):
+        run_suite("smoke", per_solve_limit=-1, progress=False)
     with pytest.raises(ValueError, match="not a string"):
         run_suite("smoke", methods="cpsat", progress=False)
     with pytest.raises(ValueError, match="executor"):
         run_suite("smoke", methods=["greedy"], executor=object(), progress=False)  # type: ignore[arg-type]
+
+
+def test_time_limit_keyword_is_a_deprecated_alias_of_per_solve_limit(tmp_path: Path, smoke_copy: Path) -> None:
+    from gensolver._deprecation import GensolverDeprecationWarning
+
+    suite = load_suite(smoke_copy)
+    new = run_suite(suite, methods=["greedy"], per_solve_limit=3.0, out_dir=tmp_path / "new", progress=False,
+                    plots=False, executor=ThreadPoolExecutor(max_workers=1))
+    with pytest.warns(GensolverDeprecationWarning, match="time_limit= is deprecated; use per_solve_limit="):
+        old = run_suite(suite, methods=["greedy"], time_limit=3.0, out_dir=tmp_path / "old", progress=False,
+                        plots=False, executor=ThreadPoolExecutor(max_workers=1))
+    assert [(c.key, c.welfare) for c in new.cells] == [(c.key, c.welfare) for c in old.cells]
+    assert all(c.key.endswith("|3.0") for c in old.cells)
+    with pytest.warns(GensolverDeprecationWarning), pytest.raises(ValueError, match="give per_solve_limit= only"):
+        run_suite(suite, methods=["greedy"], per_solve_limit=2.0, time_limit=3.0, progress=False)

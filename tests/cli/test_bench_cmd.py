@@ -134,22 +134,77 @@ def test_bench_on_a_missing_manifest_path_says_no_such_file(tmp_path: Path,
     assert not (tmp_path / "out").exists()
 
 
-# ------------------------------------------------------------------ 3, 9: --time-limit
+# ------------------------------------------------------------------ 3, 9: --per-solve-limit
 @pytest.mark.parametrize("value", ["-1", "nan", "0", "inf"])
-def test_suite_build_rejects_a_bad_time_limit_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                             value: str) -> None:
+def test_suite_build_rejects_a_bad_per_solve_limit_before_any_work(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str],
+                                                                   value: str) -> None:
     folder = tmp_path / "built"
-    msg = bad_input(capsys, "suite", "build", "smoke", "--time-limit", value, "--folder", folder)
-    assert "--time-limit must be a positive finite number of seconds" in msg
+    msg = bad_input(capsys, "suite", "build", "smoke", "--per-solve-limit", value, "--folder", folder)
+    assert "--per-solve-limit must be a positive finite number of seconds" in msg
     assert not folder.exists()
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-2"])
-def test_bench_time_limit_errors_name_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                 value: str) -> None:
-    msg = bad_input(capsys, "bench", "smoke", *FAST, "--time-limit", value, "--out", tmp_path / "out")
-    assert "--time-limit" in msg and "time_limit" not in msg.replace("--time-limit", "")
+def test_bench_per_solve_limit_errors_name_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      value: str) -> None:
+    msg = bad_input(capsys, "bench", "smoke", *FAST, "--per-solve-limit", value, "--out", tmp_path / "out")
+    assert "--per-solve-limit" in msg and "per_solve_limit" not in msg.replace("--per-solve-limit", "")
     assert not (tmp_path / "out").exists()
+
+
+def test_time_limit_is_a_deprecated_alias_of_per_solve_limit(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``bench --time-limit`` (the old name of the limit of each solve) still runs the same cells
+    under the same journal keys, with a warning naming --per-solve-limit; a journal written
+    before the rename (rows with ``time_limit``) resumes without redoing a cell."""
+    results = {}
+    for option in ("--per-solve-limit", "--time-limit", "-t"):
+        out = tmp_path / option.strip("-")
+        rc, stdout, err = run(capsys, "bench", "smoke", *FAST, option, "5", "--out", out)
+        assert rc == 0, err
+        warned = "warning: --time-limit is deprecated; use --per-solve-limit" in err
+        assert warned == (option != "--per-solve-limit"), err
+        doc = json.loads((out / "results.json").read_text())
+        assert doc["meta"]["per_solve_limit"] == 5.0
+        results[option] = [(c["key"], c["status"], c["welfare"]) for c in doc["cells"]]
+    assert results["--per-solve-limit"] == results["--time-limit"] == results["-t"]
+    assert all(key.endswith("|greedy|-|5.0") for key, _, _ in results["--time-limit"])
+    # a journal of the earlier release: its rows name the limit time_limit; it resumes in full
+    journal = tmp_path / "per-solve-limit" / "cells.jsonl"
+    rows = [json.loads(line) for line in journal.read_text().splitlines()]
+    for row in rows:
+        row["time_limit"] = row.pop("per_solve_limit")
+    journal.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rc, stdout, err = run(capsys, "bench", "smoke", *FAST, "--per-solve-limit", "5", "--out", journal.parent)
+    assert rc == 0, err
+    assert f"(0 run, {len(rows)} resumed" in " ".join(stdout.split()), stdout
+    # another limit is another cell: nothing is resumed
+    rc, stdout, err = run(capsys, "bench", "smoke", *FAST, "--per-solve-limit", "6", "--out", journal.parent)
+    assert rc == 0 and f"({len(rows)} run, 0 resumed" in " ".join(stdout.split()), stdout
+    # both names with different values: exit 2 naming the old one
+    rc, stdout, err = run(capsys, "bench", "smoke", *FAST, "--per-solve-limit", "4", "--time-limit", "5",
+                          "--out", tmp_path / "both")
+    assert rc == 2 and "error: --time-limit: give --per-solve-limit only" in " ".join(err.split()), err
+    assert not (tmp_path / "both").exists()
+
+
+def test_suite_build_reads_its_deprecated_time_limit_and_build_manifest_its_keyword(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gensolver._deprecation import GensolverDeprecationWarning
+    from gensolver.bench.suites import build_manifest
+
+    rc, _, err = run(capsys, "suite", "build", "smoke", "--time-limit", "0", "--folder", tmp_path / "b")
+    err = " ".join(err.split())
+    assert rc == 2 and "warning: --time-limit is deprecated; use --per-solve-limit" in err
+    assert "error: --time-limit must be a positive finite number of seconds" in err
+    assert not (tmp_path / "b").exists()
+    with pytest.warns(GensolverDeprecationWarning, match="build_manifest: time_limit= is deprecated"), \
+            pytest.raises(ValueError, match="per_solve_limit must be a positive"):
+        build_manifest("x", [], folder=tmp_path / "x", time_limit=-1.0)
+    with pytest.warns(GensolverDeprecationWarning), pytest.raises(ValueError, match="give per_solve_limit= only"):
+        build_manifest("x", [], folder=tmp_path / "x", per_solve_limit=5.0, time_limit=3.0)
+    assert not (tmp_path / "x").exists()
 
 
 def test_bench_method_and_mechanism_errors_name_the_option(tmp_path: Path,
@@ -170,7 +225,7 @@ def test_bad_output_paths_are_refused_before_any_work(tmp_path: Path, capsys: py
     assert msg.startswith("error: --out:") and "not a directory" in msg
     msg = bad_input(capsys, "bench", "smoke", *FAST, "--out", a_file / "sub")
     assert msg.startswith("error: --out:")
-    msg = bad_input(capsys, "suite", "build", "smoke", "-t", "1", "--folder", a_file)
+    msg = bad_input(capsys, "suite", "build", "smoke", "--per-solve-limit", "1", "--folder", a_file)
     assert msg.startswith("error: --folder:") and "not a directory" in msg
     assert a_file.read_text() == "{}"
     # an output file that is a directory: refused before any cell runs

@@ -115,7 +115,7 @@ def journal_lines(path: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_bench_stops_its_worker_pool_and_resource_tracker(tmp_path: Path, sig: int, status: int) -> None:
     out = tmp_path / "out"
-    proc = start(tmp_path, "bench", "smoke", "-m", "greedy,block", "-t", "600", "-o", str(out), "-q",
+    proc = start(tmp_path, "bench", "smoke", "-m", "greedy,block", "--per-solve-limit", "600", "-o", str(out), "-q",
                  "--no-plots")
     wait_for(lambda: busy(tmp_path) and (out / "cells.jsonl").exists() and (out / "cells.jsonl").read_text(),
              "a worker blocked in a cell after a journalled one", proc)
