@@ -28,6 +28,7 @@ from .common import (
     fail,
     method_or_alias,
     print_json,
+    value_or_alias,
 )
 
 __all__ = ["register", "load_workload", "comparison_rows", "json_safe"]
@@ -175,8 +176,9 @@ def _cell(v: Any) -> str:
 
 def _check_options(trace: str, policy: List[str], method: str, mechanism: str, time_limit: float, lease: int,
                    until: Optional[float], max_jobs: Optional[int], nodes: Optional[int],
-                   compress: Optional[float], seed: int) -> None:
-    """Every option's value, before any work (exit 2 naming the option)."""
+                   compress: Optional[float], seed: int, budget_option: str = "--round-budget") -> None:
+    """Every option's value, before any work (exit 2 naming the option; ``budget_option`` is how
+    the round budget was given)."""
     from ..sim import list_policies
     from ..sim.policies import DEPRECATED_POLICIES
 
@@ -192,7 +194,7 @@ def _check_options(trace: str, policy: List[str], method: str, mechanism: str, t
         seen.add(p)
     _check_method(method)
     _check_mechanism(mechanism)
-    check_time_limit_option(time_limit, "--time-limit:")  # this command names options "--opt: ..."
+    check_time_limit_option(time_limit, f"{budget_option}:")  # this command names options "--opt: ..."
     if lease < 1:
         fail(f"--lease: must be a positive integer (steps), got {lease}")
     if until is not None and (not math.isfinite(until) or until <= 0):
@@ -352,8 +354,10 @@ def simulate_command(
                                help="Method of solver-cleared rounds (policy auction: market with clearing=solver)."),
     solver: Optional[str] = typer.Option(None, "--solver", **choice(METHODS),
                                          help="Deprecated alias of --method (removed in the next release)."),
-    time_limit: float = typer.Option(0.2, "--time-limit",
-                                     help="Work units per solver-cleared round with --method auto (deterministic)."),
+    round_budget: float = typer.Option(0.2, "--round-budget",
+                                       help="Work units of each solver-cleared round with --method auto "
+                                            "(deterministic; the policies' option budget)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Deprecated alias of --round-budget."),
     lease: int = typer.Option(5, "--lease", help="Round length in steps."),
     max_jobs: Optional[int] = typer.Option(None, "--max-jobs", help="Trace: at most this many jobs."),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Trace: number of nodes."),
@@ -373,7 +377,9 @@ def simulate_command(
 ) -> None:
     """Simulate TRACE under each --policy and print a comparison table."""
     method = method_or_alias(method, solver, default="greedy")
-    _check_options(trace, policy, method, mechanism, time_limit, lease, until, max_jobs, nodes, compress, seed)
+    budget = value_or_alias(round_budget, time_limit, option="--round-budget", old="--time-limit", default=0.2)
+    _check_options(trace, policy, method, mechanism, budget, lease, until, max_jobs, nodes, compress, seed,
+                   budget_option="--round-budget" if time_limit is None else "--time-limit")
     if traces_dir is not None and trace not in TRACES:
         fail(f"--traces-dir: applies only to the {' and '.join(TRACES)} traces, not to {trace!r}")
     from ..sim.trace_workloads import TRACE_FORMATS
@@ -390,7 +396,7 @@ def simulate_command(
             check_output_file(path, "--out")
         created = _make_out_dir(out)
     try:
-        _run(trace, policy, gpus, until, out, fault, mechanism, method, time_limit, lease, max_jobs, nodes, compress,
+        _run(trace, policy, gpus, until, out, fault, mechanism, method, budget, lease, max_jobs, nodes, compress,
              seed, as_json, traces_dir, fmt, node_list, bound)
     except BaseException:
         for d in created:  # leave no empty folder behind when the run fails

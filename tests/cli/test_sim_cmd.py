@@ -101,6 +101,28 @@ def test_unknown_method_is_rejected_up_front(capsys) -> None:
     assert "--method: unknown method 'nope'; valid methods:" in err and "greedy" in err
 
 
+def test_round_budget_and_its_deprecated_alias_time_limit(capsys, monkeypatch) -> None:
+    """--round-budget is the work units of each round's clearing (the policies' option budget);
+    --time-limit, its old name, gives the same rounds with a warning."""
+    import gensolver.cli.sim_cmd as sim_cmd
+
+    seen: list[float] = []
+    real = sim_cmd._policy_options
+    monkeypatch.setattr(sim_cmd, "_policy_options", lambda p, m, b: seen.append(b) or real(p, m, b))
+    args = ["simulate", "synthetic:n=6,seed=2", "-p", "auction", "--method", "auto", "--json", "--no-bound"]
+    timing = ("sim_seconds", "solver_s_per_round")
+    runs = []
+    for option in ("--round-budget", "--time-limit"):
+        assert main([*args, option, "0.3"]) == 0
+        cap = capsys.readouterr()
+        runs.append(([{k: v for k, v in row.items() if k not in timing} for row in json.loads(cap.out)], cap.err))
+    (new, new_err), (old, old_err) = runs
+    assert seen == [0.3, 0.3] and new == old and new[0]["done"] == "6/6"
+    assert "--time-limit is deprecated; use --round-budget" in old_err and "--time-limit" not in new_err
+    err = _bad(["synthetic:n=6", "-p", "auction", "--round-budget", "0.5", "--time-limit", "0.3"], capsys)
+    assert "--time-limit: give --round-budget only" in err
+
+
 def test_method_and_its_deprecated_alias_solver(capsys) -> None:
     args = ["simulate", "synthetic:n=6,seed=2", "-p", "auction", "--json", "--no-bound"]
     timing = ("sim_seconds", "solver_s_per_round")
@@ -225,8 +247,9 @@ def test_out_writes_every_file_without_temporaries(tmp_path: Path, capsys) -> No
 
 # ------------------------------------------------------------------ 8. option values, CLI names
 @pytest.mark.parametrize("args, option", [
-    (["-p", "elastic", "--time-limit", "-1"], "--time-limit:"),
-    (["-p", "elastic", "--time-limit", "nan"], "--time-limit:"),
+    (["-p", "elastic", "--round-budget", "-1"], "--round-budget:"),
+    (["-p", "elastic", "--round-budget", "nan"], "--round-budget:"),
+    (["-p", "auction", "--round-budget", "0"], "--round-budget:"),
     (["-p", "auction", "--time-limit", "0"], "--time-limit:"),
     (["-p", "elastic", "--until", "-1"], "--until:"),
     (["-p", "elastic", "--until", "inf"], "--until:"),
