@@ -1,18 +1,22 @@
-"""Does a tighter LP help Lavi–Swamy? Big-item clique cuts against the plain relaxation.
+"""Does a tighter LP help Lavi–Swamy? Big-item clique cuts and the clique relaxation against the plain LP.
 
 For every capacity row with limit ``L`` (the capacity rule's) and ``k = 2..6``, the bids asking
 more than ``L / k`` of the row cannot ``k`` of them fit together: ``sum x_j <= k - 1`` is valid
 for every integral allocation (so the lottery's allocations are unchanged) and depends on the
 bids' demands only, not on their values (so the fractional VCG on the tightened polytope stays
-truthful in expectation). The script runs ``lavi-swamy`` (alpha fixed at 3, work budget
-``--budget``) on bundled rounds with the plain and the tightened LP (the tightened matrix
-problem is swapped in for the mechanism's ``from_instance``) and prints ``LP*``, the verified
-alpha, its certified floor and the expected welfare ``LP*/alpha_verified``.
+truthful in expectation). The script runs ``lavi-swamy`` (alpha fixed at ``--alpha``, 3 by
+default, so the simplex optimum is decomposed; work budget ``--budget``) on bundled rounds with
+the plain LP, the big-item cuts (the tightened matrix problem is swapped in for the mechanism's
+``from_instance``) and the mechanism's own ``relaxation="clique"`` (every clique of the conflict
+graph, separated exactly; :mod:`gensolver.mechanisms.cliques`) and prints ``LP*``, the verified
+alpha, its certified floor, the expected welfare ``LP*/alpha_verified``, whether the clique
+separation closed and the seconds; then the mean verified alpha of each LP.
 
 Usage::
 
     python benchmarks/bench_ls_cuts.py                                   # the four GPU-trace rounds of small
     python benchmarks/bench_ls_cuts.py --rounds small-alibaba,small-L7 --budget 20
+    python benchmarks/bench_ls_cuts.py --rounds "" --seeds 3,4,5          # fresh seeds only
 """
 
 from __future__ import annotations
@@ -65,33 +69,44 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--families", default="gpu,trace-alibaba,trace-philly,arbitrary",
                     help="generated families (default parameters), each at every --seeds; '' for none")
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--alpha", type=float, default=3.0)
     args = ap.parse_args(argv)
     rounds = [(name, lambda name=name: read_instance(SMALL / f"{name}.json.gz")) for name in args.rounds.split(",") if name]
     rounds += [(f"{fam}:{seed}", lambda fam=fam, seed=seed: generate(fam, seed=int(seed)))
                for fam in args.families.split(",") if fam for seed in args.seeds.split(",")]
-    better = worse = 0
+    labels = ("plain", "big-item cuts", "clique relaxation")
+    alphas: dict[str, list[float]] = {k: [] for k in labels}
+    welfare: dict[str, list[float]] = {k: [] for k in labels}
     print(f"load average {os.getloadavg()}")
-    print("| round | LP | LP* | alpha verified | alpha floor | E[welfare] | seconds |")
-    print("|---|---|---|---|---|---|---|")
+    print("| round | LP | LP* | alpha verified | alpha floor | E[welfare] | closed (cliques) | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
     try:
         for name, load in rounds:
             inst = load()
-            alphas = []
-            for label, build in (("plain", PLAIN), ("clique cuts", with_cuts)):
+            for label, build, rel in zip(labels, (PLAIN, with_cuts, PLAIN), ("plain", "plain", "clique")):
                 LS.from_instance = build
                 t0 = time.perf_counter()
                 d = run_mechanism(inst, mechanism="lavi-swamy", method="auto", time_limit=args.budget,
-                                  options={"alpha": 3.0}).details
-                floor = d["alpha_floor"]
+                                  options={"alpha": args.alpha, "relaxation": rel}).details
+                floor, r = d["alpha_floor"], d["relaxation"]
+                closed = f"{r['closed']} ({r['cliques']})" if rel == "clique" else "-"
                 print(f"| {name} | {label} | {d['lp_welfare']:.2f} | {d['alpha_verified']:.3f} | "
                       f"{'-' if floor is None else f'{floor:.3f}'} | {d['lp_welfare'] / d['alpha_verified']:.2f} | "
-                      f"{time.perf_counter() - t0:.1f} |", flush=True)
-                alphas.append(d["alpha_verified"])
-            better += alphas[1] < alphas[0] - 1e-9
-            worse += alphas[1] > alphas[0] + 1e-9
+                      f"{closed} | {time.perf_counter() - t0:.1f} |", flush=True)
+                alphas[label].append(d["alpha_verified"])
+                welfare[label].append(d["lp_welfare"] / d["alpha_verified"])
     finally:
         LS.from_instance = PLAIN
-    print(f"\nclique cuts: verified alpha lower on {better}, higher on {worse} of {len(rounds)} rounds")
+    print()
+    for label in labels[1:]:
+        better = sum(a < b - 1e-9 for a, b in zip(alphas[label], alphas["plain"]))
+        worse = sum(a > b + 1e-9 for a, b in zip(alphas[label], alphas["plain"]))
+        more = sum(a > b * (1 + 1e-9) for a, b in zip(welfare[label], welfare["plain"]))
+        print(f"{label}: verified alpha lower on {better}, higher on {worse} of {len(rounds)} rounds; "
+              f"expected welfare higher on {more}")
+    for label in labels:
+        print(f"{label}: mean verified alpha {np.mean(alphas[label]):.3f}, "
+              f"mean expected welfare {np.mean(welfare[label]):.1f}")
     print(f"load average {os.getloadavg()}")
     return 0
 

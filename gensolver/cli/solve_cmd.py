@@ -75,6 +75,10 @@ def solve_command(
         None, "--alpha",
         help="--mechanism lavi-swamy: the scaling of the lottery, fixed before the reports (>= 1); without "
              "it alpha is computed from the reports and the outcome is marked truthful: false."),
+    relaxation: str = typer.Option(
+        "plain", "--relaxation",
+        help="--mechanism lavi-swamy: the LP relaxation, plain or clique (every clique of the bids' conflict "
+             "graph: a lower alpha, more LP solves; see docs/explanation/lavi-swamy.md)."),
     wall_clock: bool = typer.Option(
         False, "--wall-clock",
         help="--mechanism vcg (method auto) or lavi-swamy: read --time-limit as wall-clock seconds instead of "
@@ -89,13 +93,13 @@ def solve_command(
 ) -> None:
     """Solve the winner determination problem of FILE and print the allocation."""
     _check_solve_options(method=method, time_limit=time_limit, seed=seed, mechanism=mechanism, alpha=alpha,
-                         wall_clock=wall_clock, deterministic=deterministic)
+                         wall_clock=wall_clock, deterministic=deterministic, relaxation=relaxation)
     instance = _read_round_or_instance(file)
     outcome = None
     try:
         if mechanism is not None:
             outcome = _price(instance, mechanism=mechanism, method=method, time_limit=time_limit, threads=threads,
-                             seed=seed, alpha=alpha, wall_clock=wall_clock, quiet=as_json)
+                             seed=seed, alpha=alpha, wall_clock=wall_clock, quiet=as_json, relaxation=relaxation)
             result = outcome.allocation
         else:
             with working(f"{method}: solving {instance.n_bids} bids", enabled=not as_json):
@@ -116,8 +120,13 @@ def solve_command(
 
 
 def _check_solve_options(*, method: str, time_limit: Optional[float], seed: int, mechanism: Optional[str],
-                         alpha: Optional[float], wall_clock: bool, deterministic: bool) -> None:
+                         alpha: Optional[float], wall_clock: bool, deterministic: bool,
+                         relaxation: str = "plain") -> None:
     """Exit 2 on options that do not go together, before the file is read."""
+    if relaxation not in ("plain", "clique"):
+        fail(f"--relaxation: must be plain or clique, got {relaxation!r}")
+    if relaxation != "plain" and mechanism != "lavi-swamy":
+        fail("--relaxation: only with --mechanism lavi-swamy")
     check_time_limit_option(time_limit)  # the one rule of -t
     if deterministic and (method != "auto" or mechanism is not None):
         fail("--deterministic: only for --method auto without --mechanism")
@@ -132,7 +141,8 @@ def _check_solve_options(*, method: str, time_limit: Optional[float], seed: int,
 
 
 def _price(instance: Instance, *, mechanism: str, method: str, time_limit: Optional[float],
-           threads: Optional[int], seed: int, alpha: Optional[float], wall_clock: bool, quiet: bool) -> Any:
+           threads: Optional[int], seed: int, alpha: Optional[float], wall_clock: bool, quiet: bool,
+           relaxation: str = "plain") -> Any:
     """The :class:`~gensolver.mechanisms.Outcome` of ``--mechanism`` (its options from the CLI's)."""
     try:
         from ..mechanisms import run_mechanism
@@ -147,6 +157,8 @@ def _price(instance: Instance, *, mechanism: str, method: str, time_limit: Optio
         opts["alpha"] = float(alpha)
     if wall_clock:
         opts["deterministic"] = False
+    if relaxation != "plain":
+        opts["relaxation"] = relaxation
     try:
         with working(f"{mechanism}: solving and pricing {instance.n_bids} bids", enabled=not quiet):
             return run_mechanism(instance, mechanism=mechanism, method=method, time_limit=time_limit,

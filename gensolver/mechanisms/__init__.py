@@ -96,8 +96,9 @@ DESCRIPTIONS: dict[str, str] = {
     "pay-as-bid": "first price; not truthful (a baseline)",
     "core": "bidder-optimal core payments nearest VCG; not truthful, revenue and stability",
     "lavi-swamy": "lottery, truthful in expectation only with --alpha fixed before the reports; expected "
-                  "welfare LP*/alpha: worth it on small rounds and nearly integral LPs (alpha near 1), about "
-                  "half the welfare on GPU rounds of 8x16x60 and up (use vcg there)",
+                  "welfare LP*/alpha: with --relaxation clique alpha 1.06-1.13 (87-94% of LP*) on rounds of "
+                  "a few hundred bids, where it is worth using; plain LP alpha 1.4-1.6; about half the "
+                  "welfare on GPU rounds of 8x16x60 and up (use vcg there)",
 }
 
 

@@ -23,6 +23,14 @@ and a misreport that lowers it from ``alpha`` to ``alpha'`` gains at most
 should fix ``alpha`` from earlier rounds. As for every VCG-based rule, false-name bids are not
 covered, and a budget cap (below) breaks truthfulness.
 
+Which relaxation (option ``relaxation``)
+----------------------------------------
+``"plain"``: the LP relaxation of :mod:`.fractional`. ``"clique"``: the same with every clique
+inequality of the bids' conflict graph (:mod:`.cliques`), whose feasible region depends on the
+bundles and owners only, so everything below holds for it too, with a smaller ``alpha`` on the
+rounds measured (``docs/explanation/lavi-swamy.md``). ``details["relaxation"]`` says which, and
+for ``"clique"`` whether the separation closed (``truthful_in_expectation`` requires it).
+
 Which LP optimum (option ``optima``)
 ------------------------------------
 The LP may have a whole face ``F(b)`` of optima, and the ratio the decomposition verifies
@@ -115,6 +123,7 @@ from ..errors import InputError, check_options, check_seed
 from ..model import Instance
 from ..model.canonical import canonical
 from ..solvers.engine import MatrixProblem, finish, from_instance
+from .cliques import RELAXATIONS, CliqueRelaxation, clique_relaxation
 from .common import check_call, make_outcome
 from .decomposition import ORACLES, Decomposition, decompose_best, decomposition_summary
 from .fractional import SECOND_STAGES, FractionalVcg, fractional_vcg
@@ -123,7 +132,7 @@ from .outcome import Outcome
 __all__ = ["lavi_swamy"]
 
 _DEFAULTS: dict[str, Any] = {"alpha": None, "seed": 0, "threads": None, "payment_rule": "value-proportional",
-                             "deterministic": True, "optima": len(SECOND_STAGES)}
+                             "deterministic": True, "optima": len(SECOND_STAGES), "relaxation": "plain"}
 
 #: column-generation iterations of the decomposition per work unit of ``time_limit`` (deterministic mode)
 ITERATIONS_PER_UNIT = 200
@@ -149,6 +158,9 @@ def _check(opts: dict[str, Any], method: Any, time_limit: Any) -> str:
     k = opts["optima"]
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= int(k) <= len(SECOND_STAGES):
         raise InputError(f"lavi-swamy option optima must be an integer from 0 to {len(SECOND_STAGES)}, got {k!r}")
+    if opts["relaxation"] not in RELAXATIONS:
+        raise InputError(f"lavi-swamy option relaxation must be one of {', '.join(RELAXATIONS)}, "
+                         f"got {opts['relaxation']!r}")
     if opts["payment_rule"] not in PAYMENT_RULES:
         raise InputError(f"lavi-swamy option payment_rule must be one of {', '.join(PAYMENT_RULES)}, "
                          f"got {opts['payment_rule']!r}")
@@ -197,6 +209,8 @@ def lavi_swamy(
         truthfulness in expectation; ``seed`` (int, default 0): the draw; ``threads``: for the
         ``"auto"`` oracle; ``deterministic`` (bool, default True): see ``time_limit``;
         ``optima`` (int 0–7, default 7): other LP optima tried (module docstring);
+        ``relaxation``: ``"plain"`` (default) or ``"clique"`` (every clique inequality of the
+        bids' conflict graph, :mod:`.cliques`; module docstring);
         ``payment_rule``: ``"value-proportional"`` (default, the winner of
         bid ``j`` pays ``p_i v_ij / (v_i . x*_i)``, individually rational in every draw) or
         ``"win-indicator"`` (the winner pays ``p_i / sum_j x*_ij``, i.e. ``(p_i/alpha) /
@@ -233,7 +247,8 @@ def lavi_swamy(
     oracle = _check(opts, method, time_limit)
     det = bool(opts["deterministic"])
     t0 = time.perf_counter()
-    P = from_instance(instance)
+    closure = clique_relaxation(from_instance(instance)) if opts["relaxation"] == "clique" else None
+    P = from_instance(instance) if closure is None else closure.problem  # clique rows: a tighter LP, same allocations
     fv = fractional_vcg(P, time_limit=None if det else time_limit)
     t1 = time.perf_counter()
     left, iterations = _decomposition_budget(time_limit, det, spent=t1 - t0)
@@ -250,12 +265,13 @@ def lavi_swamy(
     details = _details(pricing, dec, opts, oracle=oracle, time_limit=time_limit, det=det, lottery=lottery,
                        expected=expected, draw={"seed": int(opts["seed"]), "u": u, "index": pick},
                        seconds={"lp_and_pivots": t1 - t0, "decomposition": t2 - t1,
-                                "total": time.perf_counter() - t0}, tried=tried)
+                                "total": time.perf_counter() - t0}, tried=tried, closure=closure)
     alpha = dec.alpha
     alloc = finish(instance, x, method=f"lavi-swamy({oracle})", proven_optimal=False, bound=fv.lp.bound,
                    build=0.0, solve=t2 - t0, details={"alpha": alpha, "expected_welfare": details["expected_welfare"]})
     return make_outcome("lavi-swamy", instance, alloc, payments, bounds=bounds, exact=fv.exact,
-                        message="; ".join(_notes(fv, dec, opts["alpha"], time_limit=time_limit, det=det)),
+                        message="; ".join(_notes(fv, dec, opts["alpha"], time_limit=time_limit, det=det,
+                                                 closure=closure)),
                         details=details)
 
 
@@ -341,9 +357,13 @@ def _drawn_payments(pricing: _Pricing, drawn: np.ndarray) -> tuple[dict[str, flo
     return payments, bounds
 
 
-def _notes(fv: FractionalVcg, dec: Decomposition, requested: Any, *, time_limit: float | None, det: bool) -> list[str]:
+def _notes(fv: FractionalVcg, dec: Decomposition, requested: Any, *, time_limit: float | None, det: bool,
+           closure: CliqueRelaxation | None = None) -> list[str]:
     """The outcome's message: what an inexact LP, the scaling and the wall clock mean for this run."""
     notes: list[str] = []
+    if closure is not None and not closure.closed:
+        notes.append(f"clique separation stopped after {closure.rounds} rounds with cliques still violated: the "
+                     "relaxation is not the clique relaxation, not truthful in expectation")
     if not fv.exact:
         notes.append("an LP relaxation did not converge within the time limit; payment_bounds certify the "
                      "fractional VCG payments")
@@ -361,12 +381,14 @@ def _notes(fv: FractionalVcg, dec: Decomposition, requested: Any, *, time_limit:
 
 def _details(pricing: _Pricing, dec: Decomposition, opts: dict[str, Any], *, oracle: str, time_limit: float | None,
              det: bool, lottery: list[dict[str, Any]], expected: dict[str, float], draw: dict[str, Any],
-             seconds: dict[str, float], tried: list[dict[str, Any]]) -> dict[str, Any]:
+             seconds: dict[str, float], tried: list[dict[str, Any]],
+             closure: CliqueRelaxation | None = None) -> dict[str, Any]:
     """``Outcome.details``: the lottery, the expectations, the scaling and the guarantee that holds."""
     P, fv, bidders, ov = pricing.P, pricing.fv, pricing.bidders, pricing.ov
     alpha = dec.alpha
     requested = opts["alpha"]
-    truthful = requested is not None and dec.alpha_verified <= float(requested) and fv.exact
+    truthful = (requested is not None and dec.alpha_verified <= float(requested) and fv.exact
+                and (closure is None or closure.closed))
     lp_welfare = float(P.values @ fv.lp.x)
     return {
         "budget": "none" if time_limit is None else "work units" if det else "wall clock",
@@ -391,4 +413,7 @@ def _details(pricing: _Pricing, dec: Decomposition, opts: dict[str, Any], *, ora
         "pivots": len(fv.pivots),
         "optimum": next(t["optimum"] for t in tried if t["kept"]),
         "optima_tried": tried,
+        "relaxation": ({"name": "plain"} if closure is None else
+                       {"name": "clique", "cliques": closure.cliques, "rounds": closure.rounds,
+                        "closed": closure.closed}),
     }

@@ -77,7 +77,7 @@ def inexact_reason(outcome: Outcome) -> str:
 
 #: scalar facts of a randomised outcome's lottery copied into every report
 _LOTTERY_KEYS = ("alpha", "alpha_requested", "alpha_verified", "alpha_floor", "lp_welfare", "expected_welfare",
-                 "truthful_in_expectation", "expected_payments")
+                 "truthful_in_expectation", "expected_payments", "relaxation")
 
 
 def outcome_to_dict(outcome: Outcome, *, allocation: bool = False, details: bool = False) -> dict[str, Any]:

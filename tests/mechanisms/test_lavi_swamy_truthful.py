@@ -72,13 +72,14 @@ def misreports(inst: Instance, bidder: str) -> Iterator[tuple[str, Instance]]:
             yield f"add unvalued {s.id} at {v}", inst.replace_bids(inst.bids + (fake,))
 
 
-def run(inst: Instance, alpha: float | None) -> Any:
-    return run_mechanism(inst, mechanism="lavi-swamy", method="greedy", options={"alpha": alpha})
+def run(inst: Instance, alpha: float | None, options: dict[str, Any] | None = None) -> Any:
+    return run_mechanism(inst, mechanism="lavi-swamy", method="greedy", options={"alpha": alpha, **(options or {})})
 
 
-def max_gain(inst: Instance, alpha: float | None, mechanism: str = "lavi-swamy") -> float:
-    """Largest gain in expected utility of any bidder by any misreport above."""
-    go = (lambda i: run(i, alpha)) if mechanism == "lavi-swamy" else (
+def max_gain(inst: Instance, alpha: float | None, mechanism: str = "lavi-swamy",
+             options: dict[str, Any] | None = None) -> float:
+    """Largest gain in expected utility of any bidder by any misreport above (``options`` go to lavi-swamy)."""
+    go = (lambda i: run(i, alpha, options)) if mechanism == "lavi-swamy" else (
         lambda i: run_mechanism(i, mechanism=mechanism, method="cpsat"))
     base = go(inst)
     worst = 0.0
