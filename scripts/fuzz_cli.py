@@ -322,7 +322,7 @@ def argv_for(case: Case, command: str, out_dir: Path) -> list[str]:
     if command == "solve-auto":
         return ["solve", f, "--time-limit", "1", "--json"]
     if command == "verify":
-        return ["verify", f, "--mechanism", "vcg", "--time-limit", "1", "--families", "scale"]
+        return ["verify", f, "--mechanism", "vcg", "--per-run-limit", "1", "--families", "scale"]
     if command == "plan":
         return ["plan", f, "--method", "greedy", "--output", str(out_dir / f"{case.name}.plan.json")]
     if command == "simulate":

@@ -234,3 +234,88 @@ def test_market_config_method_and_its_deprecated_alias_solver() -> None:
     assert settings.market == {"engine": "auction", "method": "greedy"} and settings.market_config() == new
     with pytest.warns(GensolverDeprecationWarning), pytest.raises(InputError, match="give method= only"):
         MarketConfig(method="lp", solver="greedy")  # type: ignore[call-arg]
+
+
+def _recording(seen: list[object]):  # type: ignore[no-untyped-def]
+    """A mechanism that records the ``time_limit`` of each of its runs and clears by pay-as-bid."""
+    def mech(instance, *, method, time_limit, executor, options):  # type: ignore[no-untyped-def]
+        seen.append(time_limit)
+        return run_mechanism(instance, mechanism="pay-as-bid", method="greedy")
+
+    return mech
+
+
+#: the regret front ends, each on INST with the scale family only
+REGRET_FRONTS = {
+    "regret": lambda m, **kw: regret(m, INST, "A", families=("scale",), **kw),
+    "max_regret": lambda m, **kw: max_regret(m, INST, families=("scale",), **kw),
+    "expected_regret": lambda m, **kw: expected_regret(m, INST, "A", families=("scale",), **kw),
+    "max_expected_regret": lambda m, **kw: max_expected_regret(m, INST, families=("scale",), **kw),
+}
+
+
+@pytest.mark.parametrize("name", list(REGRET_FRONTS))
+def test_per_run_limit_is_every_runs_time_limit_and_time_limit_its_deprecated_alias(name: str) -> None:
+    from gensolver.verify import DEFAULT_FACTORS
+
+    call = REGRET_FRONTS[name]
+    new: list[object] = []
+    old: list[object] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        by_new = call(_recording(new), per_run_limit=7.0)
+    with pytest.warns(GensolverDeprecationWarning, match=f"^{name}: time_limit= is deprecated; use per_run_limit="):
+        by_old = call(_recording(old), time_limit=7.0)
+    # the truthful run and one run per misreport, each with the limit (both bidders for max_*)
+    runs = 1 + len(DEFAULT_FACTORS) * (2 if name.startswith("max") else 1)
+    assert new == old == [7.0] * runs
+    # pay-as-bid, worked out by hand: A (value 5) shades by 0.8 to 4, still beats B's 3, pays 4
+    assert by_new.regret == by_old.regret == max(5 - 5 * f for f in DEFAULT_FACTORS if 5 * f > 3) == 1.0
+    if name.startswith("max"):
+        assert {b: r.regret for b, r in by_new.per_bidder.items()} == \
+            {b: r.regret for b, r in by_old.per_bidder.items()} == {"A": 1.0, "B": 0.0}
+    with pytest.warns(GensolverDeprecationWarning), \
+            pytest.raises(ValueError, match=f"^{name}: give per_run_limit= only .* per_run_limit=7.0 and time_limit=3.0"):
+        call(_recording([]), per_run_limit=7.0, time_limit=3.0)
+    with pytest.warns(GensolverDeprecationWarning):  # the same value under both names is that value
+        assert call(_recording([]), per_run_limit=7.0, time_limit=7.0).regret == 1.0
+
+
+def test_max_regret_with_a_real_budget_is_the_same_under_both_names() -> None:
+    # VCG with an exact method is truthful (regret 0); pay-as-bid's is the hand-worked 1.0 above
+    for mechanism, expected in (("vcg", 0.0), ("pay-as-bid", 1.0)):
+        by_new = max_regret(mechanism, INST, method="cpsat", per_run_limit=5.0)
+        with pytest.warns(GensolverDeprecationWarning, match="max_regret: time_limit= is deprecated"):
+            by_old = max_regret(mechanism, INST, method="cpsat", time_limit=5.0)
+        regrets = {b: r.regret for b, r in by_new.per_bidder.items()}
+        assert regrets == {b: r.regret for b, r in by_old.per_bidder.items()}
+        assert by_new.regret == by_old.regret and abs(by_new.regret - expected) <= 1e-9
+    with pytest.raises(InputError, match="per_run_limit must be a positive"):
+        max_regret("vcg", INST, per_run_limit=0.0)
+
+
+def test_the_nash_checks_take_per_run_limit_and_warn_on_time_limit() -> None:
+    from gensolver.verify import best_response_dynamics, is_nash_equilibrium
+
+    profile, space = {"A": 1.0, "B": 1.0}, [0.8, 1.0]
+    new: list[object] = []
+    old: list[object] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        by_new = is_nash_equilibrium(_recording(new), INST, profile, space, per_run_limit=7.0)
+    with pytest.warns(GensolverDeprecationWarning, match="^is_nash_equilibrium: time_limit= is deprecated"):
+        by_old = is_nash_equilibrium(_recording(old), INST, profile, space, time_limit=7.0)
+    # truthful pay-as-bid is no equilibrium: A gains 1 by shading to 0.8 (4 still beats 3)
+    assert by_new == by_old and not by_new.is_equilibrium
+    assert [(d.bidder, d.to, d.gain) for d in by_new.deviations] == [("A", 0.8, 1.0)]
+    assert new == old and len(new) > 1 and set(new) == {7.0}
+    with pytest.warns(GensolverDeprecationWarning), pytest.raises(ValueError, match="give per_run_limit= only"):
+        is_nash_equilibrium(_recording([]), INST, profile, space, per_run_limit=7.0, time_limit=3.0)
+    new.clear()
+    old.clear()
+    dyn_new = best_response_dynamics(_recording(new), INST, space, per_run_limit=7.0)
+    with pytest.warns(GensolverDeprecationWarning, match="^best_response_dynamics: time_limit= is deprecated"):
+        dyn_old = best_response_dynamics(_recording(old), INST, space, time_limit=7.0)
+    assert dyn_new == dyn_old and new == old and len(new) > 1 and set(new) == {7.0}
+    with pytest.warns(GensolverDeprecationWarning), pytest.raises(ValueError, match="give per_run_limit= only"):
+        best_response_dynamics(_recording([]), INST, space, per_run_limit=7.0, time_limit=3.0)

@@ -39,7 +39,7 @@ call = sys.argv[1]
 try:
     if call == "max_regret":
         from gensolver.verify.regret import max_regret
-        max_regret("vcg", inst, families=("scale",), time_limit=5)
+        max_regret("vcg", inst, families=("scale",), per_run_limit=5)
     else:
         from gensolver.mechanisms import run_mechanism
         run_mechanism(inst, mechanism=call, time_limit=5)

@@ -160,7 +160,7 @@ def run_cell(payload: bytes | None, load_error: str, file: str, sha256: str, met
             winners = list(dict.fromkeys(inst.bids[index[w]].bidder for w in outcome.allocation.winners))
             try:
                 res = max_regret(mechanism, inst, bidders=winners[:regret_bidders], method=method,
-                                 time_limit=per_solve_limit)
+                                 per_run_limit=per_solve_limit)
                 out["max_regret"] = float(res.regret)
             except Exception as exc:  # noqa: BLE001
                 out["mechanism_note"] = f"regret failed: {type(exc).__name__}: {exc}"

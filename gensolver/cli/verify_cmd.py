@@ -12,7 +12,15 @@ from ..errors import MissingExtraError
 from ..model import InstanceError, read_instance
 from ..solvers import BackendUnavailableError, UnknownMethodError
 from .choices import MECHANISMS, METHODS, choice
-from .common import check_time_limit_option, console, err_console, fail, method_or_alias, print_json
+from .common import (
+    check_time_limit_option,
+    console,
+    err_console,
+    fail,
+    method_or_alias,
+    print_json,
+    value_or_alias,
+)
 
 __all__ = ["register"]
 
@@ -22,7 +30,8 @@ def verify_command(
     mechanism: str = typer.Option("vcg", "--mechanism", "-M", **choice(MECHANISMS), help="Mechanism: vcg, greedy-critical, pay-as-bid, core, lavi-swamy (with --alpha)."),
     method: str = typer.Option("auto", "--method", "-m", **choice(METHODS), help="Winner determination method (see `gensolver methods`)."),
     solver: Optional[str] = typer.Option(None, "--solver", "-s", **choice(METHODS), help="Deprecated alias of --method (removed in the next release)."),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Budget of each run of the mechanism, with its meaning (docs/contributing.md: time_limit)."),
+    per_run_limit: Optional[float] = typer.Option(None, "--per-run-limit", help="The time limit of each run of the mechanism (the truthful run and each misreport's), with that mechanism's meaning: seconds, or work units where the run is deterministic (default: none; docs/contributing.md: time_limit)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", "-t", help="Deprecated alias of --per-run-limit."),
     families: Optional[str] = typer.Option(
         None, "--families", help="Comma-separated misreport families (default: all of scale, bid, drop, subset, superset, false-name)."),
     alpha: Optional[float] = typer.Option(
@@ -35,7 +44,9 @@ def verify_command(
     from ..mechanisms import UnknownMechanismError
     from ..verify.regret import FAMILIES, max_regret
 
-    check_time_limit_option(time_limit)  # the one rule of -t, before the file is read
+    # the one rule of a time limit, before the file is read
+    limit = value_or_alias(per_run_limit, time_limit, option="--per-run-limit", old="--time-limit", default=None)
+    check_time_limit_option(limit, "--per-run-limit" if time_limit is None else "--time-limit")
     method = method_or_alias(method, solver)
     from .solve_cmd import bundled_or_none
 
@@ -60,14 +71,14 @@ def verify_command(
         fail(f"--families: no family given; choose from {', '.join(FAMILIES)}")
     try:
         if as_json or not err_console.is_terminal:
-            res = max_regret(mechanism, instance, families=fams, method=method, time_limit=time_limit, **kw)
+            res = max_regret(mechanism, instance, families=fams, method=method, per_run_limit=limit, **kw)
         else:  # a transient progress bar on stderr: one step per bidder
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             with Progress(TextColumn("verify {task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=err_console, transient=True) as bar:
                 task = bar.add_task(f"{mechanism}: bidders", total=instance.n_bidders)
-                res = max_regret(mechanism, instance, families=fams, method=method, time_limit=time_limit,
+                res = max_regret(mechanism, instance, families=fams, method=method, per_run_limit=limit,
                                  progress=lambda b, k, n: bar.update(task, completed=k, total=n), **kw)
     except MissingExtraError:
         raise  # exit 3 and the pip install line (gensolver.cli.main)

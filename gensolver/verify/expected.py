@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .._deprecation import method_alias
+from .._deprecation import NOT_GIVEN, keyword_alias, method_alias
 from ..errors import InputError
 from ..model import Instance
 from .regret import (
@@ -89,20 +89,24 @@ def expected_regret(
     families: Sequence[str] = FAMILIES,
     factors: Sequence[float] = DEFAULT_FACTORS,
     method: str | Callable[..., Any] = "auto",
-    time_limit: float | None = None,
+    per_run_limit: float | None = None,
     executor: Any = None,
     options: Mapping[str, Any] | None = None,
     truthful: Any = None,
     solver: str | Callable[..., Any] | None = None,
+    time_limit: Any = NOT_GIVEN,
 ) -> RegretResult:
     """Largest gain in *expected* utility of ``bidder`` from misreporting (exact sums).
 
-    Parameters and result as :func:`gensolver.verify.regret`; utilities are
+    Parameters and result as :func:`gensolver.verify.regret` (``per_run_limit``: the ``time_limit``
+    of every run of the mechanism; ``time_limit`` is its deprecated alias); utilities are
     :func:`expected_utility`.
     """
+    per_run_limit = keyword_alias(per_run_limit, time_limit, old="time_limit", new="per_run_limit",
+                                  where="expected_regret", default=None)
     method = method_alias(method, solver, where="expected_regret")
     return regret(mechanism, instance, bidder, misreports=misreports, families=families, factors=factors,
-                  method=method, time_limit=time_limit, executor=executor, options=options,
+                  method=method, per_run_limit=per_run_limit, executor=executor, options=options,
                   truthful=truthful,
                   utility=expected_utility)
 
@@ -115,12 +119,19 @@ def max_expected_regret(
     families: Sequence[str] = FAMILIES,
     factors: Sequence[float] = DEFAULT_FACTORS,
     method: str | Callable[..., Any] = "auto",
-    time_limit: float | None = None,
+    per_run_limit: float | None = None,
     executor: Any = None,
     options: Mapping[str, Any] | None = None,
     solver: str | Callable[..., Any] | None = None,
+    time_limit: Any = NOT_GIVEN,
 ) -> MaxRegretResult:
-    """:func:`expected_regret` of every bidder (or of ``bidders``); the largest and who has it."""
+    """:func:`expected_regret` of every bidder (or of ``bidders``); the largest and who has it.
+
+    ``per_run_limit`` is the ``time_limit`` of every run of the mechanism (``time_limit`` is its
+    deprecated alias), as in :func:`gensolver.verify.max_regret`.
+    """
+    per_run_limit = keyword_alias(per_run_limit, time_limit, old="time_limit", new="per_run_limit",
+                                  where="max_expected_regret", default=None)
     method = method_alias(method, solver, where="max_expected_regret")
     return max_regret(mechanism, instance, bidders=bidders, families=families, factors=factors, method=method,
-                      time_limit=time_limit, executor=executor, options=options, utility=expected_utility)
+                      per_run_limit=per_run_limit, executor=executor, options=options, utility=expected_utility)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .._deprecation import method_alias
+from .._deprecation import NOT_GIVEN, keyword_alias, method_alias
 from ..errors import InputError
 from ..model import Bid, Instance, coerce_instance
 from ..model.validate import mark_validated
@@ -110,12 +110,19 @@ def _multipliers(values: Any, name: str) -> list[float]:
     return out
 
 
-_MECHANISM_KWARGS = ("method", "time_limit", "executor", "options", "solver")
+_MECHANISM_KWARGS = ("method", "per_run_limit", "executor", "options", "solver", "time_limit")
 
 
 def _method(kwargs: Mapping[str, Any], where: str) -> Any:
     """The mechanism's ``method`` (``solver`` is its deprecated alias, as in :func:`regret`)."""
     return method_alias(kwargs.get("method", "auto"), kwargs.get("solver"), where=where)
+
+
+def _limit(kwargs: dict[str, Any], where: str) -> None:
+    """Put in ``kwargs["per_run_limit"]`` the ``time_limit`` of every run of the mechanism, from
+    ``per_run_limit`` or its deprecated alias ``time_limit`` (a warning; both differing raise)."""
+    kwargs["per_run_limit"] = keyword_alias(kwargs.get("per_run_limit"), kwargs.pop("time_limit", NOT_GIVEN),
+                                            old="time_limit", new="per_run_limit", where=where, default=None)
 
 
 def _check_game(instance: Instance, profile: Any, strategy_space: Any, kwargs: Mapping[str, Any],
@@ -148,7 +155,7 @@ def _check_game(instance: Instance, profile: Any, strategy_space: Any, kwargs: M
 class _Game:
     def __init__(self, mechanism: Any, instance: Instance, kwargs: Mapping[str, Any]) -> None:
         self.instance = instance
-        self.run = _runner(mechanism, _method(kwargs, "the Nash check"), kwargs.get("time_limit"),
+        self.run = _runner(mechanism, _method(kwargs, "the Nash check"), kwargs.get("per_run_limit"),
                            kwargs.get("executor"), kwargs.get("options"))
         self.cache: dict[tuple[float, ...], tuple[dict[str, float], float]] = {}
 
@@ -197,7 +204,9 @@ def is_nash_equilibrium(
     tol : float
         A deviation counts when it gains more than ``tol``.
     **mechanism_kwargs
-        ``method`` (``solver`` is its deprecated alias), ``time_limit``, ``executor``, ``options`` for the mechanism.
+        ``method`` (``solver`` is its deprecated alias), ``executor``, ``options`` for the mechanism,
+        and ``per_run_limit``, the ``time_limit`` of every run of it (``time_limit`` is its
+        deprecated alias).
 
     Returns
     -------
@@ -208,6 +217,7 @@ def is_nash_equilibrium(
     if not isinstance(strategy_profile, Mapping):
         raise InputError(f"strategy profile must be a mapping bidder -> multiplier, got {strategy_profile!r}")
     _check_game(instance, strategy_profile, strategy_space, mechanism_kwargs, tol)
+    _limit(mechanism_kwargs, "is_nash_equilibrium")
     game = _Game(mechanism, instance, mechanism_kwargs)
     util, _ = game.play(strategy_profile)
     devs = []
@@ -235,12 +245,14 @@ def best_response_dynamics(
     Stops when a full round has no move (a pure Nash equilibrium), when an end-of-round
     profile repeats (a cycle), or after ``max_rounds``. The welfare reached is compared with
     the truthful optimum (empirical price of anarchy). The optimum is computed with the
-    mechanism's ``method`` (default ``"auto"``); use an exact one for a meaningful ratio.
+    mechanism's ``method`` (default ``"auto"``) under ``per_run_limit``; use an exact one for a
+    meaningful ratio. ``**mechanism_kwargs`` as in :func:`is_nash_equilibrium`.
     """
     from ..mechanisms.common import solve_wdp
 
     instance = coerce_instance(instance)
     _check_game(instance, start, strategy_space, mechanism_kwargs, tol)
+    _limit(mechanism_kwargs, "best_response_dynamics")
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, numbers.Integral) or max_rounds < 1:
         raise InputError(f"max_rounds must be a positive integer, got {max_rounds!r}")
     game = _Game(mechanism, instance, mechanism_kwargs)
@@ -268,7 +280,7 @@ def best_response_dynamics(
         seen.add(key)
     _, welfare = game.play(profile)
     opt = solve_wdp(instance, method=_method(mechanism_kwargs, "best_response_dynamics"),
-                    time_limit=mechanism_kwargs.get("time_limit")).welfare
+                    time_limit=mechanism_kwargs.get("per_run_limit")).welfare
     if welfare > 0:
         poa = opt / welfare
     else:

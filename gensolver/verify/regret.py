@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .._deprecation import method_alias
+from .._deprecation import NOT_GIVEN, keyword_alias, method_alias
 from ..errors import InputError, check_time_limit, extras_named
 from ..model import Bid, Instance, coerce_instance
 from ..model.tolerances import CAPACITY_ABS_TOL
@@ -285,8 +285,9 @@ def true_utility(instance: Instance, bidder: str, reported: Instance, outcome: A
     return true_value(instance, bidder, got) - paid
 
 
-def _runner(mechanism: Any, method: Any, time_limit: float | None, executor: Any,
+def _runner(mechanism: Any, method: Any, per_run_limit: float | None, executor: Any,
             options: Mapping[str, Any] | None) -> Callable[[Instance], Any]:
+    """One run of ``mechanism`` on an instance, with ``per_run_limit`` as that run's ``time_limit``."""
     from ..mechanisms import call_mechanism, get_mechanism
 
     func = get_mechanism(mechanism)
@@ -295,7 +296,7 @@ def _runner(mechanism: Any, method: Any, time_limit: float | None, executor: Any
 
     def run(inst: Instance) -> Any:
         with extras_named(feature):  # vcg without OR-Tools: the pip line, not a bare import error
-            return call_mechanism(func, inst, method=method, time_limit=time_limit, executor=executor,
+            return call_mechanism(func, inst, method=method, time_limit=per_run_limit, executor=executor,
                                   options=options)
 
     return run
@@ -314,12 +315,13 @@ def regret(
     families: Sequence[str] = FAMILIES,
     factors: Sequence[float] = DEFAULT_FACTORS,
     method: str | Callable[..., Any] = "auto",
-    time_limit: float | None = None,
+    per_run_limit: float | None = None,
     executor: Any = None,
     options: Mapping[str, Any] | None = None,
     truthful: Any = None,
     utility: Callable[..., float] | None = None,
     solver: str | Callable[..., Any] | None = None,
+    time_limit: Any = NOT_GIVEN,
 ) -> RegretResult:
     """Largest utility gain of ``bidder`` from misreporting, over a finite family.
 
@@ -334,15 +336,22 @@ def regret(
         The misreports to try; by default :func:`misreports` with ``families`` and ``factors``.
     families, factors : keyword-only
         Default family selection (see the module docstring).
-    method, time_limit, executor, options : keyword-only
+    method, executor, options : keyword-only
         Passed to the mechanism on every run (``method`` as in
         :func:`~gensolver.mechanisms.run_mechanism`; ``solver`` is its deprecated alias).
+    per_run_limit : float or None, keyword-only
+        The ``time_limit`` of every run of the mechanism (the truthful run and each misreport's),
+        with that mechanism's meaning (wall seconds, or work units where the run is
+        deterministic); ``None``: no limit. The call as a whole takes up to one such budget per run.
     truthful : Outcome, optional
         The mechanism's outcome on the truthful reports, if already computed.
     utility : callable, optional
         ``utility(instance, bidder, reported, outcome, identities)``, how an outcome is worth
         to ``bidder`` under its true values: :func:`true_utility` by default;
         :func:`gensolver.verify.expected_utility` for a randomised mechanism (exact expectation).
+    time_limit : float or None, keyword-only
+        Deprecated alias of ``per_run_limit`` (a :class:`~gensolver.GensolverDeprecationWarning`;
+        both with different values raise ``ValueError``).
 
     Returns
     -------
@@ -353,8 +362,10 @@ def regret(
 
     get_mechanism(mechanism)  # fail early on unknown names
     instance = coerce_instance(instance)
+    per_run_limit = keyword_alias(per_run_limit, time_limit, old="time_limit", new="per_run_limit", where="regret",
+                                  default=None)
     method = method_alias(method, solver, where="regret")
-    run = _runner(mechanism, method, time_limit, executor, options)
+    run = _runner(mechanism, method, per_run_limit, executor, options)
     worth = true_utility if utility is None else utility
     base = truthful if truthful is not None else run(instance)
     u0 = worth(instance, bidder, instance, base)
@@ -378,30 +389,37 @@ def max_regret(
     families: Sequence[str] = FAMILIES,
     factors: Sequence[float] = DEFAULT_FACTORS,
     method: str | Callable[..., Any] = "auto",
-    time_limit: float | None = None,
+    per_run_limit: float | None = None,
     executor: Any = None,
     options: Mapping[str, Any] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     utility: Callable[..., float] | None = None,
     solver: str | Callable[..., Any] | None = None,
+    time_limit: Any = NOT_GIVEN,
 ) -> MaxRegretResult:
     """:func:`regret` of every bidder (or of ``bidders``); the largest one and who has it.
 
     ``progress(bidder, done, total)``, when given, is called after each bidder (the CLI shows
-    a progress bar with it); ``method`` (``solver``, deprecated) and ``utility`` as in :func:`regret`.
+    a progress bar with it); ``method`` (``solver``, deprecated), ``per_run_limit`` (the
+    ``time_limit`` of every run of the mechanism; ``time_limit`` is its deprecated alias) and
+    ``utility`` as in :func:`regret`.
     """
     if not families or isinstance(families, str):
         raise InputError(f"families must be a non-empty sequence of family names from {', '.join(FAMILIES)}")
-    check_time_limit(time_limit)  # 0 would make every solve stop at once and report false regrets
+    per_run_limit = keyword_alias(per_run_limit, time_limit, old="time_limit", new="per_run_limit",
+                                  where="max_regret", default=None)
+    # 0 would make every solve stop at once and report false regrets
+    check_time_limit(per_run_limit, name="per_run_limit")
     instance = coerce_instance(instance)
     method = method_alias(method, solver, where="max_regret")
-    run = _runner(mechanism, method, time_limit, executor, options)
+    run = _runner(mechanism, method, per_run_limit, executor, options)
     base = run(instance)
     per: dict[str, RegretResult] = {}
     todo = list(bidders if bidders is not None else instance.bidder_ids)
     for k, b in enumerate(todo, 1):
         per[b] = regret(mechanism, instance, b, families=families, factors=factors, method=method,
-                        time_limit=time_limit, executor=executor, options=options, truthful=base, utility=utility)
+                        per_run_limit=per_run_limit, executor=executor, options=options, truthful=base,
+                        utility=utility)
         if progress is not None:
             progress(b, k, len(todo))
     worst = max(per.values(), key=lambda r: r.regret, default=None)

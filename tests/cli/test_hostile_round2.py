@@ -243,9 +243,9 @@ def test_solve_refuses_bad_arguments_with_a_gensolver_error(kwargs: dict[str, ob
         gensolver.solve(DOC, **kwargs)  # type: ignore[arg-type]
 
 
-def test_verify_refuses_time_limit_0_from_python_too() -> None:
+def test_verify_refuses_per_run_limit_0_from_python_too() -> None:
     from gensolver.model import from_dict
     from gensolver.verify.regret import max_regret
 
-    with pytest.raises(InputError, match="time_limit"):
-        max_regret("vcg", from_dict(DOC), time_limit=0)
+    with pytest.raises(InputError, match="per_run_limit"):
+        max_regret("vcg", from_dict(DOC), per_run_limit=0)
