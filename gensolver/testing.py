@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 from hypothesis import strategies as st
 
-from ._deprecation import method_alias
+from ._deprecation import NOT_GIVEN, keyword_alias, method_alias
 from .model import Bid, Bidder, Instance, Slot, validate
 from .verify.regret import DEFAULT_FACTORS, TRUTHFUL_FAMILIES, max_regret
 
@@ -121,20 +121,25 @@ def assert_truthful(
     families: Sequence[str] = TRUTHFUL_FAMILIES,
     factors: Sequence[float] = DEFAULT_FACTORS,
     method: str | Callable[..., Any] = "auto",
-    time_limit: float | None = None,
+    per_run_limit: float | None = None,
     options: Any = None,
     solver: str | Callable[..., Any] | None = None,
+    time_limit: Any = NOT_GIVEN,
 ) -> None:
     """Fail (``AssertionError``) if some bidder gains more than ``tol`` by a misreport.
 
     Misreports are those of :func:`gensolver.verify.misreports` in ``families`` (by default
     all but false-name bids, which truthful mechanisms like VCG do not withstand). The message
     names the bidder, its gain and the misreport. ``method`` is the solver method the mechanism
-    runs on (``solver=`` is its deprecated alias).
+    runs on (``solver=`` is its deprecated alias); ``per_run_limit`` is the ``time_limit`` of every
+    run of the mechanism, as in :func:`gensolver.verify.max_regret` (``time_limit=`` is its
+    deprecated alias).
     """
     method = method_alias(method, solver, where="assert_truthful")
+    per_run_limit = keyword_alias(per_run_limit, time_limit, old="time_limit", new="per_run_limit",
+                                  where="assert_truthful", default=None)
     res = max_regret(mechanism, instance, families=families, factors=factors, method=method,
-                     time_limit=time_limit, options=options)
+                     per_run_limit=per_run_limit, options=options)
     if res.regret > tol:
         w = res.worst
         assert w is not None and w.best_misreport is not None

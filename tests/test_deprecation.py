@@ -281,6 +281,28 @@ def test_per_run_limit_is_every_runs_time_limit_and_time_limit_its_deprecated_al
         assert call(_recording([]), per_run_limit=7.0, time_limit=7.0).regret == 1.0
 
 
+def test_assert_truthful_takes_per_run_limit_and_warns_on_time_limit() -> None:
+    from gensolver.testing import assert_truthful
+
+    def vcg_recording(seen: list[object]):  # type: ignore[no-untyped-def]
+        def mech(instance, *, method, time_limit, executor, options):  # type: ignore[no-untyped-def]
+            seen.append(time_limit)
+            return run_mechanism(instance, mechanism="vcg", method="cpsat")
+        return mech
+
+    new: list[object] = []
+    old: list[object] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_truthful(vcg_recording(new), INST, per_run_limit=7.0)
+    with pytest.warns(GensolverDeprecationWarning, match="^assert_truthful: time_limit= is deprecated; use per_run_limit="):
+        assert_truthful(vcg_recording(old), INST, time_limit=7.0)
+    # the truthful run and every misreport of both bidders, each with the limit
+    assert len(new) > 2 and new == old == [7.0] * len(new)
+    with pytest.warns(GensolverDeprecationWarning), pytest.raises(ValueError, match="give per_run_limit= only"):
+        assert_truthful(vcg_recording([]), INST, per_run_limit=7.0, time_limit=3.0)
+
+
 def test_max_regret_with_a_real_budget_is_the_same_under_both_names() -> None:
     # VCG with an exact method is truthful (regret 0); pay-as-bid's is the hand-worked 1.0 above
     for mechanism, expected in (("vcg", 0.0), ("pay-as-bid", 1.0)):
