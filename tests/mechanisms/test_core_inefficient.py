@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from gensolver import read_instance
+from gensolver import read_instance, solve
 from gensolver.mechanisms import run_mechanism
 from gensolver.testing import instances
 from gensolver.verify import brute_force, check_allocation, is_individually_rational
@@ -51,15 +51,28 @@ def test_greedy_allocation_beaten_by_one_bidder():
 
 
 def test_budget_stopped_main_solve_on_a_bundled_round():
-    """The default (work-unit) budget, of which the VCG stage gets 0.03 units, leaves the main
-    solve of small-gpu-1 short of the optimum; the separation then finds a better allocation."""
+    """The default (work-unit) budget with a small VCG share leaves the main solve of small-gpu-1
+    short of the optimum (CP-SAT's proved optimum is the certificate). Such a run is never
+    ``exact``, every better allocation it claims holds, and at some share the separation finds
+    one. How short a share leaves the main solve depends on the solver libraries' versions, so
+    the test walks down a ladder of shares instead of naming one."""
     inst = read_instance(SMALL / "small-gpu-1.json.gz")
-    out = run_mechanism(inst, mechanism="core", method="auto", time_limit=1.0,
-                        options={"threads": 1, "vcg_share": 0.03})
-    assert better_allocation_holds(inst, out) == []
-    assert is_individually_rational(out, inst)
-    for b, (lo, hi) in out.payment_bounds.items():
-        assert lo - 1e-9 <= out.payments[b] <= hi + 1e-9
+    opt = solve(inst, method="cpsat", threads=1)
+    assert opt.status.value == "optimal"
+    claimed = 0
+    for share in (0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001):
+        out = run_mechanism(inst, mechanism="core", method="auto", time_limit=1.0,
+                            options={"threads": 1, "vcg_share": share})
+        assert is_individually_rational(out, inst)
+        for b, (lo, hi) in out.payment_bounds.items():
+            assert lo - 1e-9 <= out.payments[b] <= hi + 1e-9
+        if out.allocation.welfare < opt.welfare - 1e-6:
+            assert not out.exact
+        if out.details["better_allocation"] is not None:
+            assert better_allocation_holds(inst, out) == []
+            assert out.details["better_allocation"]["welfare"] <= opt.welfare + 1e-6
+            claimed += 1
+    assert claimed >= 1
 
 
 @settings(max_examples=25, deadline=None)
