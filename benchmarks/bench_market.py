@@ -33,7 +33,8 @@ is the workload above; seed ``k > 0`` draws, with ``numpy.random.default_rng(k)`
   ``[-JITTER_STEPS, JITTER_STEPS]`` (clipped at 0), and new deadlines (``with_deadlines(seed=k)``).
 
 Run: ``python benchmarks/bench_market.py`` (``--quick``: the first configuration only, fewer
-liars; ``--no-lies``; ``--no-solver`` skips the solver-cleared market (``--no-auction``: old name);
+liars: the tenant with the most tasks, ties by name, so the liar does not depend on
+``PYTHONHASHSEED``; ``--no-lies``; ``--no-solver`` skips the solver-cleared market (``--no-auction``: old name);
 ``--configs 4x16,2x16`` restricts to those ``NODESxCOMPRESS`` configurations;
 ``--lie-policies market`` restricts the lie table to those policies;
 ``--seeds 3`` the lie table over 3 workload draws, without the policy tables).
@@ -287,7 +288,7 @@ def error_table(ws, *, tenants_max: int | None = None, policies=("market",)):
     absolute move of a 2% jitter (:data:`JITTER`), and whether the cost is within max(2%, floor)."""
     rows = []
     for w in ws:
-        tenants = sorted({t.tenant for t in w.tasks}, key=lambda t: -sum(1 for x in w.tasks if x.tenant == t))
+        tenants = sorted({t.tenant for t in w.tasks}, key=lambda t: (-sum(1 for x in w.tasks if x.tenant == t), t))
         tenants = [t for t in tenants if sum(1 for x in w.tasks if x.tenant == t) >= 5][:tenants_max]
         for p in policies:
             def run(wl, p=p):
@@ -310,7 +311,7 @@ def lie_table(ws, *, tenants_max: int | None = None, policies=LIE_POLICIES, numb
     receives one ``(workload, gpus, policy, family, value_gain, gain)`` tuple per cell."""
     rows = []
     for w in ws:
-        tenants = sorted({t.tenant for t in w.tasks}, key=lambda t: -sum(1 for x in w.tasks if x.tenant == t))
+        tenants = sorted({t.tenant for t in w.tasks}, key=lambda t: (-sum(1 for x in w.tasks if x.tenant == t), t))
         tenants = [t for t in tenants if sum(1 for x in w.tasks if x.tenant == t) >= 5][:tenants_max]
         for p in policies:
             def run(wl, p=p):

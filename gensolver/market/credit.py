@@ -51,13 +51,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["CreditConfig", "CreditBank", "deferral_cost", "loser_prices"]
+__all__ = ["CreditConfig", "CreditBank", "deferral_cost", "loser_prices", "split_relative"]
 
 
 @dataclass(frozen=True)
@@ -210,3 +210,19 @@ def loser_prices(tenant_of: Sequence[str], beta: np.ndarray, losers: Sequence[in
         mean = (tot - own_sum[i]) / (cnt - own_cnt[i])
         out[name] = min(mean * spread, max(mean / spread, float(beta[k])))
     return out
+
+
+def split_relative(tenants: Sequence[str], density: np.ndarray, balances: Mapping[str, float], *,
+                   spread: float) -> np.ndarray:
+    """The relative bids of the engine's ``mode="split"``: a tenant's reports only rank its own
+    tasks (a within-tenant factor of ``density``, geometric mean 1, clipped within ``spread``);
+    across tenants only credits per active task count (clipped within ``spread`` of the mean)."""
+    names, inv = np.unique(np.asarray(tenants, dtype=object).astype(str), return_inverse=True)
+    own = np.log(np.maximum(density, 1e-300))
+    cnt = np.bincount(inv, minlength=len(names)).astype(float)
+    own_mean = np.bincount(inv, weights=own, minlength=len(names)) / cnt
+    f = np.exp(np.clip(own - own_mean[inv], -math.log(spread), math.log(spread)))
+    per_task = np.array([max(0.0, balances.get(str(t), 0.0)) for t in names]) / cnt
+    mean_pt = per_task.mean()
+    c = np.clip(per_task / mean_pt, 1.0 / spread, spread) if mean_pt > 0 else np.ones(len(names))
+    return np.asarray(c[inv] * f)

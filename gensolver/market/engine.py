@@ -73,24 +73,15 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from .._deprecation import method_alias
 from ..errors import InputError
-from .credit import CreditBank, CreditConfig, deferral_cost, loser_prices
-from .pool import (
-    TOL,
-    Pool,
-    TaskView,
-    attained,
-    backfill_start,
-    free_by_node,
-    greedy_round,
-    may_fit,
-    pinned_free_capacity,
-)
+from .credit import CreditBank, CreditConfig, deferral_cost, loser_prices, split_relative
+from .pool import TOL, Pool, TaskView, attained, greedy_round, pinned_free_capacity
+from .reservation import Reservation, backfill, hold_capacity, reserve_first, room
 
 __all__ = ["CreditEngine", "CREDIT_POWER"]
 
@@ -165,6 +156,17 @@ class CreditEngine:
         goes first, since its waiting delays the last finish. It trades JCT for memory
         utilisation over the makespan; it trusts reported durations until calibration
         corrects them, so inflating one's durations can buy this priority.
+    reserve : float, keyword-only
+        Planned starts (:mod:`gensolver.market.reservation`), off at ``inf`` (the default): a
+        waiting non-preemptible task whose calibrated reported duration spans at least
+        ``reserve_long`` rounds, once it has waited ``reserve`` times that duration, goes first
+        and holds a reservation, its earliest start on the GPUs its pinned neighbours free first;
+        other tasks may take the memory it reserves only if they end by then (EASY backfilling),
+        so its start no longer depends on when a gap opens. A tenant one of whose finished tasks
+        worked less than ``1 - tolerance`` of its report has its durations counted at the
+        smallest such ratio here (and only here): an inflated duration buys no reservation.
+    reserve_long : float, keyword-only
+        Rounds (leases) a task's reported duration must span to get a planned start (default 20).
     limit : {"share", "balance"}, keyword-only
         A running task pays ``price x GiB x lease`` per round, at most its income share of the
         round (``"share"``: ``income / tasks seen so far``, so no payment depends on which
@@ -241,7 +243,8 @@ class CreditEngine:
                  pay_back: bool = True, tolerance: float = 0.05, smith: float = 1.0, clearing: str = "greedy",
                  method: str = "greedy", budget: float | None = None, levels: int = 1, stay_bonus: float = 0.05,
                  switch_penalty: float = 0.2, max_options: int = 8, between: bool = True,
-                 solver: str | None = None, **options: Any) -> None:
+                 solver: str | None = None, reserve: float = math.inf, reserve_long: float = 20.0,
+                 **options: Any) -> None:
         self.rounds: list[dict[str, Any]] = []
         #: per task holding GPUs after the last boundary round: ``price x GiB x GPUs x lease``
         self.payments: dict[str, float] = {}
@@ -263,6 +266,8 @@ class CreditEngine:
         self.switch_penalty = _number("switch_penalty", switch_penalty, 0.0, 1.0, open_top=True)
         self.tolerance = _number("tolerance", tolerance, 0.0, 1.0, open_top=True)
         self.smith = _number("smith", smith, 0.0, math.inf)
+        self.reserve = math.inf if reserve == math.inf else _number("reserve", reserve, 0.0, math.inf)
+        self.reserve_long = _number("reserve_long", reserve_long, 0.0, math.inf)
         self.calibrate, self.pay_back = _choice("calibrate", calibrate, ("max", "mean")), pay_back
         self.overrun = _number("overrun", overrun, 0.0, 1.0)
         self.mode, self.smoothing = options.pop("mode", "density"), options.pop("smoothing", 0.25)
@@ -280,8 +285,11 @@ class CreditEngine:
         self._worked: dict[str, float] = {}
         self._reported: dict[str, float] = {}
         self._ratio: dict[str, float] = {}  # largest observed work / reported duration of a finished task
+        self._low: dict[str, float] = {}  # smallest such ratio below the band (over-reported), for reservations
         self._slow: set[str] = set()  # tasks seen running slower than their memory report allows
         self._short: set[str] = set()  # tasks seen a little slow at their report: an estimate, not a lie
+        self._held: Reservation | None = None  # this pass's reservation (reservation.py), with the duration
+        self._kap: Mapping[str, float] = {}  # factors it was planned with
 
     @property
     def balances(self) -> dict[str, float]:
@@ -292,7 +300,7 @@ class CreditEngine:
         """Each tenant's price per GiB-step after the last boundary round (0 when absent)."""
         return dict(self._price)
 
-    _STATE = ("_seen", "_arrived", "_price", "_worked", "_reported", "_ratio", "_slow", "_short")  # see state()
+    _STATE = ("_seen", "_arrived", "_price", "_worked", "_reported", "_ratio", "_low", "_slow", "_short")  # see state()
 
     def state(self) -> dict[str, Any]:
         """The engine's memory between rounds, balances included, JSON-ready: what a restarted
@@ -338,6 +346,8 @@ class CreditEngine:
         self._reported[t.tenant] = self._reported.get(t.tenant, 0.0) + t.duration
         if t.duration > 0:
             self._ratio[t.tenant] = max(self._ratio.get(t.tenant, 0.0), self._beyond_band(done / t.duration))
+            if done / t.duration < 1.0 - self.tolerance - 1e-9:
+                self._low[t.tenant] = min(self._low.get(t.tenant, 1.0), done / t.duration)
         self._forget((st.id,))
 
     def calibration(self, tenant: str) -> float:
@@ -394,17 +404,7 @@ class CreditEngine:
         tenants = [t.tenant for t in rep]
         bids = self.bank.bids(tenants, d / work)
         if self.mode == "split":
-            # a tenant's reports only rank its own tasks (within-tenant factor, geometric mean 1);
-            # across tenants only credits per active task count
-            names, inv = np.unique(np.asarray(tenants, dtype=object).astype(str), return_inverse=True)
-            own = np.log(np.maximum(d / work, 1e-300))
-            cnt = np.bincount(inv, minlength=len(names)).astype(float)
-            own_mean = np.bincount(inv, weights=own, minlength=len(names)) / cnt
-            f = np.exp(np.clip(own - own_mean[inv], -math.log(cfg.spread), math.log(cfg.spread)))
-            per_task = np.array([max(0.0, self.bank.balances.get(str(t), 0.0)) for t in names]) / cnt
-            mean_pt = per_task.mean()
-            c = np.clip(per_task / mean_pt, 1.0 / cfg.spread, cfg.spread) if mean_pt > 0 else np.ones(len(names))
-            rel = c[inv] * f
+            rel = split_relative(tenants, d / work, self.bank.balances, spread=cfg.spread)
         else:
             density = bids / work
             mean = density.mean()
@@ -429,6 +429,13 @@ class CreditEngine:
         if self.tail > 0:  # makespan-critical tasks first (a factor above any other score)
             score = np.where(rem / speed >= self.tail * self._drain(cluster, kap), score * 1e6, score)
         score = np.where(over, score * self.overrun, score)
+        if not math.isinf(self.reserve):  # a planned start for a long task, not a gap lottery
+            # reported durations proved too long count at the tenant's smallest ratio: inflating
+            # one's durations must not buy a reservation
+            low = np.fromiter((self._low.get(t.tenant, 1.0) for t in rep), float, n)
+            kap_r = {**kap, **{t: kap.get(t, 1.0) * f for t, f in self._low.items()}}
+            self._held, self._kap = reserve_first(cluster, states, score, np.where(over, math.inf, dur * low), kap_r,
+                                                  wait=self.reserve, long=self.reserve_long * self.lease)
         return score, bids / (size * self.lease)
 
     def _owing(self, cluster: Pool) -> set[str]:
@@ -500,6 +507,7 @@ class CreditEngine:
         income are ``cluster.emit("credit", ...)`` calls."""
         if not boundary and not self.between:
             return
+        self._held = None
         if boundary:
             self._clear(cluster)
             return
@@ -534,7 +542,7 @@ class CreditEngine:
         tenant_of = [s.task.tenant for s in active]
         idx = {s.id: k for k, s in enumerate(active)}
         cands = [s for s in active if s.state == "waiting" or s.task.preemptible]
-        cap = pinned_free_capacity(cluster)
+        cap = hold_capacity(self._held, pinned_free_capacity(cluster))
         order = sorted(cands, key=lambda s: (-float(score[idx[s.id]]), s.arrival, s.id))
         if self.clearing == "solver":
             plan, memory = self._solve_round(cluster, order, score, idx, cap)
@@ -609,16 +617,8 @@ class CreditEngine:
     def _backfill(self, cluster: Pool, order: list[TaskView]) -> None:
         """Left-out tasks start on free capacity in ``order``: every one at its preferred memory
         first, then (``"elastic"``) those still waiting at less, at least their minimum."""
-        if self.backfill == "none":
-            return
-        for elastic in (False, True) if self.backfill == "elastic" else (False,):
-            free = free_by_node(cluster)  # skips the placement search of a task that fits nowhere
-            for st in order:
-                t = st.task
-                if st.state == "waiting" and may_fit(free, t.gpus, min(t.min_memory, t.preferred_memory) if elastic
-                                                     else t.preferred_memory, t.compute) \
-                        and backfill_start(cluster, st, elastic=elastic):
-                    free = free_by_node(cluster)
+        if self.backfill != "none":
+            backfill(cluster, order, elastic=self.backfill == "elastic", res=self._held, kappa=self._kap)
 
     def _grow(self, cluster: Pool) -> None:
         """Running tasks below their preferred memory grow into free memory; a task seen slow
@@ -627,7 +627,7 @@ class CreditEngine:
         for st in cluster.running():
             target = st.task.preferred_memory * (self._band if st.id in self._short else 1.0)
             if st.memory + TOL < target:
-                free = min(cluster.gpus[g].free_memory for g in st.gpus)
+                free = min(room(cluster, g, self._held, self._kap) for g in st.gpus)
                 if free > TOL:
                     cluster.resize(st.id, min(target, st.memory + free))
 

@@ -1,0 +1,209 @@
+"""Planned starts: a reservation for the waiting task that has waited longest (EASY backfilling).
+
+Smith's rule ranks a long task last, so without a plan it starts only when a gap opens that
+nothing ranked higher fits, and a non-preemptible one then holds its place for its whole run:
+its start is a lottery over everybody's reports. A reservation replaces the lottery by a plan.
+
+A waiting non-preemptible task is *due* once it has waited ``reserve`` times its (calibrated)
+reported duration. The due task that arrived first (ties: id) gets the one reservation of the
+pass (:func:`plan`): the GPU group (one node, ``gpus`` of them) on which its preferred memory
+and compute are free earliest, counting only non-preemptible running tasks, each ending at its
+projected end (calibrated reported remaining work over its speed); the *planned start* is that
+time. The engine then ranks the due task above every other task (it starts first wherever it
+fits now, preempting preemptible tasks at a round boundary), and every other start keeps the
+plan (:func:`hold_capacity`, :func:`start_around`): on the reserved GPUs, a task may use the
+memory the due task will need at its planned start only if its own projected end is no later
+than that start (EASY backfilling: whatever fits idle capacity without delaying the
+reservation starts; nothing else is refused).
+
+The engine counts the durations of a tenant proved to over-report (a finished task that
+worked less than ``1 - tolerance`` of its report) at its smallest such ratio here, so
+inflating durations to pass ``reserve_long`` buys no reservation once one inflated task has
+finished.
+
+The plan is a function of the state and the reports alone (no memory between passes), so a
+restarted engine plans as this one would and reruns are byte-identical.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..model.tasks import task_speed
+from .pool import TOL, Pool, TaskView, attained, backfill_start, find_placement, free_by_node, may_fit
+
+__all__ = ["Reservation", "due_task", "plan", "reserve_first", "hold_capacity", "start_around", "room", "backfill"]
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """The reservation of one pass: task ``task`` starts on ``gpus`` at step ``start`` with
+    ``memory`` GiB and ``compute`` per GPU; ``slack`` is, per reserved GPU, the memory its
+    non-preemptible tasks still running at ``start`` and the reserved task leave free then."""
+
+    task: str
+    gpus: tuple[str, ...]
+    start: float
+    memory: float
+    compute: float
+    slack: Mapping[str, float]
+
+
+def due_task(states: Sequence[TaskView], now: float, duration: np.ndarray, *, wait: float,
+             long: float) -> int | None:
+    """Index in ``states`` of the due task that arrived first (see the module docstring), or
+    ``None``: a waiting non-preemptible task whose calibrated reported duration (``duration``;
+    infinite for a task that proved its report false: never due) is at least ``long`` steps,
+    and that has waited at least ``wait`` times that duration."""
+    best: int | None = None
+    for k, s in enumerate(states):
+        d = float(duration[k])
+        if s.state != "waiting" or s.task.preemptible or math.isinf(d) or d < long - 1e-9 \
+                or now - s.arrival < wait * d - 1e-9:
+            continue
+        if best is None or (s.arrival, s.id) < (states[best].arrival, states[best].id):
+            best = k
+    return best
+
+
+def reserve_first(cluster: Pool, states: Sequence[TaskView], score: np.ndarray, duration: np.ndarray,
+                  kappa: Mapping[str, float], *, wait: float, long: float
+                  ) -> tuple[Reservation | None, Mapping[str, float]]:
+    """This pass's reservation (:func:`due_task`, :func:`plan`) and the duration factors
+    ``kappa`` it was planned with; the due task's ``score`` is raised above every other (in
+    place), so it starts first wherever it fits."""
+    k = due_task(states, cluster.now, duration, wait=wait, long=long)
+    res = None if k is None else plan(cluster, states[k], kappa)
+    if k is not None and res is not None:
+        score[k] = max(float(score.max()), 1e-300) * 1e9
+    return res, kappa
+
+
+def projected_end(st: TaskView, now: float, kappa: float) -> float:
+    """Step at which running task ``st`` ends if its calibrated report holds (now, once past it)."""
+    rem = max(0.0, st.task.duration * kappa - attained(st, now))
+    return now + (rem / st.speed if st.speed > 0 else 0.0)
+
+
+def plan(cluster: Pool, st: TaskView, kappa: Mapping[str, float]) -> Reservation | None:
+    """The reservation of waiting task ``st``: the GPU group where its preferred memory and
+    compute are free earliest as non-preemptible running tasks end (projected, with the tenants'
+    duration factors ``kappa``); ``None`` when no group ever fits it (GPUs down or too small)."""
+    t = st.task
+    now = cluster.now
+    when: dict[str, float] = {}  # per GPU: the earliest step it can host the task
+    for g, gs in cluster.gpus.items():
+        if not gs.up or not cluster.model_ok(t.id, g) or gs.spec.memory + TOL < t.preferred_memory:
+            continue
+        pinned = [cluster.tasks[x] for x in gs.tasks if not cluster.tasks[x].task.preemptible]
+        ends = sorted((projected_end(p, now, kappa.get(p.task.tenant, 1.0)), p.id, p.memory, p.compute) for p in pinned)
+        mem = gs.spec.memory - sum(p.memory for p in pinned)
+        comp = gs.spec.compute - sum(p.compute for p in pinned)
+        at = now
+        for end, _, m, c in ends:
+            if mem + TOL >= t.preferred_memory and comp + TOL >= t.compute:
+                break
+            at, mem, comp = max(now, end), mem + m, comp + c
+        if mem + TOL >= t.preferred_memory and comp + TOL >= t.compute:
+            when[g] = at
+    best: tuple[float, str, tuple[str, ...]] | None = None
+    for members in cluster.nodes.values():
+        ok = sorted((when[g], g) for g in members if g in when)
+        if len(ok) < t.gpus:
+            continue
+        group = ok[: t.gpus]
+        key = (group[-1][0], group[0][1], tuple(g for _, g in group))
+        if best is None or key < best:
+            best = key
+    if best is None:
+        return None
+    start, _, gpus = best
+    slack = {}
+    for g in gpus:
+        gs = cluster.gpus[g]
+        kept = sum(cluster.tasks[x].memory for x in gs.tasks if not cluster.tasks[x].task.preemptible
+                   and projected_end(cluster.tasks[x], now, kappa.get(cluster.tasks[x].task.tenant, 1.0)) > start + 1e-9)
+        slack[g] = max(0.0, gs.spec.memory - kept - t.preferred_memory)
+    return Reservation(t.id, gpus, start, t.preferred_memory, t.compute, slack)
+
+
+def hold_capacity(res: Reservation | None, cap: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    """``cap`` (``{gpu: (memory, compute)}`` a round may plan on) with the reserved GPUs cut to
+    their slack while the reserved task cannot start now (a round plans tasks that may outlast
+    the planned start); unchanged when it can (it is ranked first and takes its place)."""
+    if res is None or all(g in cap and cap[g][0] + TOL >= res.memory and cap[g][1] + TOL >= res.compute
+                          for g in res.gpus):
+        return cap
+    return {g: (min(m, res.slack[g]) if g in res.slack else m, c) for g, (m, c) in cap.items()}
+
+
+def _outlasting(cluster: Pool, g: str, res: Reservation, kappa: Mapping[str, float]) -> float:
+    """Memory on reserved GPU ``g`` held by running tasks projected to run past the planned start."""
+    now = cluster.now
+    return sum(s.memory for s in (cluster.tasks[x] for x in cluster.gpus[g].tasks)
+               if projected_end(s, now, kappa.get(s.task.tenant, 1.0)) > res.start + 1e-9)
+
+
+def room(cluster: Pool, g: str, res: Reservation | None, kappa: Mapping[str, float]) -> float:
+    """Free memory on GPU ``g`` that a task running past the planned start may take: all of it
+    off the reserved GPUs, else what the reserved task and the tasks outlasting the start leave."""
+    free = cluster.gpus[g].free_memory
+    if res is None or g not in res.gpus:
+        return free
+    return max(0.0, min(free, cluster.gpus[g].spec.memory - res.memory - _outlasting(cluster, g, res, kappa)))
+
+
+def _capacity(cluster: Pool, st: TaskView, memory: float, res: Reservation,
+              kappa: Mapping[str, float]) -> dict[str, tuple[float, float]] | None:
+    """What waiting task ``st`` with ``memory`` GiB may use under ``res``: ``None`` (all that is
+    free) for the reserved task and a task projected to end by the planned start."""
+    if st.id == res.task:
+        return None
+    speed = task_speed(st.task, memory)
+    rem = max(0.0, st.task.duration * kappa.get(st.task.tenant, 1.0) - attained(st, cluster.now))
+    if speed > 0 and cluster.now + rem / speed <= res.start + 1e-9:
+        return None
+    return {g: (room(cluster, g, res, kappa), gs.free_compute) for g, gs in cluster.gpus.items()}
+
+
+def start_around(cluster: Pool, st: TaskView, *, elastic: bool, res: Reservation, kappa: Mapping[str, float]) -> bool:
+    """:func:`~gensolver.market.pool.backfill_start` keeping reservation ``res``: on a reserved
+    GPU a task may use the reserved memory only if its projected end (calibrated report at the
+    speed of the memory it gets; the minimum's for an elastic start) is no later than the
+    planned start. ``True`` when ``st`` started."""
+    t = st.task
+    cap = _capacity(cluster, st, t.preferred_memory, res, kappa)
+    gpus = find_placement(cluster, st, t.preferred_memory, capacity=cap)
+    if gpus is not None:
+        cluster.start(st.id, gpus, t.preferred_memory)
+        return True
+    if not elastic or t.min_memory >= t.preferred_memory:
+        return False
+    cap = _capacity(cluster, st, t.min_memory, res, kappa)
+    gpus = find_placement(cluster, st, t.min_memory, fit="most", capacity=cap)
+    if gpus is None:
+        return False
+    free = min((cap[g][0] if cap is not None else cluster.gpus[g].free_memory) for g in gpus)
+    cluster.start(st.id, gpus, max(t.min_memory, min(t.preferred_memory, free)))
+    return True
+
+
+def backfill(cluster: Pool, order: Sequence[TaskView], *, elastic: bool, res: Reservation | None,
+             kappa: Mapping[str, float]) -> None:
+    """The engine's backfill: waiting tasks of ``order`` start on free capacity, in that order,
+    every one at its preferred memory first, then (``elastic``) those still waiting at less, at
+    least their minimum (:func:`~gensolver.market.pool.backfill_start`); under reservation
+    ``res`` through :func:`start_around`."""
+    for shrink in (False, True) if elastic else (False,):
+        free = free_by_node(cluster)  # skips the placement search of a task that fits nowhere
+        for st in order:
+            t = st.task
+            if st.state == "waiting" and may_fit(free, t.gpus, min(t.min_memory, t.preferred_memory) if shrink
+                                                 else t.preferred_memory, t.compute) \
+                    and (backfill_start(cluster, st, elastic=shrink) if res is None else
+                         start_around(cluster, st, elastic=shrink, res=res, kappa=kappa)):
+                free = free_by_node(cluster)
