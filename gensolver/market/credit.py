@@ -57,7 +57,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["CreditConfig", "CreditBank", "deferral_cost", "loser_prices", "split_relative"]
+__all__ = ["CreditConfig", "CreditBank", "deferral_cost", "loser_prices", "smith_factor", "split_relative"]
 
 
 @dataclass(frozen=True)
@@ -226,3 +226,38 @@ def split_relative(tenants: Sequence[str], density: np.ndarray, balances: Mappin
     mean_pt = per_task.mean()
     c = np.clip(per_task / mean_pt, 1.0 / spread, spread) if mean_pt > 0 else np.ones(len(names))
     return np.asarray(c[inv] * f)
+
+
+def smith_factor(left: np.ndarray, over: np.ndarray, running: np.ndarray, smith: float,
+                 keep: float = 0.0) -> np.ndarray:
+    """The score factor of Smith's rule, ``(median left / left) ** smith``, and of ``keep``.
+
+    Parameters
+    ----------
+    left : numpy.ndarray
+        Each candidate's remaining (calibrated) work over its current speed, steps.
+    over : numpy.ndarray of bool
+        Candidates caught (past their reports): they neither set the median nor gain from the
+        rule (factor at most 1), else an under-reported duration would buy the top rank once
+        it ran out.
+    running : numpy.ndarray of bool
+        Candidates holding GPUs.
+    smith : float
+        Exponent of Smith's rule (0: factor 1).
+    keep : float
+        0: off. Above 0, a running candidate not caught keeps its place: its factor is at
+        least 1 (Smith's rule ranks starts, it does not preempt a long task for a short one)
+        and is multiplied by ``1 + keep``.
+
+    Returns
+    -------
+    numpy.ndarray
+        One factor per candidate.
+    """
+    left = np.maximum(left, 1e-9)
+    honest = left[~over] if (~over).any() else left
+    sf = np.power(float(np.median(honest)) / left, smith)
+    sf = np.where(over, np.minimum(sf, 1.0), sf)
+    if keep > 0:
+        sf = np.where(running & ~over, np.maximum(sf, 1.0) * (1.0 + keep), sf)
+    return sf
