@@ -57,6 +57,8 @@ __all__ = [
     "SEED_LIMIT",
     "check_executor",
     "check_options",
+    "check_choice",
+    "check_number",
     "missing_extra",
     "require_extra",
     "extras_named",
@@ -200,6 +202,24 @@ def check_executor(executor: Any, *, name: str = "executor") -> None:
 
     if executor is not None and not isinstance(executor, Executor):
         raise InputTypeError(f"{name} must be a concurrent.futures.Executor or None, got {type(executor).__name__}")
+
+
+def check_choice(name: str, value: Any, options: tuple[str, ...]) -> str:
+    """``value`` when it is one of ``options``, else an :class:`~gensolver.errors.InputError` naming ``name``."""
+    if value not in options:
+        raise InputError(f"{name} must be one of {', '.join(map(repr, options))}, got {value!r}")
+    return str(value)
+
+
+def check_number(name: str, value: Any, low: float, high: float, *, open_top: bool = False) -> float:
+    """``value`` as a finite float in ``[low, high]`` (``[low, high)`` with ``open_top``)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and low <= value and (value < high if open_top else value <= high)
+    if not ok:
+        top = f"< {high:g}" if open_top else f"<= {high:g}"
+        raise InputError(f"{name} must be a finite number >= {low:g}" + ("" if math.isinf(high) else f" and {top}")
+                         + f", got {value!r}")
+    return float(value)
 
 
 def check_options(options: Any, allowed: Collection[str] | Mapping[str, Any], owner: str) -> dict[str, Any]:

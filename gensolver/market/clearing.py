@@ -62,11 +62,15 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+import numpy as np
+
 from ..errors import InputError
 from ..model.instance import Bid, Bidder, Instance, Slot
 from ..model.tasks import Task, task_speed
+from ..model.tolerances import boundary_guard, capacity_limit
 from ..model.validate import mark_validated
-from ..solvers import solve
+from ..solvers import relative_gap, solve
+from ..solvers.engine import DEFAULT_MIP_GAP
 
 __all__ = ["RoundTask", "RoundResult", "clear_round", "fitting_groups"]
 
@@ -113,11 +117,33 @@ def fitting_groups(free: Mapping[str, tuple[float, float]], nodes: Mapping[str, 
     """Up to ``limit`` placements of ``k`` GPUs on one node that each have ``memory`` GiB and
     ``compute`` free: per node the ``k`` fitting GPUs with the least memory left over (best fit,
     ties to the smaller card's order), nodes ordered by total left over, then by node order."""
+    return _best_fit(_by_node(free, nodes), k, memory, compute, limit, allowed)
+
+
+#: per node, ``(free memory + tol, free compute + tol, free memory, index in node, GPU)`` of its GPUs in ``free``
+_Entries = list[list[tuple[float, float, float, int, str]]]
+
+
+def _by_node(free: Mapping[str, tuple[float, float]], nodes: Mapping[str, Sequence[str]]) -> _Entries:
+    """``free`` per node, for :func:`_best_fit` (taken once for many queries on one ``free``)."""
+    out: _Entries = []
+    for members in nodes.values():
+        node = []
+        for i, g in enumerate(members):
+            if g in free:
+                m, c = free[g]
+                node.append((m + _TOL, c + _TOL, m, i, g))
+        out.append(node)
+    return out
+
+
+def _best_fit(entries: _Entries, k: int, memory: float, compute: float, limit: int,
+              allowed: Callable[[str], bool] | None) -> list[tuple[str, ...]]:
+    """:func:`fitting_groups` on the snapshot ``entries`` of :func:`_by_node`."""
     options: list[tuple[float, int, tuple[str, ...]]] = []
-    for n, members in enumerate(nodes.values()):
-        ok = [(free[g][0] - memory, i, g) for i, g in enumerate(members)
-              if g in free and free[g][0] + _TOL >= memory and free[g][1] + _TOL >= compute
-              and (allowed is None or allowed(g))]
+    for n, node in enumerate(entries):
+        ok = [(m - memory, i, g) for mt, ct, m, i, g in node
+              if mt >= memory and ct >= compute and (allowed is None or allowed(g))]
         if len(ok) < k:
             continue
         ok.sort()
@@ -192,12 +218,16 @@ def _fill(candidates: Sequence[RoundTask], won: dict[str, tuple[tuple[str, ...],
         for g in grp:
             left[g][0] -= mem
             left[g][1] -= by_id[tid].compute
+    view: dict[str, tuple[float, float]] | None = None
+    entries: _Entries = []
     for c in candidates:
         t = c.task
         if t.id in won:
             continue
         ok = None if allowed is None else (lambda g, _id=t.id: allowed(_id, g))
-        view = {g: (m, cc) for g, (m, cc) in left.items()}
+        if view is None:  # what the winners and the losers placed so far left
+            view = {g: (m, cc) for g, (m, cc) in left.items()}
+            entries = _by_node(view, nodes)
         for mem in ([float(c.memory)] if c.memory is not None else _levels(t, levels)):
             if c.score * task_speed(t, mem) <= 0:
                 continue
@@ -206,12 +236,13 @@ def _fill(candidates: Sequence[RoundTask], won: dict[str, tuple[tuple[str, ...],
                                         for g in home):
                 groups = [home]  # a running loser stays where it runs when that still fits
             else:
-                groups = fitting_groups(view, nodes, t.gpus, mem, t.compute, limit=1, allowed=ok)
+                groups = _best_fit(entries, t.gpus, mem, t.compute, 1, ok)
             if groups:
                 won[t.id] = (groups[0], mem)
                 for g in groups[0]:
                     left[g][0] -= mem
                     left[g][1] -= t.compute
+                view = None
                 break
 
 
@@ -220,15 +251,13 @@ def _solve_pass(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
                 switch_penalty: float, method: str, budget: float | None,
                 allowed: Callable[[str, str], bool] | None) -> RoundResult:
     """One winner determination over ``free`` (bids built against it, :func:`clear_round`)."""
-    # built in canonical order (everything sorted by id), so the solver layer reorders nothing
-    slots = tuple(Slot(g, {"compute": max(0.0, float(free[g][1])), "memory": max(0.0, float(free[g][0]))}, g)
-                  for g in sorted(free))
     width = len(str(max(1, len(candidates))))
     most = max((m for m, _ in free.values()), default=0.0)  # no level above it fits anywhere
     # (bid id, task, GPUs, memory, value) of every bid, in the candidates' order
+    entries = _by_node(free, nodes)
     raw = [(f"{rank:0{width}d}|{li}|{oi}", c.task, grp, mem, v) for rank, c in enumerate(candidates)
            for li, oi, grp, mem, v in _task_bids(c, free, nodes, levels, max_options, stay_bonus, switch_penalty,
-                                                 most, allowed)]
+                                                 most, allowed, entries)]
     ids = [c.task.id for c in candidates]
     if not raw:
         return RoundResult({}, tuple(ids), method, "empty", 0)
@@ -236,6 +265,19 @@ def _solve_pass(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
         tops = _tops_if_they_fit(raw, free)
         if tops is not None:  # what the greedy would answer, without building the instance
             return RoundResult(tops, tuple(i for i in ids if i not in tops), "greedy", "optimal", len(raw))
+        won, status = _greedy_on_value(raw, free)  # the solver layer's greedy, without the instance
+    else:
+        won, method, status = _solve_instance(raw, free, method, budget)
+    return RoundResult(won, tuple(i for i in ids if i not in won), method, status, len(raw))
+
+
+def _solve_instance(raw: list[tuple[str, Task, tuple[str, ...], float, float]], free: Mapping[str, tuple[float, float]],
+                    method: str, budget: float | None) -> tuple[dict[str, tuple[tuple[str, ...], float]], str, str]:
+    """Winners ``{task id: (GPUs, memory)}``, method and status of :func:`gensolver.solve` with
+    ``method`` on the instance of the bids ``raw`` over the capacities ``free``."""
+    # built in canonical order (everything sorted by id), so the solver layer reorders nothing
+    slots = tuple(Slot(g, {"compute": max(0.0, float(free[g][1])), "memory": max(0.0, float(free[g][0]))}, g)
+                  for g in sorted(free))
     bids = [_bundle(grp, t.compute, mem).rebid(bid_id, t.id, v) for bid_id, t, grp, mem, v in raw]
     meta = {bid_id: (t.id, grp, mem) for bid_id, t, grp, mem, _ in raw}
     bidders = tuple(Bidder(tid, None) for tid in sorted({b.bidder for b in bids}))
@@ -250,7 +292,82 @@ def _solve_pass(candidates: Sequence[RoundTask], free: Mapping[str, tuple[float,
     for w in alloc.winners:
         tid, grp, mem = meta[w]
         won[tid] = (grp, mem)
-    return RoundResult(won, tuple(i for i in ids if i not in won), alloc.method, alloc.status.value, len(bids))
+    return won, alloc.method, alloc.status.value
+
+
+def _greedy_on_value(raw: list[tuple[str, Task, tuple[str, ...], float, float]],
+                     free: Mapping[str, tuple[float, float]]) -> tuple[dict[str, tuple[tuple[str, ...], float]], str]:
+    """What :func:`_solve_instance` answers with ``method="greedy"`` (greedy on value,
+    ``alpha=0``), computed on the bids themselves: the same scan without the instance.
+
+    The solver layer's greedy ranks the canonical instance's bids (sorted by id) by key
+    (``value``, or ``inf`` for a bid asking nothing), then value, then bid id, and accepts first fit
+    (:func:`gensolver.solvers.heuristics.first_fit_matrix`): a bid of a task not yet served fits
+    when on each of its non-zero rows ``(GPU, resource)`` the floating-point residual of the
+    limit (:func:`gensolver.model.tolerances.capacity_limit` of ``max(0, free)``) decides
+    clearly, beyond :func:`~gensolver.model.tolerances.boundary_guard`, else the exact sum
+    (:func:`math.fsum`) of the accepted demands does. Its status is ``"optimal"`` when the
+    welfare meets the per-task bound (each task's best bid that fits alone) within the solver
+    layer's gap, as :func:`gensolver.solvers.result.finish` decides, else ``"feasible"``.
+    ``tests/market/test_clearing.py`` checks both against the solver layer.
+    """
+    cap = {g: (max(0.0, float(m)), max(0.0, float(c))) for g, (m, c) in free.items()}
+    lim = {g: (capacity_limit(m), capacity_limit(c)) for g, (m, c) in cap.items()}
+    guard = {g: (boundary_guard(m), boundary_guard(c)) for g, (m, c) in lim.items()}
+    residual = {g: list(v) for g, v in lim.items()}
+    taken: dict[tuple[str, int], list[float]] = {}  # (GPU, 0 memory | 1 compute) -> accepted demands
+
+    def sized(grp: tuple[str, ...], mem: float, comp: float) -> bool:
+        """Whether the bid's size (sum of demand / capacity, inf on a row of capacity 0) is > 0."""
+        return any(d != 0.0 and (c <= 0 or d / c > 0) for g in grp for d, c in ((mem, cap[g][0]), (comp, cap[g][1])))
+
+    order = sorted(range(len(raw)), key=lambda j: (-(raw[j][4] if sized(raw[j][2], raw[j][3], raw[j][1].compute)
+                                                     else math.inf), -raw[j][4], raw[j][0]))
+    won: set[str] = set()
+    winners: list[int] = []
+    for j in order:
+        _, t, grp, mem, v = raw[j]
+        if v <= 0 or t.id in won:
+            continue
+        rows = [(g, r, d) for g in grp for r, d in ((0, float(mem)), (1, float(t.compute))) if d != 0.0]
+        for g, r, d in rows:
+            gap, gd = residual[g][r] - d, guard[g][r]
+            if gap < -gd or (gap <= gd and math.fsum([*taken.get((g, r), []), d]) > lim[g][r]):
+                break
+        else:
+            for g, r, d in rows:
+                residual[g][r] -= d
+                taken.setdefault((g, r), []).append(d)
+            won.add(t.id)
+            winners.append(j)
+    winners.sort(key=lambda j: raw[j][0])  # listed as the solver layer lists them: by bid id
+    return {raw[j][1].id: (raw[j][2], raw[j][3]) for j in winners}, _greedy_status(raw, lim, winners)
+
+
+def _greedy_status(raw: list[tuple[str, Task, tuple[str, ...], float, float]],
+                   lim: Mapping[str, tuple[float, float]], winners: list[int]) -> str:
+    """The status :func:`gensolver.solvers.result.finish` gives the greedy's answer ``winners``
+    (indices of ``raw``, by bid id; ``lim``: each GPU's memory and compute limits):
+    ``"optimal"`` when its welfare meets the trivial bound (per task, the best bid that fits
+    alone), both summed as the solver layer sums them, else ``"feasible"``."""
+    welfare = float(np.asarray([raw[j][4] for j in winners], dtype=np.float64).sum())
+    if not math.isfinite(welfare):
+        return "error"
+    by_task: dict[str, list[tuple[float, tuple[str, ...], float, float]]] = {}
+    for _, t, grp, mem, v in raw:
+        by_task.setdefault(t.id, []).append((v, grp, float(mem), float(t.compute)))
+    best = []
+    for tid in sorted(by_task):  # the canonical bidder order
+        alone = (v for v, grp, mem, comp in sorted(by_task[tid], key=lambda b: -b[0])
+                 if v > 0 and all((mem == 0.0 or mem <= lim[g][0]) and (comp == 0.0 or comp <= lim[g][1]) for g in grp))
+        best.append(next(alone, 0.0))
+    bound = float(np.asarray(best, dtype=np.float64).sum())
+    if not math.isfinite(bound):  # no bound: never proved optimal
+        return "feasible"
+    # every winner fits alone and is worth at most its task's best: bound >= welfare but for
+    # round-off, which the solver layer lifts to the welfare (a gap of 0, as relative_gap clips)
+    gap = relative_gap(welfare, bound)
+    return "optimal" if gap is not None and gap <= DEFAULT_MIP_GAP else "feasible"
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -290,8 +407,10 @@ def _tops_if_they_fit(raw: list[tuple[str, Task, tuple[str, ...], float, float]]
 
 def _task_bids(c: RoundTask, free: Mapping[str, tuple[float, float]], nodes: Mapping[str, Sequence[str]],
                levels: int, max_options: int, stay_bonus: float, switch_penalty: float, most: float,
-               allowed: Callable[[str, str], bool] | None) -> list[tuple[int, int, tuple[str, ...], float, float]]:
-    """``(level index, option index, GPUs, memory, value)`` of every XOR bid of one candidate."""
+               allowed: Callable[[str, str], bool] | None,
+               entries: _Entries | None = None) -> list[tuple[int, int, tuple[str, ...], float, float]]:
+    """``(level index, option index, GPUs, memory, value)`` of every XOR bid of one candidate
+    (``entries``: :func:`_by_node` of ``free`` and ``nodes``, when the caller has it)."""
     t = c.task
     ok = None if allowed is None else (lambda g, _id=t.id: allowed(_id, g))
     mems = _levels(t, levels)
@@ -300,8 +419,9 @@ def _task_bids(c: RoundTask, free: Mapping[str, tuple[float, float]], nodes: Map
     out: list[tuple[int, int, tuple[str, ...], float, float]] = []
     for li, mem in enumerate(mems):
         value = float(c.score) * task_speed(t, mem)
-        groups = fitting_groups(free, nodes, t.gpus, mem, t.compute, limit=max_options, allowed=ok) \
-            if mem <= most + _TOL else []
+        if entries is None:
+            entries = _by_node(free, nodes)
+        groups = _best_fit(entries, t.gpus, mem, t.compute, max_options, ok) if mem <= most + _TOL else []
         stay = c.placement is not None and c.memory is not None and abs(c.memory - mem) <= _TOL
         if c.placement is not None:  # the current GPUs under their current names and order
             here = set(c.placement)

@@ -78,9 +78,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._deprecation import method_alias
-from ..errors import InputError
+from ..errors import InputError, check_choice, check_number
 from .credit import CreditBank, CreditConfig, deferral_cost, loser_prices, smith_factor, split_relative
-from .pool import TOL, Pool, TaskView, attained, greedy_round, pinned_free_capacity
+from .pool import TOL, Pool, TaskView, attained, greedy_round, may_start_any, pinned_free_capacity
 from .reservation import Reservation, backfill, hold_capacity, reserve_first, room
 
 __all__ = ["CreditEngine", "CREDIT_POWER"]
@@ -88,23 +88,6 @@ __all__ = ["CreditEngine", "CREDIT_POWER"]
 #: the engine's default ``credit_power`` (see :class:`CreditEngine`, ``**options``)
 CREDIT_POWER = 0.25
 logger = logging.getLogger(__name__)
-
-
-def _choice(name: str, value: Any, options: tuple[str, ...]) -> str:
-    if value not in options:
-        raise InputError(f"{name} must be one of {', '.join(map(repr, options))}, got {value!r}")
-    return str(value)
-
-
-def _number(name: str, value: Any, low: float, high: float, *, open_top: bool = False) -> float:
-    """``value`` as a finite float in ``[low, high]`` (``[low, high)`` with ``open_top``)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-        and low <= value and (value < high if open_top else value <= high)
-    if not ok:
-        top = f"< {high:g}" if open_top else f"<= {high:g}"
-        raise InputError(f"{name} must be a finite number >= {low:g}" + ("" if math.isinf(high) else f" and {top}")
-                         + f", got {value!r}")
-    return float(value)
 
 
 class CreditEngine:
@@ -257,7 +240,7 @@ class CreditEngine:
         if not isinstance(between, bool):
             raise InputError(f"between must be true or false, got {between!r}")
         self.between = between
-        self.clearing = _choice("clearing", clearing, ("greedy", "solver"))
+        self.clearing = check_choice("clearing", clearing, ("greedy", "solver"))
         method = method_alias(method, solver, where="CreditEngine", default="greedy")
         if not isinstance(method, str) or not method:
             raise InputError(f"method must be a method name, got {method!r}")
@@ -268,23 +251,23 @@ class CreditEngine:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"{name} must be an integer >= 1, got {v!r}")
         self.levels, self.max_options = levels, max_options
-        self.stay_bonus = _number("stay_bonus", stay_bonus, 0.0, math.inf)
-        self.switch_penalty = _number("switch_penalty", switch_penalty, 0.0, 1.0, open_top=True)
-        self.tolerance = _number("tolerance", tolerance, 0.0, 1.0, open_top=True)
-        self.smith, self.keep = _number("smith", smith, 0.0, math.inf), _number("keep", keep, 0.0, math.inf)
-        self.reserve = math.inf if reserve == math.inf else _number("reserve", reserve, 0.0, math.inf)
-        self.reserve_long = _number("reserve_long", reserve_long, 0.0, math.inf)
-        self.calibrate, self.pay_back = _choice("calibrate", calibrate, ("max", "mean")), pay_back
-        self.overrun = _number("overrun", overrun, 0.0, 1.0)
+        self.stay_bonus = check_number("stay_bonus", stay_bonus, 0.0, math.inf)
+        self.switch_penalty = check_number("switch_penalty", switch_penalty, 0.0, 1.0, open_top=True)
+        self.tolerance = check_number("tolerance", tolerance, 0.0, 1.0, open_top=True)
+        self.smith, self.keep = check_number("smith", smith, 0.0, math.inf), check_number("keep", keep, 0.0, math.inf)
+        self.reserve = math.inf if reserve == math.inf else check_number("reserve", reserve, 0.0, math.inf)
+        self.reserve_long = check_number("reserve_long", reserve_long, 0.0, math.inf)
+        self.calibrate, self.pay_back = check_choice("calibrate", calibrate, ("max", "mean")), pay_back
+        self.overrun = check_number("overrun", overrun, 0.0, 1.0)
         self.mode, self.smoothing = options.pop("mode", "density"), options.pop("smoothing", 0.25)
         self.evidence, self.verify_memory, self.forfeit = evidence, verify_memory, forfeit
-        self.tail = _number("tail", tail, 0.0, math.inf)
-        self.income, self.limit = _choice("income", income, ("arrivals", "active")), _choice("limit", limit, ("share", "balance"))
+        self.tail = check_number("tail", tail, 0.0, math.inf)
+        self.income, self.limit = check_choice("income", income, ("arrivals", "active")), check_choice("limit", limit, ("share", "balance"))
         self._seen: set[str] = set()  # the tasks seen and not yet gone (see _forget)
         self._arrived: dict[str, int] = {}  # tasks seen so far per tenant, in order of first arrival
         self._price: dict[str, float] = {}
-        self.density, self.backfill = (_choice("density", density, ("work", "size")),
-                                       _choice("backfill", backfill, ("elastic", "preferred", "none")))
+        self.density, self.backfill = (check_choice("density", density, ("work", "size")),
+                                       check_choice("backfill", backfill, ("elastic", "preferred", "none")))
         options.setdefault("credit_power", CREDIT_POWER)  # measured: more lets urgency lies pay (docstring)
         self.bank = CreditBank(CreditConfig(), **options)
         self.lease = 5
@@ -362,18 +345,24 @@ class CreditEngine:
         rep = self._reported.get(tenant, 0.0)
         return self._worked.get(tenant, 0.0) / rep if rep > 0 else 1.0
 
-    def _kappas(self, cluster: Pool) -> dict[str, float]:
+    def _kappas(self, cluster: Pool, active: list[TaskView] | None = None,
+                running: list[TaskView] | None = None) -> dict[str, float]:
         """Per tenant, the duration factor from its finished tasks *and* its unfinished tasks
         already past their reports (work done so far: a lower bound on their true work); absent
         (1) without evidence. ``calibrate="max"``: the largest ratio work / report among them;
         ``"mean"``: total work / total reported. A truthful tenant's unfinished tasks never
         overrun, so its factor comes from its finished tasks (ratio 1); an understating tenant
-        is caught as soon as one of its tasks outlives its report, not only when one finishes."""
+        is caught as soon as one of its tasks outlives its report, not only when one finishes.
+        ``active``: the cluster's waiting then running tasks, or ``running`` the running ones,
+        when the caller has them."""
         worked, rep, top = dict(self._worked), dict(self._reported), dict(self._ratio)
         if self.evidence:
-            for s in cluster.waiting() + cluster.running():
-                done = attained(s, cluster.now)
-                if done > s.task.duration * self._band + 1e-6:
+            if active is None:
+                active = cluster.waiting() + (cluster.running() if running is None else running)
+            now, band = cluster.now, self._band
+            for s in active:
+                done = attained(s, now)
+                if done > s.task.duration * band + 1e-6:
                     t = s.task.tenant
                     worked[t] = worked.get(t, 0.0) + done
                     rep[t] = rep.get(t, 0.0) + s.task.duration
@@ -383,29 +372,30 @@ class CreditEngine:
         return {t: worked[t] / r for t, r in rep.items() if r > 0}
 
     # ------------------------------------------------------------ scoring (vectorised)
-    def _scores(self, cluster: Pool, states: list[TaskView]) -> tuple[np.ndarray, np.ndarray]:
+    def _scores(self, cluster: Pool, states: list[TaskView], active: list[TaskView] | None = None,
+                running: list[TaskView] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(score, beta)`` arrays for ``states`` from their reports (``beta``: bid per GiB-step
-        of this round's lease)."""
+        of this round's lease). ``active`` (the cluster's waiting then running tasks) and
+        ``running``, when the caller has them, spare asking the cluster again."""
         n = len(states)
         if n == 0:
             return np.zeros(0), np.zeros(0)
         now = cluster.now
         cfg = self.bank.config
         rep = [s.task for s in states]
-        arrival = np.fromiter((s.arrival for s in states), float, n)
-        kap = self._kappas(cluster)
-        kappa = np.fromiter((kap.get(t.tenant, 1.0) for t in rep), float, n)
-        dur = np.fromiter((t.duration for t in rep), float, n) * kappa
-        done = np.fromiter((attained(s, now) for s in states), float, n)
+        running = cluster.running() if running is None else running
+        kap = self._kappas(cluster, active, running)
+        # one pass over the states, one fresh contiguous array per column
+        arrival, reported, kappa, done, speed, value, urg, dl, release, size = (np.array(c, dtype=float) for c in zip(*[
+            (s.arrival, t.duration, kap.get(t.tenant, 1.0), attained(s, now),
+             s.speed if s.state == "running" and s.speed > 0 else 1.0, t.value, t.urgency,
+             math.inf if t.deadline is None else t.deadline, t.release, t.preferred_memory * t.gpus)
+            for s, t in zip(states, rep)]))
+        dur = reported * kappa
         rem = np.maximum(0.0, dur - done)
-        speed = np.fromiter((s.speed if s.state == "running" and s.speed > 0 else 1.0 for s in states), float, n)
         rho = ((now - arrival) + rem / speed) / dur
-        value = np.fromiter((t.value for t in rep), float, n)
-        urg = np.fromiter((t.urgency for t in rep), float, n)
-        dl = np.fromiter((math.inf if t.deadline is None else t.deadline for t in rep), float, n)
-        ideal = np.fromiter((t.release for t in rep), float, n) + dur  # calibrated, like rho
+        ideal = release + dur  # calibrated, like rho
         d = deferral_cost(value, urg, dur, ideal, now + rem / speed, dl, float(self.lease))
-        size = np.fromiter((t.preferred_memory * t.gpus for t in rep), float, n)
         work = size * np.maximum(rem / speed, 1.0) if self.density == "work" else size
         tenants = [t.tenant for t in rep]
         bids = self.bank.bids(tenants, d / work)
@@ -421,12 +411,12 @@ class CreditEngine:
         # what nobody else wants (served last; preempted when others wait)
         over = self._caught(states, done)
         if self.pay_back:  # a lie that cannot be stopped is paid back by its tenant's other tasks
-            owing = self._owing(cluster)
+            owing = self._owing(cluster, running)
             if owing:
                 over |= np.fromiter((t.tenant in owing for t in rep), bool, n)
         if self.smith > 0 or self.keep > 0:  # Smith's rule: shorter remaining (calibrated) work first
-            running = np.fromiter((s.state == "running" for s in states), bool, n)
-            score = score * smith_factor(rem / speed, over, running, self.smith, self.keep)
+            holding = np.fromiter((s.state == "running" for s in states), bool, n)
+            score = score * smith_factor(rem / speed, over, holding, self.smith, self.keep)
         if self.tail > 0:  # makespan-critical tasks first (a factor above any other score)
             score = np.where(rem / speed >= self.tail * self._drain(cluster, kap), score * 1e6, score)
         score = np.where(over, score * self.overrun, score)
@@ -439,11 +429,12 @@ class CreditEngine:
                                                   wait=self.reserve, long=self.reserve_long * self.lease)
         return score, bids / (size * self.lease)
 
-    def _owing(self, cluster: Pool) -> set[str]:
+    def _owing(self, cluster: Pool, running: list[TaskView] | None = None) -> set[str]:
         """Tenants with a running non-preemptible task that proved its report false (past its
         reported duration, or slower than its memory report allows): it cannot be preempted, so
-        while it runs its tenant's other tasks are scored as caught."""
-        running = [s for s in cluster.running() if not s.task.preemptible]
+        while it runs its tenant's other tasks are scored as caught. ``running``: the cluster's
+        running tasks, when the caller has them."""
+        running = [s for s in (cluster.running() if running is None else running) if not s.task.preemptible]
         if not running:
             return set()
         done = np.fromiter((attained(s, cluster.now) for s in running), float, len(running))
@@ -518,10 +509,21 @@ class CreditEngine:
             if self._short:
                 self._grow(cluster)
             return
-        score, _ = self._scores(cluster, waiting)
-        self._backfill(cluster, [waiting[k] for k in self._order(waiting, score)])
+        if self._may_start(cluster, waiting):
+            running = cluster.running()
+            score, _ = self._scores(cluster, waiting, waiting + running, running)
+            self._backfill(cluster, [waiting[k] for k in self._order(waiting, score)])
+        elif self.pay_back:  # what scoring would have observed: running tasks slower than reported
+            self._owing(cluster)
         if self._short:
             self._grow(cluster)
+
+    def _may_start(self, cluster: Pool, waiting: list[TaskView]) -> bool:
+        """Whether scoring ``waiting`` could start any of them now: with planned starts off
+        (scoring then plans nothing), only when the backfill could
+        (:func:`~gensolver.market.pool.may_start_any`)."""
+        return not math.isinf(self.reserve) or (
+            self.backfill != "none" and may_start_any(cluster, waiting, elastic=self.backfill == "elastic"))
 
     def _clear(self, cluster: Pool) -> None:
         now = cluster.now
@@ -539,7 +541,7 @@ class CreditEngine:
             self.bank.pay_income([s.task.tenant for s, c in zip(active, caught) if not c], shares=len(active))
         else:
             self.bank.pay_income([s.task.tenant for s in active])
-        score, beta = self._scores(cluster, active)
+        score, beta = self._scores(cluster, active, active, running)
         tenant_of = [s.task.tenant for s in active]
         idx = {s.id: k for k, s in enumerate(active)}
         cands = [s for s in active if s.state == "waiting" or s.task.preemptible]

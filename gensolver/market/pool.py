@@ -13,15 +13,20 @@ from __future__ import annotations
 
 from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 
+import numpy as np
+
 from ..model.tasks import GpuSpec, Task, task_speed
 from ..model.tolerances import CAPACITY_ABS_TOL
 
 __all__ = ["TOL", "Pool", "TaskView", "GpuView", "TablePool", "attained", "find_placement", "pinned_free_capacity",
-           "free_by_node", "greedy_round", "may_fit"]
+           "free_by_node", "greedy_round", "may_fit", "may_fit_many", "may_start_any", "backfill_queue"]
 
 #: capacity tolerance of placements (the simulator's, :data:`gensolver.sim.records.TOL`; both are
 #: :data:`gensolver.model.tolerances.CAPACITY_ABS_TOL`)
 TOL = CAPACITY_ABS_TOL
+#: queues longer than this are checked at once (:func:`may_fit_many`) by :func:`backfill_queue` and
+#: :func:`may_start_any`, shorter ones task by task (the same answers either way)
+SCAN = 8
 
 
 class TaskView(Protocol):
@@ -212,6 +217,33 @@ def may_fit(free: list[list[tuple[float, float]]], gpus: int, memory: float, com
     return any(sum(1 for m, c in node if m + TOL >= memory and c + TOL >= compute) >= gpus for node in free)
 
 
+def may_fit_many(free: list[list[tuple[float, float]]], gpus: np.ndarray, memory: np.ndarray,
+                 compute: np.ndarray) -> np.ndarray:
+    """:func:`may_fit` of many tasks at once: ``out[i] == may_fit(free, gpus[i], memory[i],
+    compute[i])``, the same floating-point comparisons, vectorised over tasks and GPUs.
+
+    Parameters
+    ----------
+    free : list of list of (float, float)
+        The snapshot of :func:`free_by_node`.
+    gpus, memory, compute : numpy.ndarray
+        Per task: GPUs, memory per GPU and compute per GPU asked.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``bool[n]``.
+    """
+    out = np.zeros(len(gpus), dtype=bool)
+    for node in free:
+        if not node:
+            continue
+        m, c = np.asarray(node, dtype=np.float64).T
+        count = ((m[None, :] + TOL >= memory[:, None]) & (c[None, :] + TOL >= compute[:, None])).sum(axis=1)
+        out |= count >= gpus
+    return out
+
+
 def backfill_start(cluster: Pool, st: TaskView, *, elastic: bool) -> bool:
     """Start waiting task ``st`` on what is free now; ``True`` when it started.
 
@@ -232,6 +264,59 @@ def backfill_start(cluster: Pool, st: TaskView, *, elastic: bool) -> bool:
     free = min(cluster.gpus[g].free_memory for g in gpus)
     cluster.start(st.id, gpus, max(t.min_memory, min(t.preferred_memory, free)))
     return True
+
+
+def _needs(order: Sequence[TaskView], elastic: bool) -> tuple[np.ndarray, list[float], np.ndarray]:
+    """Per task of ``order``: GPUs, the least memory per GPU the backfill tries (its minimum
+    with ``elastic``, else its preferred memory) and compute."""
+    n = len(order)
+    need = [min(st.task.min_memory, st.task.preferred_memory) if elastic else st.task.preferred_memory for st in order]
+    return (np.fromiter((st.task.gpus for st in order), np.int64, n), need,
+            np.fromiter((st.task.compute for st in order), float, n))
+
+
+def may_start_any(cluster: Pool, waiting: Sequence[TaskView], *, elastic: bool) -> bool:
+    """Whether :func:`backfill_queue` could start any of ``waiting`` now: some task fits some
+    node of the free snapshot (:func:`may_fit`) at the least memory the backfill tries. When
+    none does, the backfill starts nothing, whatever the order of the queue."""
+    free = free_by_node(cluster)
+    gpus, need, compute = _needs(waiting, elastic)
+    if len(waiting) <= SCAN:
+        return any(may_fit(free, st.task.gpus, m, st.task.compute) for st, m in zip(waiting, need))
+    return bool(may_fit_many(free, gpus, np.asarray(need, dtype=float), compute).any())
+
+
+def backfill_queue(cluster: Pool, order: Sequence[TaskView], *, elastic: bool,
+                   start: Callable[..., bool] | None = None) -> None:
+    """Start the waiting tasks of ``order`` on free capacity, in order: every one at its
+    preferred memory first, then (``elastic``) those still waiting at less, at least their
+    minimum, each by ``start(cluster, task, elastic=...)`` (default :func:`backfill_start`;
+    whatever it is, it only starts tasks: it never frees capacity).
+
+    A task that fits no node of the free snapshot (:func:`may_fit`, taken again after each
+    start) skips the placement search. Starts only take capacity, so a task that fits nowhere
+    at some point of a pass fits nowhere later in it: while more than :data:`SCAN` tasks are
+    left, one vectorised check (:func:`may_fit_many`) drops those at once, and the rest are
+    checked one by one.
+    """
+    start = backfill_start if start is None else start
+    for el in (False, True) if elastic else (False,):
+        gpus, need, compute = _needs(order, el)
+        need_a = np.asarray(need, dtype=float)
+        free = free_by_node(cluster)
+        scan = np.arange(len(order))
+        while scan.size:
+            if scan.size > SCAN:  # drop at once the tasks that fit nowhere now
+                scan = scan[may_fit_many(free, gpus[scan], need_a[scan], compute[scan])]
+            for pos, j in enumerate(scan.tolist()):
+                st = order[j]
+                if st.state == "waiting" and may_fit(free, st.task.gpus, need[j], st.task.compute) \
+                        and start(cluster, st, elastic=el):
+                    free = free_by_node(cluster)
+                    scan = scan[pos + 1:]
+                    break
+            else:
+                break
 
 
 class TableTask:

@@ -34,7 +34,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..model.tasks import task_speed
-from .pool import TOL, Pool, TaskView, attained, backfill_start, find_placement, free_by_node, may_fit
+from .pool import TOL, Pool, TaskView, attained, backfill_queue, find_placement
 
 __all__ = ["Reservation", "due_task", "plan", "reserve_first", "hold_capacity", "start_around", "room", "backfill"]
 
@@ -196,14 +196,10 @@ def backfill(cluster: Pool, order: Sequence[TaskView], *, elastic: bool, res: Re
              kappa: Mapping[str, float]) -> None:
     """The engine's backfill: waiting tasks of ``order`` start on free capacity, in that order,
     every one at its preferred memory first, then (``elastic``) those still waiting at less, at
-    least their minimum (:func:`~gensolver.market.pool.backfill_start`); under reservation
+    least their minimum (:func:`~gensolver.market.pool.backfill_queue`); under reservation
     ``res`` through :func:`start_around`."""
-    for shrink in (False, True) if elastic else (False,):
-        free = free_by_node(cluster)  # skips the placement search of a task that fits nowhere
-        for st in order:
-            t = st.task
-            if st.state == "waiting" and may_fit(free, t.gpus, min(t.min_memory, t.preferred_memory) if shrink
-                                                 else t.preferred_memory, t.compute) \
-                    and (backfill_start(cluster, st, elastic=shrink) if res is None else
-                         start_around(cluster, st, elastic=shrink, res=res, kappa=kappa)):
-                free = free_by_node(cluster)
+    if res is None:
+        backfill_queue(cluster, order, elastic=elastic)
+    else:
+        backfill_queue(cluster, order, elastic=elastic,
+                       start=lambda c, st, *, elastic: start_around(c, st, elastic=elastic, res=res, kappa=kappa))

@@ -279,6 +279,8 @@ def test_the_uncontended_shortcut_answers_as_the_solver_layer(seed, monkeypatch)
     monkeypatch.setattr(clearing, "_tops_if_they_fit", spy)
     fast = clear_round(cands, free, nodes, levels=2, max_options=3, fill=False)
     monkeypatch.setattr(clearing, "_tops_if_they_fit", lambda raw, fr: None)
+    monkeypatch.setattr(clearing, "_greedy_on_value",  # the solver layer itself, not the direct greedy
+                        lambda raw, fr: clearing._solve_instance(raw, fr, "greedy", None)[::2])
     slow = clear_round(cands, free, nodes, levels=2, max_options=3, fill=False)
     assert dict(fast.winners) == dict(slow.winners) and fast.losers == slow.losers
     if seed % 2:
