@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.patience import patience
+
 #: enough placeholder GPUs for every bundled plan at once (8 devices each)
 GPUS = 64
 SHARDS_PER_GPU = 100
@@ -53,8 +55,9 @@ class SlurmCluster:
     shards_per_gpu: int = SHARDS_PER_GPU
 
     def run(self, *argv: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
-        """A Slurm client command against this cluster."""
-        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=self.env)
+        """A Slurm client command against this cluster (``timeout`` scaled by the load:
+        :func:`tests.patience.patience`)."""
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=patience(timeout), env=self.env)
 
 
 def _free_ports(n: int) -> list[int]:
@@ -70,6 +73,7 @@ def _free_ports(n: int) -> list[int]:
 
 
 def _wait(what: str, check, timeout: float, root: Path) -> None:
+    timeout = patience(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
@@ -118,7 +122,7 @@ def _stop(pid_files: list[Path]) -> None:
 def _drain(cluster: SlurmCluster) -> None:
     """Cancel every job of the cluster and wait (10 s at most) until none is left."""
     cluster.run("scancel", "--quiet", "--user=root")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + patience(10)
     while time.monotonic() < deadline:
         out = cluster.run("squeue", "--noheader", "--format=%i")
         if out.returncode != 0 or not out.stdout.split():

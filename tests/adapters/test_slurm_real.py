@@ -23,6 +23,7 @@ import pytest
 
 from gensolver.adapters.slurm import SACCT_FIELDS
 from gensolver.executor import read_plan
+from tests.patience import patience
 
 #: one worker runs these tests, so that one cluster serves them (make test: pytest -n 2 --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("slurm")
@@ -174,7 +175,7 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
                                   hold=HOLD) == [], name
     # the emitted scripts, submitted by submit.sh: the same checks on what it printed ("key id" lines)
     ids = dict(line.split() for line in submitted.stdout.splitlines())
-    deadline = time.monotonic() + 40
+    deadline = time.monotonic() + patience(40)
     while time.monotonic() < deadline:
         rows = _sacct(slurm, list(ids.values()))
         if len(rows) == len(ids) and all(r["State"] in ("COMPLETED", "FAILED", "CANCELLED") for r in rows.values()):
@@ -252,7 +253,7 @@ def test_rerun_after_timeout_adopts_and_interrupt_cancels(slurm, tmp_path: Path,
     after = _journal(journal)
     assert [r for r in after if r["event"] == "submitted"] == [r for r in records if r["event"] == "submitted"]
     assert after[-1] == {"event": "cancelled", "jobs": sorted(ids)}
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + patience(20)
     while time.monotonic() < deadline:
         states = {r["State"].split(" ")[0] for r in _sacct(slurm, ids).values()}
         if states == {"CANCELLED"}:

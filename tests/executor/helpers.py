@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from gensolver.executor import ExecutionPlan, to_plan
 from gensolver.model import Bid, Instance, Slot, Task
+from tests.patience import patience
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -73,14 +74,16 @@ def plan_of(devices: Mapping[str, float], tasks: Mapping[str, dict[str, Any]], *
 
 
 def wait_for(cond: Callable[[], Any], timeout: float = 30.0, interval: float = 0.02, what: str = "condition") -> Any:
-    """Poll ``cond`` until truthy (returned) or fail after ``timeout`` seconds."""
+    """Poll ``cond`` until truthy (returned) or fail after ``timeout`` seconds, scaled by the
+    machine's load (:func:`tests.patience.patience`)."""
+    timeout = patience(timeout)
     deadline = time.monotonic() + timeout
     while True:
         val = cond()
         if val:
             return val
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
 
 

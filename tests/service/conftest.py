@@ -24,6 +24,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from gensolver import GensolverDeprecationWarning  # noqa: E402
 from gensolver.service import Settings, create_app  # noqa: E402
 from gensolver.service.auth import add_token  # noqa: E402
+from tests.patience import patience  # noqa: E402
 
 
 def gentask(name: str, *, preferred: str = "20Gi", minimum: str | None = None, duration: str = "10m",
@@ -135,13 +136,16 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> Server:
+    def start(self, timeout: float = 60.0) -> Server:
+        """Start the process and wait until it answers ``/healthz`` on its own port, at most
+        ``timeout`` seconds scaled by the machine's load (:func:`tests.patience.patience`)."""
         self.log = (self.logs or Path(self.db).parent) / f"serve.{self.port}.{int(time.time() * 1000)}.log"
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(self.log, "w") as fh:
             self.proc = subprocess.Popen(GENSOLVER + ["serve", "--db", str(self.db), "--port", str(self.port),
                                                       "--log-level", "warning"] + self.args,
                                          stdout=fh, stderr=subprocess.STDOUT, env=env)
+        timeout = patience(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -153,7 +157,7 @@ class Server:
                 pass
             time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"gensolver serve did not answer within {timeout} s: {self.log.read_text()}")
+        raise RuntimeError(f"gensolver serve did not answer within {timeout:g} s: {self.log.read_text()}")
 
     def _listening(self) -> bool:
         """Whether *this* process holds the port: with tests on two workers, a port found free
@@ -188,7 +192,7 @@ def server_factory(tmp_path: Path) -> Iterator[Any]:
     """``make(*args)`` starts a real server on a free port of 127.0.0.1 (stopped at the end)."""
     started: list[Server] = []
 
-    def make(*args: str, db: Path | str | None = None, timeout: float = 30.0) -> Server:
+    def make(*args: str, db: Path | str | None = None, timeout: float = 60.0) -> Server:
         for attempt in range(3):  # a port found free may be taken before the server binds it
             srv = Server(db or tmp_path / "market.db", free_port(), list(args), logs=tmp_path)
             started.append(srv)

@@ -10,6 +10,8 @@ import time
 import httpx
 import pytest
 
+from tests.patience import patience
+
 from .conftest import free_port, gentask, token_direct
 
 PROMETHEUS = shutil.which("prometheus")
@@ -35,7 +37,7 @@ def prometheus(tmp_path):
                                  f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
         procs.append((proc, log))
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while time.monotonic() < deadline:
             try:
                 if httpx.get(url + "/-/ready", timeout=1).status_code == 200:
