@@ -36,7 +36,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
@@ -85,6 +84,8 @@ def violated_cliques(P: MatrixProblem, x: np.ndarray, *, tol: float = VIOLATION)
     S = np.flatnonzero(x > SUPPORT)
     if S.size < 2:
         return []
+    import networkx as nx  # here, not at the top: the CLI starts without it
+
     C = conflicts(P, S)
     G = nx.Graph()
     G.add_nodes_from(range(S.size))

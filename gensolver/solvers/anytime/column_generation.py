@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from ..exact.common import add_packing_columns, highs_packing_master
 from ..formulation.bounds import dual_bound, lagrangian_bound, reduced_costs
@@ -59,6 +58,8 @@ def _master(P: MatrixProblem, cols: np.ndarray, time_limit: float | None) -> tup
     opts: dict[str, Any] = {}
     if time_limit is not None:
         opts["time_limit"] = max(1e-3, float(time_limit))
+    from scipy.optimize import linprog  # here, not at the top: the CLI starts without it
+
     res = linprog(-P.values[cols], A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs", options=opts)
     if res.status != 0 or res.x is None:
         return res, None, None

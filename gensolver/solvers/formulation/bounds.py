@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from .problem import MatrixProblem, fit_mask
 
@@ -96,6 +95,8 @@ def lp_relaxation(P: MatrixProblem, *, time_limit: float | None = None) -> LpRel
     opts: dict[str, Any] = {"presolve": True}
     if time_limit is not None:
         opts["time_limit"] = float(max(time_limit, 1e-3))
+    from scipy.optimize import linprog  # here, not at the top: the CLI starts without it
+
     res = linprog(-P.values, A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs", options=opts)
     trivial = trivial_bound(P)
     if res.status != 0 or res.x is None:
