@@ -20,14 +20,17 @@ demo: $(STAMP)
 
 # lint first (ruff, mypy, then lint-imports for the layers of docs/contributing.md: about 15 s on
 # 2 cores), then every test (--dist loadgroup: the
-# tests marked xdist_group("slurm") share one worker, and so one local Slurm)
+# tests marked xdist_group("slurm") share one worker, and so one local Slurm).
+# The tests write bytecode even where PYTHONDONTWRITEBYTECODE is set: the package is compiled
+# once per checkout, not again by each `gensolver` process the tests start.
+TEST_ENV = env -u PYTHONDONTWRITEBYTECODE
 test: lint
-	$(PY) -m pytest -n 2 --dist loadgroup -q
+	$(TEST_ENV) $(PY) -m pytest -n 2 --dist loadgroup -q
 
 # the tests that run real processes on a plan's clock, LOAD_ROUNDS times (default 1), while every core runs a busy loop
 # (stress-ng when installed, else Python loops): a test that races wall time fails here
 test-load: $(STAMP)
-	PY=$(PY) scripts/test_under_load.sh $(LOAD_ROUNDS) -n 2 --dist loadgroup
+	$(TEST_ENV) PY=$(PY) scripts/test_under_load.sh $(LOAD_ROUNDS) -n 2 --dist loadgroup
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check gensolver tests benchmarks scripts
@@ -35,7 +38,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -n 2 -q -m slow
+	$(TEST_ENV) $(PY) -m pytest -n 2 -q -m slow
 
 # quick versions of every benchmark (see benchmarks/README.md for the full runs)
 bench: $(STAMP)
