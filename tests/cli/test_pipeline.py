@@ -77,8 +77,8 @@ def test_gentask_yaml_to_a_run_with_the_cli_alone(tmp_path: Path) -> None:
     res = cli("plan", "jobs.yaml", *shape, "-o", "direct.json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert read_plan(tmp_path / "direct.json").to_dict() == plan.to_dict()
-    # 4. plan -> run (simulated devices; each window 30 s of wall time, each command exits at once)
-    res = cli("run", "plan.json", "--backend", "sim", "--time-scale", "0.5", "--poll", "0.02", "--json",
+    # 4. plan -> run (simulated devices; each window 3 s of wall time, each command exits at once)
+    res = cli("run", "plan.json", "--backend", "sim", "--time-scale", "0.05", "--poll", "0.02", "--json",
               cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     outcomes = {t["task"]: t["outcome"] for t in json.loads(res.stdout)["tasks"]}
