@@ -150,6 +150,8 @@ class CreditEngine:
         smallest such ratio here (and only here): an inflated duration buys no reservation.
     reserve_long : float, keyword-only
         Rounds (leases) a task's reported duration must span to get a planned start (default 20).
+    reserve_hold : bool, keyword-only
+        Such a long task not yet due does not start while another task waits (default False).
     limit : {"share", "balance"}, keyword-only
         A running task pays ``price x GiB x lease`` per round, at most its income share of the
         round (``"share"``: ``income / tasks seen so far``, so no payment depends on which
@@ -233,7 +235,7 @@ class CreditEngine:
                  method: str = "greedy", budget: float | None = None, levels: int = 1, stay_bonus: float = 0.05,
                  switch_penalty: float = 0.2, max_options: int = 8, between: bool = True,
                  solver: str | None = None, reserve: float = math.inf, reserve_long: float = 20.0,
-                 keep: float = 0.0, **options: Any) -> None:
+                 keep: float = 0.0, reserve_hold: bool = False, **options: Any) -> None:
         self.rounds: list[dict[str, Any]] = []
         #: per task holding GPUs after the last boundary round: ``price x GiB x GPUs x lease``
         self.payments: dict[str, float] = {}
@@ -257,6 +259,7 @@ class CreditEngine:
         self.smith, self.keep = check_number("smith", smith, 0.0, math.inf), check_number("keep", keep, 0.0, math.inf)
         self.reserve = math.inf if reserve == math.inf else check_number("reserve", reserve, 0.0, math.inf)
         self.reserve_long = check_number("reserve_long", reserve_long, 0.0, math.inf)
+        self.reserve_hold = check_choice("reserve_hold", {1: "True", 0: "False"}.get(reserve_hold, reserve_hold), ("False", "True")) == "True"
         self.calibrate, self.pay_back = check_choice("calibrate", calibrate, ("max", "mean")), pay_back
         self.overrun = check_number("overrun", overrun, 0.0, 1.0)
         self.mode, self.smoothing = options.pop("mode", "density"), options.pop("smoothing", 0.25)
@@ -279,6 +282,7 @@ class CreditEngine:
         self._short: set[str] = set()  # tasks seen a little slow at their report: an estimate, not a lie
         self._held: Reservation | None = None  # this pass's reservation (reservation.py), with the duration
         self._kap: Mapping[str, float] = {}  # factors it was planned with
+        self._hold: frozenset[str] = frozenset()  # long tasks held back until due (reserve_hold)
 
     @property
     def balances(self) -> dict[str, float]:
@@ -421,12 +425,9 @@ class CreditEngine:
             score = np.where(rem / speed >= self.tail * self._drain(cluster, kap), score * 1e6, score)
         score = np.where(over, score * self.overrun, score)
         if not math.isinf(self.reserve):  # a planned start for a long task, not a gap lottery
-            # reported durations proved too long count at the tenant's smallest ratio: inflating
-            # one's durations must not buy a reservation
-            low = np.fromiter((self._low.get(t.tenant, 1.0) for t in rep), float, n)
-            kap_r = {**kap, **{t: kap.get(t, 1.0) * f for t, f in self._low.items()}}
-            self._held, self._kap = reserve_first(cluster, states, score, np.where(over, math.inf, dur * low), kap_r,
-                                                  wait=self.reserve, long=self.reserve_long * self.lease)
+            self._held, self._kap, self._hold = reserve_first(
+                cluster, states, score, np.where(over, math.inf, dur), kap, wait=self.reserve,
+                long=self.reserve_long * self.lease, low=self._low, hold=self.reserve_hold)
         return score, bids / (size * self.lease)
 
     def _owing(self, cluster: Pool, running: list[TaskView] | None = None) -> set[str]:
@@ -499,7 +500,7 @@ class CreditEngine:
         income are ``cluster.emit("credit", ...)`` calls."""
         if not boundary and not self.between:
             return
-        self._held = None
+        self._held, self._hold = None, frozenset()
         if boundary:
             self._clear(cluster)
             return
@@ -544,7 +545,7 @@ class CreditEngine:
         score, beta = self._scores(cluster, active, active, running)
         tenant_of = [s.task.tenant for s in active]
         idx = {s.id: k for k, s in enumerate(active)}
-        cands = [s for s in active if s.state == "waiting" or s.task.preemptible]
+        cands = [s for s in active if (s.state == "waiting" or s.task.preemptible) and s.id not in self._hold]
         cap = hold_capacity(self._held, pinned_free_capacity(cluster))
         order = sorted(cands, key=lambda s: (-float(score[idx[s.id]]), s.arrival, s.id))
         if self.clearing == "solver":
@@ -621,7 +622,8 @@ class CreditEngine:
         """Left-out tasks start on free capacity in ``order``: every one at its preferred memory
         first, then (``"elastic"``) those still waiting at less, at least their minimum."""
         if self.backfill != "none":
-            backfill(cluster, order, elastic=self.backfill == "elastic", res=self._held, kappa=self._kap)
+            backfill(cluster, [s for s in order if s.id not in self._hold], elastic=self.backfill == "elastic",
+                     res=self._held, kappa=self._kap)
 
     def _grow(self, cluster: Pool) -> None:
         """Running tasks below their preferred memory grow into free memory; a task seen slow

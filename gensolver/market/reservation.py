@@ -36,7 +36,7 @@ import numpy as np
 from ..model.tasks import task_speed
 from .pool import TOL, Pool, TaskView, attained, backfill_queue, find_placement
 
-__all__ = ["Reservation", "due_task", "plan", "reserve_first", "hold_capacity", "start_around", "room", "backfill"]
+__all__ = ["Reservation", "due_task", "held_back", "plan", "reserve_first", "hold_capacity", "start_around", "room", "backfill"]
 
 
 @dataclass(frozen=True)
@@ -71,16 +71,32 @@ def due_task(states: Sequence[TaskView], now: float, duration: np.ndarray, *, wa
 
 
 def reserve_first(cluster: Pool, states: Sequence[TaskView], score: np.ndarray, duration: np.ndarray,
-                  kappa: Mapping[str, float], *, wait: float, long: float
-                  ) -> tuple[Reservation | None, Mapping[str, float]]:
-    """This pass's reservation (:func:`due_task`, :func:`plan`) and the duration factors
-    ``kappa`` it was planned with; the due task's ``score`` is raised above every other (in
-    place), so it starts first wherever it fits."""
+                  kappa: Mapping[str, float], *, wait: float, long: float, low: Mapping[str, float] | None = None,
+                  hold: bool = False) -> tuple[Reservation | None, Mapping[str, float], frozenset[str]]:
+    """This pass's reservation (:func:`due_task`, :func:`plan`), the duration factors it was
+    planned with, and (``hold``) the tasks :func:`held_back`; the due task's ``score`` is raised
+    above every other (in place), so it starts first wherever it fits. ``low``: per tenant, the
+    smallest ratio work / report of its over-reported finished tasks; its durations (and
+    ``kappa``) count at that ratio."""
+    low = low or {}
+    duration = duration * np.fromiter((low.get(s.task.tenant, 1.0) for s in states), float, len(states))
+    kappa = {**kappa, **{t: kappa.get(t, 1.0) * f for t, f in low.items()}}
     k = due_task(states, cluster.now, duration, wait=wait, long=long)
     res = None if k is None else plan(cluster, states[k], kappa)
     if k is not None and res is not None:
         score[k] = max(float(score.max()), 1e-300) * 1e9
-    return res, kappa
+    return res, kappa, held_back(states, cluster.now, duration, wait=wait, long=long) if hold else frozenset()
+
+
+def held_back(states: Sequence[TaskView], now: float, duration: np.ndarray, *, wait: float,
+              long: float) -> frozenset[str]:
+    """Ids of the waiting non-preemptible tasks long enough to become due (:func:`due_task`)
+    that are not due yet: they do not start before then, unless no other task of ``states``
+    waits (then holding them would only leave capacity idle)."""
+    ids = frozenset(s.id for k, s in enumerate(states) if s.state == "waiting" and not s.task.preemptible
+                    and math.isfinite(float(duration[k])) and float(duration[k]) >= long - 1e-9
+                    and now - s.arrival < wait * float(duration[k]) - 1e-9)
+    return ids if any(s.state == "waiting" and s.id not in ids for s in states) else frozenset()
 
 
 def projected_end(st: TaskView, now: float, kappa: float) -> float:
@@ -148,11 +164,16 @@ def _outlasting(cluster: Pool, g: str, res: Reservation, kappa: Mapping[str, flo
                if projected_end(s, now, kappa.get(s.task.tenant, 1.0)) > res.start + 1e-9)
 
 
+def _void(cluster: Pool, res: Reservation | None) -> bool:
+    """No reservation, or its task no longer waits (it started: its memory is its own now)."""
+    return res is None or cluster.tasks[res.task].state != "waiting"
+
+
 def room(cluster: Pool, g: str, res: Reservation | None, kappa: Mapping[str, float]) -> float:
     """Free memory on GPU ``g`` that a task running past the planned start may take: all of it
     off the reserved GPUs, else what the reserved task and the tasks outlasting the start leave."""
     free = cluster.gpus[g].free_memory
-    if res is None or g not in res.gpus:
+    if res is None or _void(cluster, res) or g not in res.gpus:
         return free
     return max(0.0, min(free, cluster.gpus[g].spec.memory - res.memory - _outlasting(cluster, g, res, kappa)))
 
@@ -161,7 +182,7 @@ def _capacity(cluster: Pool, st: TaskView, memory: float, res: Reservation,
               kappa: Mapping[str, float]) -> dict[str, tuple[float, float]] | None:
     """What waiting task ``st`` with ``memory`` GiB may use under ``res``: ``None`` (all that is
     free) for the reserved task and a task projected to end by the planned start."""
-    if st.id == res.task:
+    if st.id == res.task or _void(cluster, res):
         return None
     speed = task_speed(st.task, memory)
     rem = max(0.0, st.task.duration * kappa.get(st.task.tenant, 1.0) - attained(st, cluster.now))

@@ -123,6 +123,9 @@ def test_options_are_checked() -> None:
         CreditEngine(reserve=-1.0)
     with pytest.raises(InputError, match="reserve_long"):
         CreditEngine(reserve_long=float("nan"))
+    with pytest.raises(InputError, match="reserve_hold"):
+        CreditEngine(reserve_hold="yes")
+    assert CreditEngine(reserve_hold=1).reserve_hold is True and CreditEngine(reserve_hold=0).reserve_hold is False
 
 
 def _history(engine: CreditEngine, worked: float) -> None:
@@ -207,3 +210,23 @@ def test_reruns_are_byte_identical_with_an_inflating_tenant() -> None:
     runs = [simulate(lied, policy="market", policy_options=ON) for _ in range(2)]
     logs = [json.dumps([e.to_dict() for e in r.events], sort_keys=True) for r in runs]
     assert logs[0] == logs[1] and runs[0].metrics.completed == len(w.tasks)
+
+
+HOLD = {"reserve": 1.0, "reserve_long": 10.0, "reserve_hold": True}
+
+
+@pytest.mark.parametrize("boundary", [False, True])
+@pytest.mark.parametrize(("now", "others", "started"), [
+    (50.0, True, {"S"}),  # L (arrived 0, 100 steps) is due at 100: held while S waits
+    (50.0, False, {"L"}),  # nothing else waits: holding L would leave the GPU idle
+    (100.0, True, {"S", "L"}),  # due: L goes first and S still fits beside it
+])
+def test_reserve_hold_keeps_a_long_task_back_until_due(boundary: bool, now: float, others: bool,
+                                                        started: set[str]) -> None:
+    for opts, want in ((HOLD, started), ({}, {"L", "S"} if others else {"L"})):
+        pool = TablePool([GpuSpec("g0", 16.0, node="n0")], now=now, lease=5)
+        pool.add(_task("L", 6.0, 100), remaining=100)
+        if others:
+            pool.add(_task("S", 8.0, 5, tenant="c", release=int(now)), remaining=5)
+        CreditEngine(**opts).round(pool, boundary)
+        assert {s.id for s in pool.running()} == want, opts
