@@ -278,11 +278,16 @@ def _needs(order: Sequence[TaskView], elastic: bool) -> tuple[np.ndarray, list[f
 def may_start_any(cluster: Pool, waiting: Sequence[TaskView], *, elastic: bool) -> bool:
     """Whether :func:`backfill_queue` could start any of ``waiting`` now: some task fits some
     node of the free snapshot (:func:`may_fit`) at the least memory the backfill tries. When
-    none does, the backfill starts nothing, whatever the order of the queue."""
+    none does, the backfill starts nothing, whatever the order of the queue. The first
+    :data:`SCAN` tasks are checked one by one (a fit is usually found early), the rest at once."""
     free = free_by_node(cluster)
-    gpus, need, compute = _needs(waiting, elastic)
-    if len(waiting) <= SCAN:
-        return any(may_fit(free, st.task.gpus, m, st.task.compute) for st, m in zip(waiting, need))
+    if any(may_fit(free, st.task.gpus, min(st.task.min_memory, st.task.preferred_memory) if elastic
+                   else st.task.preferred_memory, st.task.compute) for st in waiting[:SCAN]):
+        return True
+    rest = waiting[SCAN:]
+    if not rest:
+        return False
+    gpus, need, compute = _needs(rest, elastic)
     return bool(may_fit_many(free, gpus, np.asarray(need, dtype=float), compute).any())
 
 
@@ -295,9 +300,10 @@ def backfill_queue(cluster: Pool, order: Sequence[TaskView], *, elastic: bool,
 
     A task that fits no node of the free snapshot (:func:`may_fit`, taken again after each
     start) skips the placement search. Starts only take capacity, so a task that fits nowhere
-    at some point of a pass fits nowhere later in it: while more than :data:`SCAN` tasks are
-    left, one vectorised check (:func:`may_fit_many`) drops those at once, and the rest are
-    checked one by one.
+    at some point of a pass fits nowhere later in it: one vectorised check
+    (:func:`may_fit_many`) drops those at once at the start of a pass, and again after a start
+    once more than :data:`SCAN` tasks in a row were checked in vain (while more than
+    :data:`SCAN` are left); the rest are checked one by one.
     """
     start = backfill_start if start is None else start
     for el in (False, True) if elastic else (False,):
@@ -305,18 +311,21 @@ def backfill_queue(cluster: Pool, order: Sequence[TaskView], *, elastic: bool,
         need_a = np.asarray(need, dtype=float)
         free = free_by_node(cluster)
         scan = np.arange(len(order))
-        while scan.size:
-            if scan.size > SCAN:  # drop at once the tasks that fit nowhere now
-                scan = scan[may_fit_many(free, gpus[scan], need_a[scan], compute[scan])]
-            for pos, j in enumerate(scan.tolist()):
-                st = order[j]
-                if st.state == "waiting" and may_fit(free, st.task.gpus, need[j], st.task.compute) \
-                        and start(cluster, st, elastic=el):
-                    free = free_by_node(cluster)
-                    scan = scan[pos + 1:]
-                    break
+        stale, misses, pos = True, 0, 0
+        while pos < scan.size:
+            if stale and scan.size - pos > SCAN and (pos == 0 or misses > SCAN):  # drop those that fit nowhere now
+                scan = scan[pos:][may_fit_many(free, gpus[scan[pos:]], need_a[scan[pos:]], compute[scan[pos:]])]
+                stale, misses, pos = False, 0, 0
+                continue
+            j = int(scan[pos])
+            pos += 1
+            st = order[j]
+            if st.state == "waiting" and may_fit(free, st.task.gpus, need[j], st.task.compute) \
+                    and start(cluster, st, elastic=el):
+                free = free_by_node(cluster)
+                stale, misses = True, 0
             else:
-                break
+                misses += 1
 
 
 class TableTask:

@@ -135,6 +135,26 @@ def test_may_fit_many_is_may_fit_task_by_task(seed):
     assert any(expect) and not all(expect)
 
 
+@pytest.mark.parametrize("n", [5, 20])
+@pytest.mark.parametrize("fit", range(21))
+def test_may_start_any_is_any_may_fit(fit, n):
+    """The queue check is ``may_fit`` over the whole queue, at minimum memory with ``elastic``:
+    a queue where at most one task fits, at each place, the one-by-one head or the rest."""
+    pool = TablePool([GpuSpec(f"g{i}", 16.0, node=f"n{i % 2}") for i in range(4)], now=0.0, lease=5)
+    pool.add(Task("r0", 12.0, 12.0, 10, 1.0, compute=0.5), remaining=10.0, gpus=("g0",), memory=12.0)
+    for i in range(n):  # 20 GiB fits nowhere; task `fit` asks 8 (or 8 at least, 20 preferred)
+        low = 8.0 if i == fit else 20.0
+        pool.add(Task(f"w{i}", min_memory=low, preferred_memory=20.0, duration=10, value=1.0, compute=0.25),
+                 remaining=10.0)
+    waiting = pool.waiting()
+    free = free_by_node(pool)
+    for elastic in (False, True):
+        expect = any(may_fit(free, s.task.gpus, s.task.min_memory if elastic else s.task.preferred_memory,
+                             s.task.compute) for s in waiting)
+        assert market_pool.may_start_any(pool, waiting, elastic=elastic) == expect
+        assert expect == (elastic and fit < n)
+
+
 def _log(result) -> bytes:
     return json.dumps([e.to_dict() for e in result.events], sort_keys=True).encode()
 
