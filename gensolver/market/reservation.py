@@ -21,6 +21,9 @@ worked less than ``1 - tolerance`` of its report) at its smallest such ratio her
 inflating durations to pass ``reserve_long`` buys no reservation once one inflated task has
 finished.
 
+With ``reserve_hold`` a long task that is not due yet does not start at all while another
+task waits (:func:`held_back`): it starts when due or when nothing else waits.
+
 The plan is a function of the state and the reports alone (no memory between passes), so a
 restarted engine plans as this one would and reruns are byte-identical.
 """
