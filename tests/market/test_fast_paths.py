@@ -60,9 +60,7 @@ def _random_bids(seed: int):
 
 @pytest.mark.parametrize("seed", range(60))
 def test_the_direct_greedy_answers_as_the_solver_layer(seed):
-    raw, free = _random_bids(seed)
-    if not raw:
-        pytest.skip("no bid fits")
+    raw, free = _random_bids(seed)  # seed 49 draws a round where no bid fits: both answer nothing, optimal
     won, status = clearing._greedy_on_value(raw, free)
     ref_won, ref_status = _solver_layer(raw, free)
     assert list(won.items()) == list(ref_won.items())  # the same winners, listed in the same order
