@@ -253,6 +253,12 @@ def smith_factor(left: np.ndarray, over: np.ndarray, running: np.ndarray, smith:
     -------
     numpy.ndarray
         One factor per candidate.
+
+    References
+    ----------
+    .. [1] W. E. Smith, "Various optimizers for single-stage production", *Naval Research
+       Logistics Quarterly* 3(1-2), pp. 59-66, 1956 (weighted shortest processing time first
+       minimises the weighted sum of completion times on one machine).
     """
     left = np.maximum(left, 1e-9)
     honest = left[~over] if (~over).any() else left

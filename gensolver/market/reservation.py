@@ -26,6 +26,16 @@ task waits (:func:`held_back`): it starts when due or when nothing else waits.
 
 The plan is a function of the state and the reports alone (no memory between passes), so a
 restarted engine plans as this one would and reruns are byte-identical.
+
+References
+----------
+.. [1] D. Lifka, "The ANL/IBM SP scheduling system", in *Job Scheduling Strategies for
+   Parallel Processing* (JSSPP), LNCS 949, pp. 295-303, 1995 (EASY backfilling: one
+   reservation, for the job at the head of the queue).
+.. [2] A. W. Mu'alem and D. G. Feitelson, "Utilization, predictability, workloads, and user
+   runtime estimates in scheduling the IBM SP2 with backfilling", *IEEE Transactions on
+   Parallel and Distributed Systems* 12(6), pp. 529-543, 2001 (backfilling on users' run-time
+   estimates, which are often inflated).
 """
 
 from __future__ import annotations
