@@ -41,7 +41,8 @@ Each round boundary (every ``lease`` steps):
 Progress is what the scheduler observes: a running task's attained work counts its progress
 since its last event (:func:`attained`), whatever it reported. A report is *proved false*
 only beyond a tolerance band (``tolerance``: a report at least 95% of the truth is never
-caught): estimation errors are not lies. Four rules act on reports proved false (a truthful
+caught): estimation errors are not lies (:class:`gensolver.market.evidence.ReportAudit` holds
+what was observed and decides). Four rules act on reports proved false (a truthful
 task is never caught, so they change nothing in a truthful run):
 
 - **Calibration.** Reported durations are scaled, per tenant, by the largest ratio observed
@@ -80,6 +81,7 @@ import numpy as np
 from .._deprecation import method_alias
 from ..errors import InputError, check_choice, check_number
 from .credit import CreditBank, CreditConfig, deferral_cost, loser_prices, smith_factor, split_relative
+from .evidence import ReportAudit
 from .pool import TOL, Pool, TaskView, attained, greedy_round, may_start_any, pinned_free_capacity
 from .reservation import Reservation, backfill, hold_capacity, reserve_first, room
 
@@ -274,12 +276,9 @@ class CreditEngine:
         options.setdefault("credit_power", CREDIT_POWER)  # measured: more lets urgency lies pay (docstring)
         self.bank = CreditBank(CreditConfig(), **options)
         self.lease = 5
-        self._worked: dict[str, float] = {}
-        self._reported: dict[str, float] = {}
-        self._ratio: dict[str, float] = {}  # largest observed work / reported duration of a finished task
-        self._low: dict[str, float] = {}  # smallest such ratio below the band (over-reported), for reservations
-        self._slow: set[str] = set()  # tasks seen running slower than their memory report allows
-        self._short: set[str] = set()  # tasks seen a little slow at their report: an estimate, not a lie
+        #: what was observed against the reports (calibration, overruns, slow tasks)
+        self.audit = ReportAudit(tolerance=self.tolerance, evidence=evidence, calibrate=self.calibrate,
+                                 verify_memory=verify_memory)
         self._held: Reservation | None = None  # this pass's reservation (reservation.py), with the duration
         self._kap: Mapping[str, float] = {}  # factors it was planned with
         self._hold: frozenset[str] = frozenset()  # long tasks held back until due (reserve_hold)
@@ -293,7 +292,7 @@ class CreditEngine:
         """Each tenant's price per GiB-step after the last boundary round (0 when absent)."""
         return dict(self._price)
 
-    _STATE = ("_seen", "_arrived", "_price", "_worked", "_reported", "_ratio", "_low", "_slow", "_short")  # see state()
+    _STATE = ("_seen", "_arrived", "_price")  # see state(); then the audit's (ReportAudit.STATE)
 
     def state(self) -> dict[str, Any]:
         """The engine's memory between rounds, balances included, JSON-ready: what a restarted
@@ -301,7 +300,7 @@ class CreditEngine:
         leaves only its tenant's task count (income) and calibration sums."""
         out: dict[str, Any] = {k: sorted(v) if isinstance(v, set) else v for k, v in
                                ((k.lstrip("_"), getattr(self, k)) for k in self._STATE)}
-        return {**out, "balances": dict(self.bank.balances)}
+        return {**out, **self.audit.state(), "balances": dict(self.bank.balances)}
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state` returned (``arrived`` may be the earlier list of owners)."""
@@ -311,6 +310,7 @@ class CreditEngine:
                 v = dict(Counter(map(str, v)))
             if v is not None:
                 setattr(self, k, set(v) if isinstance(getattr(self, k), set) else type(getattr(self, k))(v))
+        self.audit.load_state(state)
         self.bank.balances.update({str(t): float(b) for t, b in state.get("balances", {}).items()})
 
     def forget(self, task_id: str) -> None:
@@ -321,59 +321,24 @@ class CreditEngine:
     def _forget(self, ids: Any) -> None:
         gone = set(ids)
         self._seen -= gone
-        self._slow -= gone
-        self._short -= gone
+        self.audit.forget(gone)
 
     def _retain(self, active: set[str]) -> None:  # a boundary pool holds every task not yet gone
-        self._forget([tid for tid in (self._seen | self._slow | self._short) if tid not in active])
+        self._forget([tid for tid in (self._seen | self.audit.tracked()) if tid not in active])
 
     def _payers(self) -> list[str]:  # one owner per task seen (income="arrivals")
         return [t for t, k in self._arrived.items() for _ in range(k)]
 
     def learn(self, st: TaskView) -> None:
         """A task finished: its observed work against its reported duration, per tenant
-        (the evidence calibration uses); the task itself is then forgotten (:meth:`forget`)."""
-        done = st.executed - st.overhead - st.lost
-        t = st.task
-        self._worked[t.tenant] = self._worked.get(t.tenant, 0.0) + done
-        self._reported[t.tenant] = self._reported.get(t.tenant, 0.0) + t.duration
-        if t.duration > 0:
-            self._ratio[t.tenant] = max(self._ratio.get(t.tenant, 0.0), self._beyond_band(done / t.duration))
-            if done / t.duration < 1.0 - self.tolerance - 1e-9:
-                self._low[t.tenant] = min(self._low.get(t.tenant, 1.0), done / t.duration)
+        (:meth:`~gensolver.market.evidence.ReportAudit.learn`, the evidence calibration uses); the task itself is then
+        forgotten (:meth:`forget`)."""
+        self.audit.learn(st)
         self._forget((st.id,))
 
     def calibration(self, tenant: str) -> float:
-        """Observed work / reported duration over the tenant's finished tasks, in total (1 before
-        any; the ``calibrate="mean"`` factor without running evidence)."""
-        rep = self._reported.get(tenant, 0.0)
-        return self._worked.get(tenant, 0.0) / rep if rep > 0 else 1.0
-
-    def _kappas(self, cluster: Pool, active: list[TaskView] | None = None,
-                running: list[TaskView] | None = None) -> dict[str, float]:
-        """Per tenant, the duration factor from its finished tasks *and* its unfinished tasks
-        already past their reports (work done so far: a lower bound on their true work); absent
-        (1) without evidence. ``calibrate="max"``: the largest ratio work / report among them;
-        ``"mean"``: total work / total reported. A truthful tenant's unfinished tasks never
-        overrun, so its factor comes from its finished tasks (ratio 1); an understating tenant
-        is caught as soon as one of its tasks outlives its report, not only when one finishes.
-        ``active``: the cluster's waiting then running tasks, or ``running`` the running ones,
-        when the caller has them."""
-        worked, rep, top = dict(self._worked), dict(self._reported), dict(self._ratio)
-        if self.evidence:
-            if active is None:
-                active = cluster.waiting() + (cluster.running() if running is None else running)
-            now, band = cluster.now, self._band
-            for s in active:
-                done = attained(s, now)
-                if done > s.task.duration * band + 1e-6:
-                    t = s.task.tenant
-                    worked[t] = worked.get(t, 0.0) + done
-                    rep[t] = rep.get(t, 0.0) + s.task.duration
-                    top[t] = max(top.get(t, 0.0), done / s.task.duration)
-        if self.calibrate == "max":
-            return {t: top[t] for t, r in rep.items() if r > 0}
-        return {t: worked[t] / r for t, r in rep.items() if r > 0}
+        """:meth:`~gensolver.market.evidence.ReportAudit.calibration` of ``tenant``."""
+        return self.audit.calibration(tenant)
 
     # ------------------------------------------------------------ scoring (vectorised)
     def _scores(self, cluster: Pool, states: list[TaskView], active: list[TaskView] | None = None,
@@ -388,7 +353,7 @@ class CreditEngine:
         cfg = self.bank.config
         rep = [s.task for s in states]
         running = cluster.running() if running is None else running
-        kap = self._kappas(cluster, active, running)
+        kap = self.audit.kappas(now, cluster.waiting() + running if active is None else active)
         # one pass over the states, one fresh contiguous array per column
         arrival, reported, kappa, done, speed, value, urg, dl, release, size = (np.array(c, dtype=float) for c in zip(*[
             (s.arrival, t.duration, kap.get(t.tenant, 1.0), attained(s, now),
@@ -413,9 +378,9 @@ class CreditEngine:
         score = np.power(np.maximum(rho, 1e-9), cfg.rho_power) * np.power(rel, cfg.credit_power)
         # a task that ran past its reported duration proved its report false: it keeps only
         # what nobody else wants (served last; preempted when others wait)
-        over = self._caught(states, done)
+        over = self.audit.caught(states, done)
         if self.pay_back:  # a lie that cannot be stopped is paid back by its tenant's other tasks
-            owing = self._owing(cluster, running)
+            owing = self.audit.owing(now, running)
             if owing:
                 over |= np.fromiter((t.tenant in owing for t in rep), bool, n)
         if self.smith > 0 or self.keep > 0:  # Smith's rule: shorter remaining (calibrated) work first
@@ -427,49 +392,8 @@ class CreditEngine:
         if not math.isinf(self.reserve):  # a planned start for a long task, not a gap lottery
             self._held, self._kap, self._hold = reserve_first(
                 cluster, states, score, np.where(over, math.inf, dur), kap, wait=self.reserve,
-                long=self.reserve_long * self.lease, low=self._low, hold=self.reserve_hold)
+                long=self.reserve_long * self.lease, low=self.audit.low, hold=self.reserve_hold)
         return score, bids / (size * self.lease)
-
-    def _owing(self, cluster: Pool, running: list[TaskView] | None = None) -> set[str]:
-        """Tenants with a running non-preemptible task that proved its report false (past its
-        reported duration, or slower than its memory report allows): it cannot be preempted, so
-        while it runs its tenant's other tasks are scored as caught. ``running``: the cluster's
-        running tasks, when the caller has them."""
-        running = [s for s in (cluster.running() if running is None else running) if not s.task.preemptible]
-        if not running:
-            return set()
-        done = np.fromiter((attained(s, cluster.now) for s in running), float, len(running))
-        caught = self._caught(running, done)
-        return {s.task.tenant for s, c in zip(running, caught) if c}
-
-    def _caught(self, states: list[TaskView], done: np.ndarray) -> np.ndarray:
-        """Which of ``states`` proved their reports false: ran past their reported duration
-        (``done``: their attained work), or (``verify_memory``) ran below full speed at their
-        reported preferred memory (they need more than they reported; remembered)."""
-        n = len(states)
-        band = self._band
-        over = done > np.fromiter((s.task.duration for s in states), float, n) * band + 1e-6
-        if self.verify_memory:
-            for s in states:
-                if s.state == "running" and s.memory + TOL >= s.task.preferred_memory \
-                        and s.speed < s.factor * s.inter * (1 - 1e-6):
-                    if s.speed < s.factor * s.inter * band ** (-s.task.elasticity) * (1 - 1e-6):
-                        self._slow.add(s.id)
-                    else:
-                        self._short.add(s.id)
-            over |= np.fromiter((s.id in self._slow for s in states), bool, n)
-        return over
-
-    def _beyond_band(self, ratio: float) -> float:
-        """An observed work / reported duration ratio as evidence: 1 (an honest estimate) within
-        the tolerance band (:attr:`_band`), the ratio itself beyond it."""
-        return ratio if ratio > self._band + 1e-9 else 1.0
-
-    @property
-    def _band(self) -> float:
-        """Largest observed / reported ratio of an honest estimate: a report at least ``1 -
-        tolerance`` times the truth."""
-        return 1.0 / (1.0 - self.tolerance)
 
     def _drain(self, cluster: Pool, kap: dict[str, float]) -> float:
         """Steps the active tasks' remaining (calibrated) GiB-steps take on the up GPUs' memory."""
@@ -507,7 +431,7 @@ class CreditEngine:
         waiting = cluster.waiting()
         self._arrive(waiting)
         if not waiting:
-            if self._short:
+            if self.audit.short:
                 self._grow(cluster)
             return
         if self._may_start(cluster, waiting):
@@ -515,8 +439,8 @@ class CreditEngine:
             score, _ = self._scores(cluster, waiting, waiting + running, running)
             self._backfill(cluster, [waiting[k] for k in self._order(waiting, score)])
         elif self.pay_back:  # what scoring would have observed: running tasks slower than reported
-            self._owing(cluster)
-        if self._short:
+            self.audit.owing(cluster.now, cluster.running())
+        if self.audit.short:
             self._grow(cluster)
 
     def _may_start(self, cluster: Pool, waiting: list[TaskView]) -> bool:
@@ -538,7 +462,7 @@ class CreditEngine:
         if self.income == "arrivals":
             self.bank.pay_income(self._payers())
         elif self.forfeit:  # a task that proved its report false earns no share of the income
-            caught = self._caught(active, np.fromiter((attained(s, now) for s in active), float, len(active)))
+            caught = self.audit.caught(active, np.fromiter((attained(s, now) for s in active), float, len(active)))
             self.bank.pay_income([s.task.tenant for s, c in zip(active, caught) if not c], shares=len(active))
         else:
             self.bank.pay_income([s.task.tenant for s in active])
@@ -630,7 +554,7 @@ class CreditEngine:
         at its reported preferred memory, within the tolerance band (an honest under-estimate),
         grows up to ``band`` times its report, so the estimate is corrected, not punished."""
         for st in cluster.running():
-            target = st.task.preferred_memory * (self._band if st.id in self._short else 1.0)
+            target = st.task.preferred_memory * (self.audit.band if st.id in self.audit.short else 1.0)
             if st.memory + TOL < target:
                 free = min(room(cluster, g, self._held, self._kap) for g in st.gpus)
                 if free > TOL:

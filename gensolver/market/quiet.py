@@ -40,7 +40,7 @@ def round_is_quiet(engine: CreditEngine, cluster: Pool) -> bool:
     4. Every running task's tenant has a price, all prices are exactly 0 and nothing was
        charged: with no loser the smoothed price stays 0, so nothing is charged.
     5. No running task grows (:meth:`CreditEngine._grow`: at its target memory, or no free
-       memory on its GPUs) and every running task :meth:`CreditEngine._caught` would mark
+       memory on its GPUs) and every running task :meth:`~gensolver.market.evidence.ReportAudit.caught` would mark
        slow or short is marked.
 
     Time changes only the scores, the finish-time estimates and overrun detection, which
@@ -50,7 +50,7 @@ def round_is_quiet(engine: CreditEngine, cluster: Pool) -> bool:
     if cluster.waiting() or not running or engine.clearing != "greedy" or engine.payments:
         return False
     ids = {s.id for s in running}
-    if engine._seen != ids or not (engine._slow | engine._short) <= ids:  # _arrive, _retain change nothing
+    if engine._seen != ids or not engine.audit.tracked() <= ids:  # _arrive, _retain change nothing
         return False
     if not keeps_all(cluster, running):
         return False
@@ -67,13 +67,14 @@ def round_is_quiet(engine: CreditEngine, cluster: Pool) -> bool:
         return False
     if any(engine._price.get(s.task.tenant) != 0.0 for s in running) or any(engine._price.values()):
         return False
-    band = engine._band
+    audit = engine.audit
+    band = audit.band
     for s in running:
-        target = s.task.preferred_memory * (band if s.id in engine._short else 1.0)
+        target = s.task.preferred_memory * (band if s.id in audit.short else 1.0)
         if s.memory + TOL < target and min(cluster.gpus[g].free_memory for g in s.gpus) > TOL:
             return False
         if engine.verify_memory and s.memory + TOL >= s.task.preferred_memory \
-                and s.speed < s.factor * s.inter * (1 - 1e-6) and s.id not in engine._slow | engine._short:
+                and s.speed < s.factor * s.inter * (1 - 1e-6) and s.id not in audit.tracked():
             return False
     return True
 

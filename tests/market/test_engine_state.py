@@ -89,7 +89,7 @@ def test_forgetting_finished_tasks_changes_no_decision(seed, lies, clearing, fau
     assert len(a.events) > 1000
     assert [repr(e) for e in a.events] == [repr(e) for e in b.events]
     if lies:  # the rules that read per-task state were exercised
-        assert reference._slow and any(r > 1.05 for r in reference._ratio.values())
+        assert reference.audit.slow and any(r > 1.05 for r in reference.audit.ratio.values())
     # bounded: no more task ids than tasks then waiting or running; at the end none at all
     assert all(ids <= active for _, ids, active in bounded.sizes)
     assert bounded.sizes[-1][1] == 0 and not bounded.state()["seen"]

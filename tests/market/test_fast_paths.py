@@ -194,7 +194,7 @@ def test_the_engine_fast_paths_change_no_event(clearing_name, lie, reserve, monk
 
     def round_(self, cluster, boundary):
         real_round(self, cluster, boundary)
-        memory.append((cluster.now, boundary, sorted(self._slow), sorted(self._short), self._held))
+        memory.append((cluster.now, boundary, sorted(self.audit.slow), sorted(self.audit.short), self._held))
 
     monkeypatch.setattr(engine.CreditEngine, "round", round_)
     monkeypatch.setattr(clearing, "_greedy_on_value", greedy)

@@ -45,7 +45,7 @@ def test_attained_counts_progress_since_the_last_event():
 @pytest.mark.parametrize("evidence", [True, False])
 def test_calibration_catches_an_understated_duration_at_its_first_overrun(evidence):
     c, pol = _running_at(3.0, evidence=evidence)
-    kap = pol._kappas(c)
+    kap = pol.audit.kappas(c.now, c.waiting() + c.running())
     if evidence:
         # a: 3 steps done against 2 reported; b (truthful, 3 of 4 done) gives no evidence
         assert kap == {"L": pytest.approx(1.5)}
@@ -59,7 +59,7 @@ def test_a_task_slower_than_its_memory_report_is_caught(verify):
     states = [c.tasks[k] for k in ("a", "b", "m")]
     done = np.array([attained(s, 1.0) for s in states])
     # at t=1 nobody is past its reported duration; only m runs slower than its report allows
-    assert pol._caught(states, done).tolist() == [False, False, verify]
+    assert pol.audit.caught(states, done).tolist() == [False, False, verify]
 
 
 @pytest.mark.parametrize("forfeit", [True, False])
@@ -133,7 +133,7 @@ def _understater(*, calibrate: str = "max", **policy_options):
 def test_calibration_scales_by_the_worst_understatement_seen(calibrate):
     c, pol = _understater(calibrate=calibrate)
     assert c.tasks["a1"].state == "done" and attained(c.tasks["a2"], 5.0) == pytest.approx(5.0)
-    kap = pol._kappas(c)
+    kap = pol.audit.kappas(c.now, c.waiting() + c.running())
     # ratios: a1 4 / 1 = 4 (finished), a2 5 / 2 = 2.5 (a lower bound: it is still running).
     # max: 4, L's next 10-step report counts as 40; mean: (4 + 5) / (1 + 2) = 3, it counts as 30
     # (the max-rule check fails under the mean rule: 3 != 4)
@@ -174,7 +174,7 @@ def _off_by(*, memory: float = 4.0, duration: int = 20, now: float, **policy_opt
     c.start("e", ["g"], memory)
     c.env.run(until=now)
     st = c.tasks["e"]
-    return bool(pol._caught([st], np.array([attained(st, now)]))[0]), pol._kappas(c)
+    return bool(pol.audit.caught([st], np.array([attained(st, now)]))[0]), pol.audit.kappas(c.now, c.waiting() + c.running())
 
 
 @pytest.mark.parametrize(("memory", "caught"), [(4.0, False), (3.84, False), (3.81, False), (3.7, True), (2.0, True)])
@@ -234,9 +234,9 @@ def test_an_honest_memory_under_estimate_is_corrected_not_punished(tolerance):
     st = c.tasks["e"]
     if tolerance:
         assert st.memory == pytest.approx(3.84 / 0.95) and st.speed == pytest.approx(1.0)
-        assert "e" not in pol._slow
+        assert "e" not in pol.audit.slow
     else:  # no band: a lie, caught, not grown
-        assert st.memory == pytest.approx(3.84) and "e" in pol._slow
+        assert st.memory == pytest.approx(3.84) and "e" in pol.audit.slow
 
 
 @pytest.mark.parametrize("clearing", ["greedy", "solver"])
