@@ -3,22 +3,17 @@ to pass on equal fingerprints and to fail on one changed run or a changed grid."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.scriptload import load_script
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("market_log_hashes", ROOT / "scripts" / "market_log_hashes.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/market_log_hashes.py")
 
 
 def _write(path: Path, runs: dict[str, str]) -> Path:

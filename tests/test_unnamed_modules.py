@@ -3,19 +3,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.scriptload import load_script
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("unnamed_modules", ROOT / "scripts" / "unnamed_modules.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/unnamed_modules.py")
 
 
 def test_every_module_is_named_by_a_test() -> None:
