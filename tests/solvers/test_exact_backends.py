@@ -53,3 +53,22 @@ def test_the_certificate_refuses_an_overfull_answer() -> None:
     inst = _round(0)
     every = [b.id for b in inst.bids]
     assert not check_allocation(inst, every).feasible
+
+
+@pytest.mark.parametrize("name", ["cbc", "scip"])
+def test_an_infeasible_answer_cut_short_by_the_time_limit_is_the_empty_allocation(name, monkeypatch) -> None:
+    # CBC through OR-Tools answers INFEASIBLE when a tight time limit on a loaded core stops it
+    # before any solution; winner determination is never infeasible (no bid won fits), so a
+    # time-limited run says "feasible" with the empty allocation. Without a limit the answer
+    # stays a failure. The backend's answer is forced here, so no machine speed is involved.
+    ok, why = get_method(name).available()
+    if not ok:
+        pytest.skip(why)
+    from ortools.linear_solver import pywraplp
+
+    monkeypatch.setattr(pywraplp.Solver, "Solve", lambda self, *a: pywraplp.Solver.INFEASIBLE)
+    inst = _round(0)
+    cut = BACKENDS[name](inst, threads=1, time_limit=0.01)
+    assert cut.status is Status.FEASIBLE and cut.winners == () and cut.welfare == 0.0, cut.message
+    assert "time limit" in cut.message
+    assert BACKENDS[name](inst, threads=1).status is Status.INFEASIBLE
