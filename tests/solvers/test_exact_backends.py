@@ -72,3 +72,24 @@ def test_an_infeasible_answer_cut_short_by_the_time_limit_is_the_empty_allocatio
     assert cut.status is Status.FEASIBLE and cut.winners == () and cut.welfare == 0.0, cut.message
     assert "time limit" in cut.message
     assert BACKENDS[name](inst, threads=1).status is Status.INFEASIBLE
+
+
+@pytest.mark.parametrize("name", ["pulp-cbc", "pulp-highs"])
+def test_a_time_limited_infeasible_through_pulp_is_the_empty_allocation(name, monkeypatch) -> None:
+    # The same rule through PuLP: its solve is forced to report an infeasible solution status,
+    # as CBC's solution file does when the limit stops it before any solution.
+    ok, why = get_method(name).available()
+    if not ok:
+        pytest.skip(why)
+    import pulp
+
+    def infeasible(self, solver=None, **kw):  # type: ignore[no-untyped-def]
+        self.status, self.sol_status = pulp.LpStatusInfeasible, pulp.LpSolutionInfeasible
+        return self.status
+
+    monkeypatch.setattr(pulp.LpProblem, "solve", infeasible)
+    inst = _round(0)
+    cut = BACKENDS[name](inst, threads=1, time_limit=0.01)
+    assert cut.status is Status.FEASIBLE and cut.winners == () and cut.welfare == 0.0, cut.message
+    assert "time limit" in cut.message
+    assert BACKENDS[name](inst, threads=1).status is Status.INFEASIBLE

@@ -156,6 +156,11 @@ def _solve(P: MatrixProblem, which: str, *, time_limit: float | None, threads: i
                              message=f"PuLP solver error: {exc}", build=t1 - t0, solve=time.perf_counter() - t1)
     t2 = time.perf_counter()
     status, raw_name = SOLUTION_STATUS_TABLE().get(prob.sol_status, (Status.ERROR, f"UNKNOWN({prob.sol_status})"))
+    if status is Status.INFEASIBLE and time_limit is not None:
+        # CBC stopped by its time limit before any solution may report "Infeasible" (OR-Tools'
+        # CBC did at a 10 ms limit on a loaded core); winner determination is never infeasible
+        # (x = 0 fits), so under a limit this means "no incumbent".
+        status = None
     details = {"backend": name, "raw_status": pulp.LpStatus.get(prob.status, prob.status), "raw_solution_status": raw_name}
     try:
         if status in (Status.ERROR, Status.INFEASIBLE):
