@@ -59,7 +59,9 @@ task is never caught, so they change nothing in a truthful run):
   (``forfeit``): income is the fair share of a task whose report holds.
 
 Between boundaries (arrivals, completions, recoveries; ``between``), waiting tasks start in
-score order on free capacity (step 4 only, no preemption, no payment).
+score order on free capacity and running tasks below their preferred memory then grow into
+what is still free (step 4 only, no preemption, no payment): memory freed between boundaries
+never sits idle beside a slowed task until the next boundary.
 
 Every choice is a deterministic function of the reports and the state (ties broken by arrival
 and id): reruns give the same event log, byte for byte.
@@ -431,8 +433,7 @@ class CreditEngine:
         waiting = cluster.waiting()
         self._arrive(waiting)
         if not waiting:
-            if self.audit.short:
-                self._grow(cluster)
+            self._grow(cluster)
             return
         if self._may_start(cluster, waiting):
             running = cluster.running()
@@ -440,8 +441,7 @@ class CreditEngine:
             self._backfill(cluster, [waiting[k] for k in self._order(waiting, score)])
         elif self.pay_back:  # what scoring would have observed: running tasks slower than reported
             self.audit.owing(cluster.now, cluster.running())
-        if self.audit.short:
-            self._grow(cluster)
+        self._grow(cluster)
 
     def _may_start(self, cluster: Pool, waiting: list[TaskView]) -> bool:
         """Whether scoring ``waiting`` could start any of them now: with planned starts off

@@ -102,6 +102,10 @@ HAND = {
     # Themis-like: at 1, rho_B = rho_C = 1 (tie by arrival/id): B fits and starts 1-3; C waits
     # until A leaves at 4 and runs 4-7; at the boundary t=5 C (the only candidate) keeps its GPU
     "finish-time-fair": {"A": 4, "B": 2, "C": 6},
+    # market: at 1 Smith's rule ranks B (2 steps) before C (3 steps), B runs 1-3; at 3 C is
+    # backfilled with the 8 free GiB (speed 8/12); A leaves at 4, between round boundaries,
+    # and C grows to 12 GiB then (not at the boundary at 5): as "elastic", JCT C = 16/3
+    "market": {"A": 4, "B": 2, "C": 16 / 3},
 }
 
 

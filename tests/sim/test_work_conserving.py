@@ -20,9 +20,11 @@ from gensolver.sim.workload import with_deadlines
 TOL = 1e-6
 
 
-def idle_while_waiting(events, gpus, tasks, *, allowed=None):
+def idle_while_waiting(events, gpus, tasks, *, allowed=None, memory=False):
     """``(time, task)`` for every instant (after all its events) at which a waiting task could
-    start at its *minimum* memory on GPUs of one node that are free: the log's own replay."""
+    start at its *minimum* memory on GPUs of one node that are free: the log's own replay.
+    With ``memory``, also every running task below its reported preferred memory while each of
+    its GPUs has memory free (it could grow: free memory beside a slowed task is idle too)."""
     spec = {t.id: t for t in tasks}
     allowed = allowed or {}
     node = {g.id: g.node for g in gpus}
@@ -44,6 +46,11 @@ def idle_while_waiting(events, gpus, tasks, *, allowed=None):
                     per_node[node[g]] += 1
             if any(n >= t.gpus for n in per_node.values()):
                 out.append((now, tid))
+        if memory:
+            for tid, (gs, m, _c) in sorted(alloc.items()):
+                if m + TOL < spec[tid].preferred_memory and all(g in cap for g in gs) \
+                        and min(cap[g][0] - used[g][0] for g in gs) > TOL:
+                    out.append((now, tid))
 
     def release(tid: str) -> None:
         gs, m, c = alloc.pop(tid)
@@ -108,7 +115,7 @@ def test_the_default_market_is_work_conserving_and_finishes_everything(seed, rat
                                           duration_max=20), seed=seed)
     r = simulate(w, policy="market", policy_options={"clearing": clearing})  # every other option default
     assert r.complete and _done(r) == len(w.tasks)
-    assert idle_while_waiting(r.events, r.gpus, w.tasks) == []
+    assert idle_while_waiting(r.events, r.gpus, w.tasks, memory=True) == []
 
 
 @pytest.mark.parametrize("policy", ["market", "market:solver"])
@@ -120,7 +127,7 @@ def test_the_default_market_is_work_conserving_on_the_bundled_trace(shared_dir, 
     name, opts = ("market", {"clearing": "solver"}) if policy == "market:solver" else (policy, {})
     r = simulate(w, policy=name, policy_options=opts)
     assert r.complete and _done(r) == len(w.tasks)
-    assert idle_while_waiting(r.events, r.gpus, w.tasks) == []
+    assert idle_while_waiting(r.events, r.gpus, w.tasks, memory=True) == []
 
 
 def test_preferred_only_backfill_strands_capacity(shared_dir):
@@ -160,3 +167,26 @@ def test_checker_catches_an_idle_gpu():
     w = with_deadlines(synthetic_workload(60, seed=2, rate=2.0, tenants=3), seed=2)
     r = simulate(w, policy="market", policy_options={"backfill": "none", "clearing": "solver"})
     assert idle_while_waiting(r.events, r.gpus, w.tasks) != []
+
+
+def test_checker_catches_memory_idle_beside_a_slowed_task():
+    gpus = (GpuSpec("g0", 16.0, node="n0"),)
+    tasks = (Task("a", 8.0, 4.0, 10, 1.0, tenant="x", compute=0.5), Task("b", 8.0, 4.0, 10, 1.0, tenant="y",
+                                                                         compute=0.5))
+    ev = [Event(0.0, "gpu_up", gpus=("g0",), memory=16.0, compute=1.0),
+          Event(0.0, "arrive", task="a"), Event(0.0, "arrive", task="b"),
+          Event(0.0, "start", task="a", gpus=("g0",), memory=8.0, compute=0.5),
+          Event(0.0, "start", task="b", gpus=("g0",), memory=6.0, compute=0.5)]
+    # b runs at 6 of its 8 GiB while 2 GiB are free: caught only when memory is checked
+    assert idle_while_waiting(ev, gpus, tasks) == []
+    assert idle_while_waiting(ev, gpus, tasks, memory=True) == [(0.0, "b")]
+    grown = ev + [Event(0.0, "resize", task="b", gpus=("g0",), memory=8.0, compute=0.5)]
+    assert idle_while_waiting(grown, gpus, tasks, memory=True) == []
+    # the market deciding at round boundaries only (as the service clears) grows a slowed task
+    # at the next boundary, not when memory frees between them: the checker sees the gap
+    seen = 0
+    for seed in (0, 1, 2):
+        w = with_deadlines(synthetic_workload(30, seed=seed, rate=3.0, tenants=3), seed=seed)
+        r = simulate(w, policy="market", policy_options={"between": False})
+        seen += len(idle_while_waiting(r.events, r.gpus, w.tasks, memory=True))
+    assert seen > 0
