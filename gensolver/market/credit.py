@@ -18,8 +18,11 @@ Model (documented; what is proved and what is only measured is in ``docs/explana
   tasks in proportion to their *own-normalised urgency* ``q_j = d_j / mean_{k in tenant} d_k``
   where ``d_j`` is the value the task loses if it waits one more round (its reported value and
   urgency, :func:`deferral_cost`; the whole value when waiting makes it miss its deadline).
-  Scaling every reported value or urgency of a tenant by one factor leaves ``q`` (and every
-  bid) unchanged: across tenants only credits count; values only rank a tenant's own tasks.
+  Scaling every reported value of a tenant by one factor leaves ``q`` (and every bid)
+  unchanged: across tenants only credits count; values only rank a tenant's own tasks.
+  Urgency also only ranks a tenant's own tasks, but ``d_j`` is not linear in it, so scaling
+  every urgency of a tenant reshapes that ranking (``docs/explanation/market.md``, "Scaled
+  urgency: why it remains").
 - **Score.** Task ``j`` is served in decreasing order of
   ``s_j = rho_j ** rho_power * clip(b_j / mean b, 1/spread, spread) ** credit_power`` where
   ``rho_j`` is its finish-time-fairness estimate (Themis' bid weight) and ``b_j`` its bid
