@@ -121,6 +121,9 @@ def policy_spec(text: str) -> tuple[str, dict]:
     opts = {}
     for part in filter(None, rest.split(";") if ";" in rest else rest.split("+")):
         k, _, v = part.partition("=")
+        if v.lower() in ("true", "false"):
+            opts[k] = v.lower() == "true"  # a flag (e.g. steer=false)
+            continue
         try:
             opts[k] = int(v) if v.isdigit() else float(v)
         except ValueError:

@@ -11,6 +11,7 @@ import them from :mod:`gensolver.sim.policies.base`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..model.tasks import GpuSpec, Task, task_speed
 from ..model.tolerances import CAPACITY_ABS_TOL
 
 __all__ = ["TOL", "Pool", "TaskView", "GpuView", "TablePool", "attained", "find_placement", "pinned_free_capacity",
-           "free_by_node", "greedy_round", "may_fit", "may_fit_many", "may_start_any", "backfill_queue"]
+           "Steer", "place", "free_by_node", "greedy_round", "may_fit", "may_fit_many", "may_start_any", "backfill_queue"]
 
 #: capacity tolerance of placements (the simulator's, :data:`gensolver.sim.records.TOL`; both are
 #: :data:`gensolver.model.tolerances.CAPACITY_ABS_TOL`)
@@ -180,25 +181,57 @@ def find_placement(cluster: Pool, st: TaskView, memory: float, *, fit: str = "be
     return best[1]
 
 
-def greedy_round(cluster: Pool, order: Sequence[TaskView], cap: dict[str, tuple[float, float]]
-                 ) -> dict[str, tuple[str, ...]]:
+@dataclass(frozen=True)
+class Steer:
+    """One pass's placement steering (made by :func:`gensolver.market.reservation.gang_steer`):
+    a task of ``tasks`` takes a group with a GPU of ``gpus`` only where no group off them fits.
+
+    Attributes
+    ----------
+    gpus : frozenset of str
+        The GPUs to keep clear (the node a waiting gang is planned on).
+    tasks : frozenset of str
+        The waiting tasks steered off them.
+    """
+
+    gpus: frozenset[str]
+    tasks: frozenset[str]
+
+
+def place(cluster: Pool, st: TaskView, memory: float, *, fit: str = "best",
+          capacity: Mapping[str, tuple[float, float]] | None = None, steer: Steer | None = None
+          ) -> tuple[str, ...] | None:
+    """:func:`find_placement` under ``steer``: a steered task looks off ``steer.gpus`` first,
+    then (nothing fitting there) anywhere, so steering never leaves a task waiting that fits."""
+    if steer is not None and st.id in steer.tasks:
+        base = capacity if capacity is not None else {g: (gs.free_memory, gs.free_compute)
+                                                      for g, gs in cluster.gpus.items()}
+        away = {g: ((-1.0, -1.0) if g in steer.gpus else c) for g, c in base.items()}
+        gpus = find_placement(cluster, st, memory, fit=fit, capacity=away)
+        if gpus is not None:
+            return gpus
+    return find_placement(cluster, st, memory, fit=fit, capacity=capacity)
+
+
+def greedy_round(cluster: Pool, order: Sequence[TaskView], cap: dict[str, tuple[float, float]], *,
+                 steer: Steer | None = None) -> dict[str, tuple[str, ...]]:
     """A round cleared in ``order`` on ``cap`` (``{gpu: (memory, compute)}`` free to plan;
-    updated in place), each task at its preferred memory, best fit, a running task keeping its
-    GPUs when they still fit: ``{task id: gpus}`` of the tasks served (the credit engine's
-    ``clearing="greedy"``)."""
+    updated in place), each task at its preferred memory, best fit (:func:`place` under
+    ``steer``), a running task keeping its GPUs when they still fit: ``{task id: gpus}`` of the
+    tasks served (the credit engine's ``clearing="greedy"``)."""
     plan: dict[str, tuple[str, ...]] = {}
-    place: tuple[str, ...] | None
+    group: tuple[str, ...] | None
     for st in order:
         if st.state == "running" and all(cap[g][0] + TOL >= st.memory and cap[g][1] + TOL >= st.compute
                                           for g in st.gpus):
-            place, mem = st.gpus, st.memory
+            group, mem = st.gpus, st.memory
         else:
             mem = st.task.preferred_memory
-            place = find_placement(cluster, st, mem, capacity=cap)
-        if place is None:
+            group = place(cluster, st, mem, capacity=cap, steer=steer)
+        if group is None:
             continue
-        plan[st.id] = place
-        for g in place:
+        plan[st.id] = group
+        for g in group:
             cap[g] = (cap[g][0] - mem, cap[g][1] - st.task.compute)
     return plan
 
@@ -244,21 +277,22 @@ def may_fit_many(free: list[list[tuple[float, float]]], gpus: np.ndarray, memory
     return out
 
 
-def backfill_start(cluster: Pool, st: TaskView, *, elastic: bool) -> bool:
+def backfill_start(cluster: Pool, st: TaskView, *, elastic: bool, steer: Steer | None = None) -> bool:
     """Start waiting task ``st`` on what is free now; ``True`` when it started.
 
     At its preferred memory where a group fits it (best fit); else, with ``elastic``, on the
-    group with the most free memory, with what that group has, at least the task's minimum.
-    The work-conserving step shared by the market engine and the auction policy.
+    group with the most free memory, with what that group has, at least the task's minimum;
+    each search under ``steer`` (:func:`place`). The work-conserving step shared by the market
+    engine and the auction policy.
     """
     t = st.task
-    gpus = find_placement(cluster, st, t.preferred_memory)
+    gpus = place(cluster, st, t.preferred_memory, steer=steer)
     if gpus is not None:
         cluster.start(st.id, gpus, t.preferred_memory)
         return True
     if not elastic or t.min_memory >= t.preferred_memory:
         return False
-    gpus = find_placement(cluster, st, t.min_memory, fit="most")
+    gpus = place(cluster, st, t.min_memory, fit="most", steer=steer)
     if gpus is None:
         return False
     free = min(cluster.gpus[g].free_memory for g in gpus)

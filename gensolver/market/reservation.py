@@ -47,9 +47,10 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..model.tasks import task_speed
-from .pool import TOL, Pool, TaskView, attained, backfill_queue, find_placement
+from .pool import TOL, Pool, Steer, TaskView, attained, backfill_queue, backfill_start, find_placement
 
-__all__ = ["Reservation", "due_task", "held_back", "plan", "reserve_first", "hold_capacity", "start_around", "room", "backfill"]
+__all__ = ["Reservation", "due_task", "held_back", "plan", "reserve_first", "hold_capacity", "start_around", "room", "backfill",
+           "gang_steer"]
 
 
 @dataclass(frozen=True)
@@ -226,13 +227,44 @@ def start_around(cluster: Pool, st: TaskView, *, elastic: bool, res: Reservation
     return True
 
 
+def gang_steer(cluster: Pool, states: Sequence[TaskView], kappa: Mapping[str, float]) -> Steer | None:
+    """Keep the node a waiting gang is planned on clear of the starts that would delay it.
+
+    The waiting multi-GPU task of ``states`` that arrived first (ties: id) is planned as a
+    reservation would plan it (:func:`plan`: the node whose non-preemptible tasks, at their
+    projected ends, free its GPUs first). The waiting non-preemptible tasks that would still
+    run at that planned start even at full speed (calibrated remaining work, duration factors
+    ``kappa``) are steered off that node (:class:`~gensolver.market.pool.Steer`): they take
+    it only where no other node fits them, so nothing waits that fits. Preemptible tasks are
+    not steered (a round boundary can stop them), nor are tasks that end by the planned start
+    (EASY backfilling's rule [1]_, as a preference, not a reservation). ``None``: no gang
+    waits, or none fits anywhere.
+    """
+    gangs = [s for s in states if s.state == "waiting" and s.task.gpus > 1]
+    if not gangs:
+        return None
+    first = min(gangs, key=lambda s: (s.arrival, s.id))
+    res = plan(cluster, first, kappa)
+    if res is None:
+        return None
+    now = cluster.now
+    node = cluster.gpus[res.gpus[0]].spec.node
+    movers = frozenset(
+        s.id for s in states if s.state == "waiting" and s.id != first.id and not s.task.preemptible
+        and now + max(0.0, s.task.duration * kappa.get(s.task.tenant, 1.0) - attained(s, now)) > res.start + 1e-9)
+    return Steer(frozenset(cluster.nodes[node]), movers)
+
+
 def backfill(cluster: Pool, order: Sequence[TaskView], *, elastic: bool, res: Reservation | None,
-             kappa: Mapping[str, float]) -> None:
+             kappa: Mapping[str, float], steer: Steer | None = None) -> None:
     """The engine's backfill: waiting tasks of ``order`` start on free capacity, in that order,
     every one at its preferred memory first, then (``elastic``) those still waiting at less, at
     least their minimum (:func:`~gensolver.market.pool.backfill_queue`); under reservation
-    ``res`` through :func:`start_around`."""
-    if res is None:
+    ``res`` through :func:`start_around`, else steered by ``steer`` (:func:`gang_steer`)."""
+    if res is None and steer is not None:
+        backfill_queue(cluster, order, elastic=elastic,
+                       start=lambda c, st, *, elastic: backfill_start(c, st, elastic=elastic, steer=steer))
+    elif res is None:
         backfill_queue(cluster, order, elastic=elastic)
     else:
         backfill_queue(cluster, order, elastic=elastic,

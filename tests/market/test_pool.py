@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from gensolver.market.pool import TablePool, find_placement, free_by_node, may_fit
+from gensolver.market.pool import Steer, TablePool, find_placement, free_by_node, may_fit, place
 from gensolver.model.tasks import GpuSpec, Task
 
 
@@ -53,3 +53,36 @@ def test_may_fit_says_no():
     assert not may_fit(free, 1, 12.0, 1.0)  # compute short everywhere up
     assert not may_fit(free, 2, 4.0, 0.5)  # no node has two GPUs up with 4 GiB free (g3 is down)
     assert not may_fit(free, 1, 13.0, 0.1)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(used=st.lists(st.tuples(st.sampled_from([0.0, 4.0, 8.0, 12.0, 16.0]), st.sampled_from([0.25, 0.5, 1.0])),
+                     min_size=4, max_size=4),
+       down=st.lists(st.booleans(), min_size=4, max_size=4),
+       memory=st.sampled_from([2.0, 4.0, 8.0, 12.0, 16.0]), gpus=st.sampled_from([1, 2]),
+       compute=st.sampled_from([0.25, 0.5, 1.0]), steered=st.booleans())
+# best fit alone picks n1 (no memory left over there) where n0 fits as well: steering moves it
+@example(used=[(0.0, 0.25)] * 2 + [(8.0, 0.25)] * 2, down=[False] * 4, memory=8.0, gpus=2, compute=0.25, steered=True)
+@example(used=[(0.0, 0.25)] * 2 + [(8.0, 0.25)] * 2, down=[False] * 4, memory=8.0, gpus=1, compute=0.25, steered=True)
+def test_steering_prefers_other_nodes_and_never_strands_a_task(used, down, memory, gpus, compute, steered):
+    """``place`` under a :class:`Steer` of node ``n1``: a steered task goes off ``n1`` whenever
+    a node off it fits (brute force on ``n0`` alone), else wherever ``find_placement`` goes; an
+    unsteered task goes where ``find_placement`` goes."""
+    pool = _pool(used, down)
+    t = Task("w", memory, memory, 5, 1.0, gpus=gpus, compute=compute)
+    pool.add(t, remaining=5.0)
+    st_ = pool.tasks["w"]
+    steer = Steer(frozenset({"g2", "g3"}), frozenset({"w"} if steered else set()))
+    got = place(pool, st_, memory, steer=steer)
+    plain = find_placement(pool, st_, memory)
+    assert (got is None) == (plain is None)  # steering never leaves a task waiting that fits
+    if not steered:
+        assert got == plain
+        return
+    off = [g for g in pool.nodes["n0"] if pool.gpus[g].up and pool.gpus[g].fits(memory, compute)]
+    if len(off) >= gpus:
+        assert got is not None and set(got) <= {"g0", "g1"}
+        if used[2][0] == 8.0 == used[3][0] == memory and not any(down):
+            assert set(plain) & {"g2", "g3"}  # the example is one where steering matters
+    else:
+        assert got == plain

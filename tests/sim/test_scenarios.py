@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gensolver import GensolverDeprecationWarning
+from gensolver.errors import InputError
 from gensolver.model.tasks import GpuSpec, Task
 from gensolver.sim import audit_log, list_policies, simulate, synthetic_workload
 from gensolver.sim.workload import with_deadlines
@@ -146,3 +147,33 @@ def test_policy_registry_lists_valid_names():
     assert set(POLICIES) <= set(list_policies())
     with pytest.raises(UnknownPolicyError, match="valid policies: elastic, fcfs-packing"):
         simulate(TINY, policy="lottery", gpus=TINY_GPU)
+
+
+@pytest.mark.parametrize("steer", [True, False])
+def test_a_waiting_gang_keeps_its_node_clear_of_long_starts(steer):
+    # Two nodes of two GPUs (GiB): n0 = g0 20, g1 24; n1 = g2 18, g3 16; compute 1 each, so a
+    # GPU runs one task. Non-preemptible Y (18 GiB, 4 steps) and X (20 GiB, 10 steps) start at
+    # 0 on g2 and g0 (best fit). At 1 the gang G (2 GPUs x 16 GiB, 2 steps) and the long
+    # non-preemptible L (16 GiB, 20 steps) arrive; G fits no node yet. Planned as a reservation,
+    # G's node is n1 (free at 4, when Y ends; n0 only at 10). L would outlast that, so it is
+    # steered to g1 (n0), although g3 fits it better: G starts at 4 when Y ends (JCT 6 - 1 =
+    # 5). Without steering L takes g3 (best fit), and G waits for n0 until X ends at 10 (JCT 11).
+    gpus = [GpuSpec("g0", 20.0, 1.0, "n0"), GpuSpec("g1", 24.0, 1.0, "n0"),
+            GpuSpec("g2", 18.0, 1.0, "n1"), GpuSpec("g3", 16.0, 1.0, "n1")]
+    tasks = [T("X", 20, dur=10, preemptible=False), T("Y", 18, dur=4, preemptible=False),
+             T("G", 16, dur=2, release=1, gpus=2), T("L", 16, dur=20, release=1, preemptible=False)]
+    r = simulate(tasks, policy="market", gpus=gpus, policy_options={"steer": steer})
+    s = {t: (at, tuple(sorted(g))) for t, (at, g) in starts(r).items()}
+    assert s["X"] == (0.0, ("g0",)) and s["Y"] == (0.0, ("g2",))
+    if steer:
+        assert s["L"] == (1.0, ("g1",)) and s["G"] == (4.0, ("g2", "g3"))
+        assert r.jct() == pytest.approx({"X": 10, "Y": 4, "G": 5, "L": 20})
+    else:
+        assert s["L"] == (1.0, ("g3",)) and s["G"] == (10.0, ("g0", "g1"))
+        assert r.jct() == pytest.approx({"X": 10, "Y": 4, "G": 11, "L": 20})
+    audit_log(r.events, require_complete=True).raise_if_failed()
+
+
+def test_steer_must_be_a_flag():
+    with pytest.raises(InputError, match="steer must be true or false"):
+        simulate(TINY, policy="market", gpus=TINY_GPU, policy_options={"steer": "yes"})
