@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -32,8 +33,21 @@ ROOT = Path(__file__).resolve().parents[2]
 RUN = "import sys; from gensolver.cli import main; sys.exit(main(sys.argv[1:]))"
 #: seconds a job may start after its begin time (scheduler passes every second, plus sacct's second resolution)
 LATE = 4.0
-#: seconds a job may hold its grant past its planned end (the issue's goal)
+#: seconds a job may hold its grant past its planned end (the issue's goal, on a quiet machine)
 HOLD = 5.0
+
+
+def _hold() -> float:
+    """:data:`HOLD` times the load per core (1-minute average) when that is above 1.
+
+    slurmctld, slurmd and the executor all wait for a CPU on a loaded machine: one job of
+    ``test_a_preempted_task_is_stopped_completed_and_resumed_after_its_first_run`` ended more
+    than 5 s past its planned end at a load of 5.5 on 2 cores (stress-ng on both, the suite on
+    two workers, one more simulation). The goal is +5 s on a quiet machine
+    (``benchmarks/bench_slurm_launch.py``); under load the slack grows with the load, as the
+    ceilings of :mod:`tests.patience` do.
+    """
+    return HOLD * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 def _plan(tmp_path: Path, instance: str) -> Path:
@@ -172,7 +186,7 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
         records = _journal(tmp_path / f"{name}.journal")
         rows = _sacct(slurm, [r["job"] for r in records if r["event"] == "submitted"])
         assert check_against_plan(plan, records, rows, slurm.node, slurm.shards_per_gpu, _scale(plan),
-                                  hold=HOLD) == [], name
+                                  hold=_hold()) == [], name
     # the emitted scripts, submitted by submit.sh: the same checks on what it printed ("key id" lines)
     ids = dict(line.split() for line in submitted.stdout.splitlines())
     deadline = time.monotonic() + patience(40)
@@ -182,14 +196,15 @@ def test_every_bundled_plan_runs_to_completion_where_the_plan_put_it(slurm, bund
             break
         time.sleep(1)
     records = [{"event": "plan", "t0": t0}] + [{"event": "submitted", "key": k, "job": v} for k, v in ids.items()]
-    assert check_against_plan(gpu0, records, rows, slurm.node, slurm.shards_per_gpu, _scale(gpu0), hold=HOLD) == []
+    hold = _hold()  # one slack for the check and for the late record it must catch
+    assert check_against_plan(gpu0, records, rows, slurm.node, slurm.shards_per_gpu, _scale(gpu0), hold=hold) == []
     # the hold check fails on a job that ended past its planned end + 5 s
     key, job = next(iter(ids.items()))
     run = next(r for t in read_plan(gpu0).tasks for r in read_plan(gpu0).runs(t.id) if f"{r.task}.{r.index}" == key)
-    bound = t0 + run.end * _scale(gpu0) + HOLD
+    bound = t0 + run.end * _scale(gpu0) + hold
     late = dict(rows, **{job: dict(rows[job], End=datetime.fromtimestamp(math.ceil(bound) + 1).strftime("%Y-%m-%dT%H:%M:%S"))})
     assert [p for p in check_against_plan(gpu0, records, late, slurm.node, slurm.shards_per_gpu, _scale(gpu0),
-                                          hold=HOLD) if "held its grant" in p] != []
+                                          hold=hold) if "held its grant" in p] != []
 
     # the checker fails on wrong records: the same jobs against another node, or with starts swapped
     journal = tmp_path / "smoke-gpu-0.journal"
@@ -327,7 +342,7 @@ def test_late_starts_get_the_remainder_or_do_not_start_and_planned_stops_complet
     ends = {"late.0": 30, "ontime.0": 20}
     for key, row in got.items():
         assert row["End"] not in ("", "Unknown", "None"), (key, row)
-        assert _epoch(row["End"]) <= t0 + ends[key] + HOLD, (key, row["End"], t0)
+        assert _epoch(row["End"]) <= t0 + ends[key] + _hold(), (key, row["End"], t0)
     assert not (marker / "gone").exists()
     for row in got.values():  # --cpus reach Slurm's allocation, --mem its request
         tres = dict(p.split("=", 1) for p in row["AllocTRES"].split(",") if "=" in p)
@@ -374,7 +389,7 @@ def test_a_planned_stop_exits_0_and_odd_task_ids_run_as_named(slurm, tmp_path: P
     assert not list(tmp_path.rglob("PWNED")) and not (ROOT / "PWNED").exists()
     rows = _sacct(slurm, [j["job"] for j in jobs])
     records = _journal(tmp_path / "j.journal")
-    assert check_against_plan(path, records, rows, slurm.node, slurm.shards_per_gpu, 8.0, hold=HOLD) == []
+    assert check_against_plan(path, records, rows, slurm.node, slurm.shards_per_gpu, 8.0, hold=_hold()) == []
 
 
 def test_a_run_waiting_for_its_start_holds_no_gpu(slurm, tmp_path: Path, monkeypatch) -> None:
@@ -437,7 +452,7 @@ def test_a_gang_over_two_nodes_runs_on_both_in_the_planned_order(slurm, tmp_path
     t0 = float(_journal(tmp_path / "j.journal")[0]["t0"])
     assert _epoch(gang["Start"]) <= _epoch(after["Start"]) and _epoch(after["Start"]) >= math.floor(t0 + 9)
     for row, end in ((gang, 2), (after, 6)):
-        assert _epoch(row["End"]) <= t0 + end * 3 + HOLD, (row, t0)
+        assert _epoch(row["End"]) <= t0 + end * 3 + _hold(), (row, t0)
 
 
 def test_a_preempted_task_is_stopped_completed_and_resumed_after_its_first_run(slurm, tmp_path: Path, monkeypatch,
@@ -472,7 +487,7 @@ def test_a_preempted_task_is_stopped_completed_and_resumed_after_its_first_run(s
     assert _epoch(got["p.1"]["Start"]) >= max(_epoch(got["p.0"]["End"]), math.floor(t0 + 18)), got
     assert _epoch(got["q.0"]["Start"]) >= math.floor(t0 + 9), got
     records = _journal(tmp_path / "j.journal")
-    assert check_against_plan(path, records, rows, slurm.node, slurm.shards_per_gpu, 3.0, hold=HOLD) == []
+    assert check_against_plan(path, records, rows, slurm.node, slurm.shards_per_gpu, 3.0, hold=_hold()) == []
 
 
 def test_a_plan_that_does_not_fit_the_nodes_is_refused_before_anything_is_submitted(slurm, tmp_path: Path,
