@@ -567,13 +567,26 @@ class CreditEngine:
     def _grow(self, cluster: Pool) -> None:
         """Running tasks below their preferred memory grow into free memory; a task seen slow
         at its reported preferred memory, within the tolerance band (an honest under-estimate),
-        grows up to ``band`` times its report, so the estimate is corrected, not punished."""
-        for st in cluster.running():
-            target = st.task.preferred_memory * (self.audit.band if st.id in self.audit.short else 1.0)
-            if st.memory + TOL < target:
+        grows to what its speed says it needs, at most ``band`` times its report
+        (:meth:`~gensolver.market.evidence.ReportAudit.target`), so the estimate is corrected,
+        not punished.
+
+        The running tasks are observed first and again once grown to their reports
+        (:meth:`~gensolver.market.evidence.ReportAudit.observe`), so a task started or grown in
+        this pass is corrected in this pass, from the speed its start reported, not a pass
+        later: an honest under-estimate costs no time where its GPUs have the memory."""
+        running = cluster.running()
+        self.audit.observe(running)
+        for st in running:
+            for _ in range(2):  # a task grown to its report may show the shortfall only there
+                target = self.audit.target(st)
+                if st.memory + TOL >= target:
+                    break
                 free = min(room(cluster, g, self._held, self._kap) for g in st.gpus)
-                if free > TOL:
-                    cluster.resize(st.id, min(target, st.memory + free))
+                if free <= TOL:
+                    break
+                cluster.resize(st.id, min(target, st.memory + free))
+                self.audit.observe([st])
 
     def _flush(self, cluster: Pool) -> None:
         for tenant, amount, reason, task in self.bank.drain():

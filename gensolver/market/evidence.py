@@ -137,22 +137,55 @@ class ReportAudit:
             return {t: top[t] for t, r in rep.items() if r > 0}
         return {t: worked[t] / r for t, r in rep.items() if r > 0}
 
+    def observe(self, states: list[TaskView]) -> None:
+        """(``verify_memory``) Mark the running tasks of ``states`` seen below full speed at
+        their reported preferred memory: ``slow`` when they need more than the band allows
+        (remembered: a proved lie), ``short`` within it (an estimate, which the engine corrects
+        by growing the task up to ``band`` times its report)."""
+        if not self.verify_memory:
+            return
+        band = self.band
+        for s in states:
+            if s.state == "running" and s.memory + TOL >= s.task.preferred_memory \
+                    and s.speed < s.factor * s.inter * (1 - 1e-6):
+                if s.speed < s.factor * s.inter * band ** (-s.task.elasticity) * (1 - 1e-6):
+                    self.slow.add(s.id)
+                else:
+                    self.short.add(s.id)
+
+    def target(self, s: TaskView) -> float:
+        """The memory per GPU running task ``s`` should grow to: its reported preferred memory;
+        for a task marked ``short``, what its observed speed says it needs (the speed law
+        ``(m / P) ** e`` solved for ``P`` at its memory ``m``), at most ``band`` times its
+        report, and what it holds once it runs at full speed.
+
+        >>> from gensolver.market.pool import TableTask
+        >>> from gensolver.model.tasks import Task
+        >>> audit = ReportAudit(tolerance=0.05, evidence=True, calibrate="max", verify_memory=True)
+        >>> s = TableTask(Task("a", 10.0, 5.0, 4, 1.0), remaining=4, now=0, gpus=("g",), memory=10.0)
+        >>> s.speed = 10.0 / 10.2  # the truth: 10.2 GiB, 2% above the report
+        >>> audit.observe([s]); sorted(audit.short), round(audit.target(s), 6)
+        (['a'], 10.2)
+        """
+        want = float(s.task.preferred_memory)
+        if s.id not in self.short:
+            return want
+        full, e = s.factor * s.inter, s.task.elasticity
+        if s.state == "running" and e > 0 and 0 < s.speed < full * (1 - 1e-6):
+            # rounded up (a relative 1e-9): the need recovered in floating point may fall an ulp
+            # short of the truth, which would leave the task a hair below full speed
+            return min(want * self.band, s.memory * (full / s.speed) ** (1.0 / e) * (1 + 1e-9))
+        return max(want, s.memory) if s.state == "running" else want * self.band
+
     def caught(self, states: list[TaskView], done: np.ndarray) -> np.ndarray:
         """Which of ``states`` proved their reports false: ran past their reported duration
         (``done``: their attained work) beyond the band, or (``verify_memory``) ran below full
-        speed at their reported preferred memory, needing more than the band allows (marked
-        ``slow``, remembered; within the band, marked ``short``)."""
+        speed at their reported preferred memory, needing more than the band allows
+        (:meth:`observe`)."""
         n = len(states)
-        band = self.band
-        over = done > np.fromiter((s.task.duration for s in states), float, n) * band + 1e-6
+        over = done > np.fromiter((s.task.duration for s in states), float, n) * self.band + 1e-6
         if self.verify_memory:
-            for s in states:
-                if s.state == "running" and s.memory + TOL >= s.task.preferred_memory \
-                        and s.speed < s.factor * s.inter * (1 - 1e-6):
-                    if s.speed < s.factor * s.inter * band ** (-s.task.elasticity) * (1 - 1e-6):
-                        self.slow.add(s.id)
-                    else:
-                        self.short.add(s.id)
+            self.observe(states)
             over |= np.fromiter((s.id in self.slow for s in states), bool, n)
         return over
 

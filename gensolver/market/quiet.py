@@ -68,10 +68,8 @@ def round_is_quiet(engine: CreditEngine, cluster: Pool) -> bool:
     if any(engine._price.get(s.task.tenant) != 0.0 for s in running) or any(engine._price.values()):
         return False
     audit = engine.audit
-    band = audit.band
     for s in running:
-        target = s.task.preferred_memory * (band if s.id in audit.short else 1.0)
-        if s.memory + TOL < target and min(cluster.gpus[g].free_memory for g in s.gpus) > TOL:
+        if s.memory + TOL < audit.target(s) and min(cluster.gpus[g].free_memory for g in s.gpus) > TOL:
             return False
         if engine.verify_memory and s.memory + TOL >= s.task.preferred_memory \
                 and s.speed < s.factor * s.inter * (1 - 1e-6) and s.id not in audit.tracked():

@@ -14,19 +14,23 @@ from hypothesis import strategies as st
 from gensolver.model.tasks import GpuSpec, Task
 from gensolver.sim import simulate, synthetic_workload
 from gensolver.sim.records import Event
+from gensolver.sim.strategy import Strategy, apply_strategies
 from gensolver.sim.trace_workloads import alibaba_workload
 from gensolver.sim.workload import with_deadlines
 
 TOL = 1e-6
 
 
-def idle_while_waiting(events, gpus, tasks, *, allowed=None, memory=False):
+def idle_while_waiting(events, gpus, tasks, *, allowed=None, memory=False, need=None):
     """``(time, task)`` for every instant (after all its events) at which a waiting task could
     start at its *minimum* memory on GPUs of one node that are free: the log's own replay.
-    With ``memory``, also every running task below its reported preferred memory while each of
-    its GPUs has memory free (it could grow: free memory beside a slowed task is idle too)."""
+    With ``memory``, also every running task below its reported preferred memory (``need``:
+    task id -> the memory asked for instead, e.g. the truth behind an honest under-estimate)
+    while each of its GPUs has memory free (it could grow: free memory beside a slowed task is
+    idle too)."""
     spec = {t.id: t for t in tasks}
     allowed = allowed or {}
+    want = {t.id: t.preferred_memory for t in tasks} | dict(need or {})
     node = {g.id: g.node for g in gpus}
     model = {g.id: g.model for g in gpus}
     cap: dict[str, list[float]] = {}  # gpu -> [memory, compute] capacity while up
@@ -48,7 +52,7 @@ def idle_while_waiting(events, gpus, tasks, *, allowed=None, memory=False):
                 out.append((now, tid))
         if memory:
             for tid, (gs, m, _c) in sorted(alloc.items()):
-                if m + TOL < spec[tid].preferred_memory and all(g in cap for g in gs) \
+                if m + TOL < want[tid] and all(g in cap for g in gs) \
                         and min(cap[g][0] - used[g][0] for g in gs) > TOL:
                     out.append((now, tid))
 
@@ -128,6 +132,50 @@ def test_the_default_market_is_work_conserving_on_the_bundled_trace(shared_dir, 
     r = simulate(w, policy=name, policy_options=opts)
     assert r.complete and _done(r) == len(w.tasks)
     assert idle_while_waiting(r.events, r.gpus, w.tasks, memory=True) == []
+
+
+def _underestimated(shared_dir, seed, factor):
+    """The bundled-trace workload of ``seed`` with its largest tenant reporting memory
+    ``factor`` times the truth (an honest estimate within the 5% band when ``factor >= 0.95``),
+    and ``need``: each such task's true preferred memory."""
+    w = with_deadlines(_trace_workload(shared_dir, seed), seed=seed)
+    counts = defaultdict(int)
+    for t in w.tasks:
+        counts[t.tenant] += 1
+    tenant = max(sorted(counts), key=counts.__getitem__)
+    lw = apply_strategies(w, {tenant: Strategy(memory=factor)})
+    return lw, {tid: t.preferred_memory for tid, t in lw.truths.items()}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_an_honest_memory_underestimate_never_runs_slowed_beside_free_memory(shared_dir, seed):
+    """A tenant reporting 2% less memory than its tasks need: the market sees the shortfall
+    from the speed a start reports and grows the task in the same pass, so no such task runs
+    below its *true* preferred memory while its GPUs have memory free (the log's replay)."""
+    lw, need = _underestimated(shared_dir, seed, 0.98)
+    assert need and all(lw.truths[i].preferred_memory > t.preferred_memory for t in lw.tasks for i in [t.id]
+                        if i in need)
+    r = simulate(lw, policy="market")
+    assert r.complete and _done(r) == len(lw.tasks)
+    assert idle_while_waiting(r.events, r.gpus, lw.tasks, memory=True, need=need) == []
+    # and the correction is the shortfall, not the whole 5% band: no task holds more than it needs
+    held = defaultdict(float)
+    for e in r.events:
+        if e.kind in ("start", "resize") and e.task in need:
+            held[e.task] = max(held[e.task], e.memory)
+    assert held and all(m <= need[t] + TOL for t, m in held.items())
+
+
+def test_checker_catches_an_uncorrected_underestimate(shared_dir):
+    """The same check fails where the market does not watch speeds (``verify_memory=False``):
+    the under-estimated tasks then stay at their reports beside free memory."""
+    seen = 0
+    for seed in (0, 1, 2):
+        lw, need = _underestimated(shared_dir, seed, 0.98)
+        r = simulate(lw, policy="market", policy_options={"verify_memory": False})
+        assert idle_while_waiting(r.events, r.gpus, lw.tasks, memory=True) == []  # at its report: no gap
+        seen += len(idle_while_waiting(r.events, r.gpus, lw.tasks, memory=True, need=need))
+    assert seen > 0
 
 
 def test_preferred_only_backfill_strands_capacity(shared_dir):
