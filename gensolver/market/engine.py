@@ -85,7 +85,7 @@ from .._deprecation import method_alias
 from ..errors import InputError, check_choice, check_number
 from .credit import CreditBank, CreditConfig, deferral_cost, loser_prices, smith_factor, split_relative
 from .evidence import ReportAudit
-from .pool import TOL, Pool, Steer, TaskView, attained, greedy_round, may_start_any, pinned_free_capacity
+from .pool import TOL, Pool, Steer, TaskView, attained, greedy_round, may_start_any, pinned_free_capacity, remaining
 from .reservation import Reservation, backfill, gang_steer, hold_capacity, reserve_first, room
 
 __all__ = ["CreditEngine", "CREDIT_POWER"]
@@ -418,8 +418,7 @@ class CreditEngine:
         work = 0.0
         for s in cluster.waiting() + cluster.running():
             t = s.task
-            rem = max(0.0, t.duration * kap.get(t.tenant, 1.0) - attained(s, cluster.now))
-            work += rem * t.gpus * t.preferred_memory
+            work += remaining(s, cluster.now, kap.get(t.tenant, 1.0)) * t.gpus * t.preferred_memory
         return work / cap if cap > 0 else math.inf
 
     @staticmethod

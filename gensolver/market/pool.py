@@ -19,7 +19,7 @@ import numpy as np
 from ..model.tasks import GpuSpec, Task, task_speed
 from ..model.tolerances import CAPACITY_ABS_TOL
 
-__all__ = ["TOL", "Pool", "TaskView", "GpuView", "TablePool", "attained", "find_placement", "pinned_free_capacity",
+__all__ = ["TOL", "Pool", "TaskView", "GpuView", "TablePool", "attained", "remaining", "find_placement", "pinned_free_capacity",
            "Steer", "place", "free_by_node", "greedy_round", "may_fit", "may_fit_many", "may_start_any", "backfill_queue"]
 
 #: capacity tolerance of placements (the simulator's, :data:`gensolver.sim.records.TOL`; both are
@@ -114,6 +114,12 @@ def attained(st: TaskView, now: float) -> float:
     scheduler observes, whatever the task reported."""
     run = (now - st.since) * st.speed if st.state == "running" else 0.0
     return st.executed + max(0.0, run) - st.overhead - st.lost
+
+
+def remaining(st: TaskView, now: float, kappa: float) -> float:
+    """Work (steps at speed 1) task ``st`` has left at ``now`` if its report, calibrated by its
+    tenant's duration factor ``kappa``, holds (0 once it is past it)."""
+    return max(0.0, st.task.duration * kappa - attained(st, now))
 
 
 def pinned_free_capacity(cluster: Pool) -> dict[str, tuple[float, float]]:

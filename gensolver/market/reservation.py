@@ -47,7 +47,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..model.tasks import task_speed
-from .pool import TOL, Pool, Steer, TaskView, attained, backfill_queue, backfill_start, find_placement
+from .pool import TOL, Pool, Steer, TaskView, backfill_queue, backfill_start, find_placement, remaining
 
 __all__ = ["Reservation", "due_task", "held_back", "plan", "reserve_first", "hold_capacity", "start_around", "room", "backfill",
            "gang_steer"]
@@ -115,7 +115,7 @@ def held_back(states: Sequence[TaskView], now: float, duration: np.ndarray, *, w
 
 def projected_end(st: TaskView, now: float, kappa: float) -> float:
     """Step at which running task ``st`` ends if its calibrated report holds (now, once past it)."""
-    rem = max(0.0, st.task.duration * kappa - attained(st, now))
+    rem = remaining(st, now, kappa)
     return now + (rem / st.speed if st.speed > 0 else 0.0)
 
 
@@ -199,7 +199,7 @@ def _capacity(cluster: Pool, st: TaskView, memory: float, res: Reservation,
     if st.id == res.task or _void(cluster, res):
         return None
     speed = task_speed(st.task, memory)
-    rem = max(0.0, st.task.duration * kappa.get(st.task.tenant, 1.0) - attained(st, cluster.now))
+    rem = remaining(st, cluster.now, kappa.get(st.task.tenant, 1.0))
     if speed > 0 and cluster.now + rem / speed <= res.start + 1e-9:
         return None
     return {g: (room(cluster, g, res, kappa), gs.free_compute) for g, gs in cluster.gpus.items()}
@@ -251,7 +251,7 @@ def gang_steer(cluster: Pool, states: Sequence[TaskView], kappa: Mapping[str, fl
     node = cluster.gpus[res.gpus[0]].spec.node
     movers = frozenset(
         s.id for s in states if s.state == "waiting" and s.id != first.id and not s.task.preemptible
-        and now + max(0.0, s.task.duration * kappa.get(s.task.tenant, 1.0) - attained(s, now)) > res.start + 1e-9)
+        and now + remaining(s, now, kappa.get(s.task.tenant, 1.0)) > res.start + 1e-9)
     return Steer(frozenset(cluster.nodes[node]), movers)
 
 
@@ -261,11 +261,9 @@ def backfill(cluster: Pool, order: Sequence[TaskView], *, elastic: bool, res: Re
     every one at its preferred memory first, then (``elastic``) those still waiting at less, at
     least their minimum (:func:`~gensolver.market.pool.backfill_queue`); under reservation
     ``res`` through :func:`start_around`, else steered by ``steer`` (:func:`gang_steer`)."""
-    if res is None and steer is not None:
+    if res is None:
         backfill_queue(cluster, order, elastic=elastic,
                        start=lambda c, st, *, elastic: backfill_start(c, st, elastic=elastic, steer=steer))
-    elif res is None:
-        backfill_queue(cluster, order, elastic=elastic)
     else:
         backfill_queue(cluster, order, elastic=elastic,
                        start=lambda c, st, *, elastic: start_around(c, st, elastic=elastic, res=res, kappa=kappa))
