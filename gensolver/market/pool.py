@@ -130,7 +130,7 @@ def pinned_free_capacity(cluster: Pool) -> dict[str, tuple[float, float]]:
         if not gs.up:
             continue
         m, c = gs.spec.memory, gs.spec.compute
-        for tid in gs.tasks:
+        for tid in sorted(gs.tasks):  # a fixed order: float sums must not follow string hashes
             s = cluster.tasks[tid]
             if not s.task.preemptible:
                 m -= s.memory

@@ -155,7 +155,7 @@ def plan(cluster: Pool, st: TaskView, kappa: Mapping[str, float]) -> Reservation
     slack = {}
     for g in gpus:
         gs = cluster.gpus[g]
-        kept = sum(cluster.tasks[x].memory for x in gs.tasks if not cluster.tasks[x].task.preemptible
+        kept = sum(cluster.tasks[x].memory for x in sorted(gs.tasks) if not cluster.tasks[x].task.preemptible
                    and projected_end(cluster.tasks[x], now, kappa.get(cluster.tasks[x].task.tenant, 1.0)) > start + 1e-9)
         slack[g] = max(0.0, gs.spec.memory - kept - t.preferred_memory)
     return Reservation(t.id, gpus, start, t.preferred_memory, t.compute, slack)
@@ -174,7 +174,7 @@ def hold_capacity(res: Reservation | None, cap: dict[str, tuple[float, float]]) 
 def _outlasting(cluster: Pool, g: str, res: Reservation, kappa: Mapping[str, float]) -> float:
     """Memory on reserved GPU ``g`` held by running tasks projected to run past the planned start."""
     now = cluster.now
-    return sum(s.memory for s in (cluster.tasks[x] for x in cluster.gpus[g].tasks)
+    return sum(s.memory for s in (cluster.tasks[x] for x in sorted(cluster.gpus[g].tasks))
                if projected_end(s, now, kappa.get(s.task.tenant, 1.0)) > res.start + 1e-9)
 
 

@@ -287,7 +287,7 @@ class Cluster:
     def _inter_factor(self, st: TaskState) -> float:
         if self.interference == 0.0:
             return 1.0
-        worst = max((sum(self.tasks[t].compute for t in self.gpus[g].tasks if t != st.id) for g in st.gpus),
+        worst = max((sum(self.tasks[t].compute for t in sorted(self.gpus[g].tasks) if t != st.id) for g in st.gpus),
                     default=0.0)
         return 1.0 / (1.0 + self.interference * worst)
 

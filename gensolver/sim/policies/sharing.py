@@ -102,7 +102,7 @@ class Mps(Policy):
         """``1 / (1 + interference * compute of the others``, worst GPU)."""
         worst = 0.0
         for g in st.gpus:
-            others = sum(cluster.tasks[t].compute for t in cluster.gpus[g].tasks if t != st.id)
+            others = sum(cluster.tasks[t].compute for t in sorted(cluster.gpus[g].tasks) if t != st.id)
             worst = max(worst, others)
         return 1.0 / (1.0 + self.interference * worst)
 
