@@ -141,7 +141,7 @@ class ReportAudit:
         """(``verify_memory``) Mark the running tasks of ``states`` seen below full speed at
         their reported preferred memory: ``slow`` when they need more than the band allows
         (remembered: a proved lie), ``short`` within it (an estimate, which the engine corrects
-        by growing the task up to ``band`` times its report)."""
+        by growing the task to :meth:`target`)."""
         if not self.verify_memory:
             return
         band = self.band
