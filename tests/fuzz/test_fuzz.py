@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,7 +109,10 @@ def test_atheris_short_run(name: str, tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "fuzz.run", "--harness", name, "--runs", str(RUNS), "--no-save"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert f"Done {RUNS} runs" in proc.stderr, proc.stderr[-2000:]
+    # the whole budget ran; libFuzzer's count may exceed -runs (its re-runs to verify a suspected
+    # leak counted too, 306 of 300 once under load; fuzz/run.py now turns that check off)
+    done = re.search(r"Done (\d+) runs", proc.stderr)
+    assert done is not None and int(done.group(1)) >= RUNS, proc.stderr[-2000:]
 
 
 _READERS = {
