@@ -40,13 +40,18 @@ def factor_from(text: str | None, *, load: float | None = None, cores: int | Non
         if not (0 < value < float("inf")):
             raise ValueError(f"{ENV} must be a positive number, got {text!r}")
         return value
+    return min(20.0, 2.0 * max(1.0, load_per_core(load=load, cores=cores)))
+
+
+def load_per_core(*, load: float | None = None, cores: int | None = None) -> float:
+    """The 1-minute load average over the cores (``load`` and ``cores``: the machine's when
+    ``None``; 0 where the platform has no load average)."""
     if load is None:
         try:
             load = os.getloadavg()[0]
         except OSError:  # not available on this platform
             load = 0.0
-    cores = cores or os.cpu_count() or 1
-    return min(20.0, 2.0 * max(1.0, load / cores))
+    return load / (cores or os.cpu_count() or 1)
 
 
 #: the factor every ceiling on a wait is multiplied by (see the module docstring)

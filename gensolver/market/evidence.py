@@ -146,12 +146,18 @@ class ReportAudit:
             return
         band = self.band
         for s in states:
-            if s.state == "running" and s.memory + TOL >= s.task.preferred_memory \
-                    and s.speed < s.factor * s.inter * (1 - 1e-6):
+            if self.shortfall(s):
                 if s.speed < s.factor * s.inter * band ** (-s.task.elasticity) * (1 - 1e-6):
                     self.slow.add(s.id)
                 else:
                     self.short.add(s.id)
+
+    @staticmethod
+    def shortfall(s: TaskView) -> bool:
+        """Whether ``s`` runs below full speed at (at least) its reported preferred memory: it
+        needs more memory than it reported (what :meth:`observe` marks)."""
+        return s.state == "running" and s.memory + TOL >= s.task.preferred_memory \
+            and s.speed < s.factor * s.inter * (1 - 1e-6)
 
     def target(self, s: TaskView) -> float:
         """The memory per GPU running task ``s`` should grow to: its reported preferred memory;
@@ -171,11 +177,11 @@ class ReportAudit:
         if s.id not in self.short:
             return want
         full, e = s.factor * s.inter, s.task.elasticity
-        if s.state == "running" and e > 0 and 0 < s.speed < full * (1 - 1e-6):
+        if e > 0 and 0 < s.speed < full * (1 - 1e-6):
             # rounded up (a relative 1e-9): the need recovered in floating point may fall an ulp
             # short of the truth, which would leave the task a hair below full speed
             return min(want * self.band, s.memory * (full / s.speed) ** (1.0 / e) * (1 + 1e-9))
-        return max(want, s.memory) if s.state == "running" else want * self.band
+        return max(want, s.memory)
 
     def caught(self, states: list[TaskView], done: np.ndarray) -> np.ndarray:
         """Which of ``states`` proved their reports false: ran past their reported duration

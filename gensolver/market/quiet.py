@@ -71,8 +71,7 @@ def round_is_quiet(engine: CreditEngine, cluster: Pool) -> bool:
     for s in running:
         if s.memory + TOL < audit.target(s) and min(cluster.gpus[g].free_memory for g in s.gpus) > TOL:
             return False
-        if engine.verify_memory and s.memory + TOL >= s.task.preferred_memory \
-                and s.speed < s.factor * s.inter * (1 - 1e-6) and s.id not in audit.tracked():
+        if engine.verify_memory and audit.shortfall(s) and s.id not in audit.tracked():
             return False
     return True
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import pytest
 
 from gensolver.adapters.slurm import SACCT_FIELDS
 from gensolver.executor import read_plan
-from tests.patience import patience
+from tests.patience import load_per_core, patience
 
 #: one worker runs these tests, so that one cluster serves them (make test: pytest -n 2 --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("slurm")
@@ -47,7 +46,7 @@ def _hold() -> float:
     (``benchmarks/bench_slurm_launch.py``); under load the slack grows with the load, as the
     ceilings of :mod:`tests.patience` do.
     """
-    return HOLD * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    return HOLD * max(1.0, load_per_core())
 
 
 def _plan(tmp_path: Path, instance: str) -> Path:

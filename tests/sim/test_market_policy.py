@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from gensolver.sim.engine import Cluster
 from gensolver.sim.strategy import Strategy, apply_strategies
 from gensolver.sim.workload import Workload, with_deadlines
 
+ROOT = Path(__file__).resolve().parents[2]
 ALL_POLICIES = ["fcfs-whole-gpu", "fcfs-packing", "elastic", "finish-time-fair", "market", "time-slicing",
                 "mps", "mig"]
 
@@ -38,17 +40,14 @@ def test_reruns_give_byte_identical_logs(busy, clearing):
 _RERUN = """
 import hashlib, json, sys
 from pathlib import Path
-from gensolver.sim import simulate, synthetic_workload
+sys.path.insert(0, sys.argv[3])
+from bench_market import log_bytes, workloads
+from gensolver.sim import simulate
 from gensolver.sim.strategy import Strategy, apply_strategies
-from gensolver.sim.trace_workloads import alibaba_workload
-from gensolver.sim.workload import Workload, with_deadlines
-ali = alibaba_workload(Path(sys.argv[2]), nodes=4, max_jobs=300, compress=16.0)
-rate = 300 / max(t.release for t in ali.tasks)
-syn = synthetic_workload(300, seed=0, rate=rate, gpus=[g.memory for g in ali.gpus], per_node=4)
-w = with_deadlines(Workload(syn.name, syn.tasks, ali.gpus, syn.step_seconds, syn.info), seed=0)
+w = workloads(4, 16.0, trace=Path(sys.argv[2]), seed=0)[1]
 w = apply_strategies(w, {"tenant0": Strategy(duration=0.5), "tenant1": Strategy(memory=0.97)})
 r = simulate(w, policy="market", policy_options=json.loads(sys.argv[1]))
-print(hashlib.sha256(json.dumps([e.to_dict() for e in r.events], sort_keys=True).encode()).hexdigest())
+print(hashlib.sha256(log_bytes(r)).hexdigest())
 """
 
 
@@ -67,7 +66,7 @@ def test_reruns_in_other_processes_give_byte_identical_logs(shared_dir, options)
     for seed in ("0", "1", "2", "3"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         out = subprocess.run([sys.executable, "-c", _RERUN, json.dumps(options),
-                              str(shared_dir / "traces" / "alibaba-gpu-2023")],
+                              str(shared_dir / "traces" / "alibaba-gpu-2023"), str(ROOT / "benchmarks")],
                              env=env, capture_output=True, text=True, check=True)
         digests.add(out.stdout.strip())
     assert len(digests) == 1

@@ -153,8 +153,7 @@ def test_an_honest_memory_underestimate_never_runs_slowed_beside_free_memory(sha
     from the speed a start reports and grows the task in the same pass, so no such task runs
     below its *true* preferred memory while its GPUs have memory free (the log's replay)."""
     lw, need = _underestimated(shared_dir, seed, 0.98)
-    assert need and all(lw.truths[i].preferred_memory > t.preferred_memory for t in lw.tasks for i in [t.id]
-                        if i in need)
+    assert need and all(need[t.id] > t.preferred_memory for t in lw.tasks if t.id in need)
     r = simulate(lw, policy="market")
     assert r.complete and _done(r) == len(lw.tasks)
     assert idle_while_waiting(r.events, r.gpus, lw.tasks, memory=True, need=need) == []
