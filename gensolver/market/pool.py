@@ -16,7 +16,7 @@ from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from ..model.tasks import GpuSpec, Task, task_speed
+from ..model.tasks import GpuSpec, Task, TaskIds, task_speed
 from ..model.tolerances import CAPACITY_ABS_TOL
 
 __all__ = ["TOL", "Pool", "TaskView", "GpuView", "TablePool", "attained", "remaining", "find_placement", "pinned_free_capacity",
@@ -395,7 +395,7 @@ class TableGpu:
     def __init__(self, spec: GpuSpec) -> None:
         self.spec = spec
         self.up = True
-        self.tasks: set[str] = set()
+        self.tasks = TaskIds()  # iterates in arrival order, not by string hash
         self.memory_used = self.compute_used = 0.0
 
     @property

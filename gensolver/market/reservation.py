@@ -129,7 +129,7 @@ def plan(cluster: Pool, st: TaskView, kappa: Mapping[str, float]) -> Reservation
     for g, gs in cluster.gpus.items():
         if not gs.up or not cluster.model_ok(t.id, g) or gs.spec.memory + TOL < t.preferred_memory:
             continue
-        pinned = [cluster.tasks[x] for x in gs.tasks if not cluster.tasks[x].task.preemptible]
+        pinned = [cluster.tasks[x] for x in sorted(gs.tasks) if not cluster.tasks[x].task.preemptible]
         ends = sorted((projected_end(p, now, kappa.get(p.task.tenant, 1.0)), p.id, p.memory, p.compute) for p in pinned)
         mem = gs.spec.memory - sum(p.memory for p in pinned)
         comp = gs.spec.compute - sum(p.compute for p in pinned)

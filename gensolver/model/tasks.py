@@ -45,7 +45,7 @@ from .inputs import check_size, max_memory_levels, max_round_entries
 from .instance import Bid, Bidder, Instance, Slot
 from .validate import InstanceError, _esc, check_totals, digits, is_finite_real, is_integer, mark_validated
 
-__all__ = ["GpuSpec", "Task", "GpuRound", "BundleOption", "aligned_blocks", "task_value", "task_steps", "task_speed",
+__all__ = ["GpuSpec", "TaskIds", "Task", "GpuRound", "BundleOption", "aligned_blocks", "task_value", "task_steps", "task_speed",
            "MAX_MEMORY_GIB", "MAX_SLOWDOWN_LOG"]
 
 #: a GPU's name or index (:func:`aligned_blocks`)
@@ -94,6 +94,29 @@ class GpuSpec:
     compute: float = 1.0
     node: str = ""
     model: str = ""
+
+
+class TaskIds(dict):  # type: ignore[type-arg]  # dict[str, None]
+    """The ids of the tasks on one GPU: a set that iterates in the order the tasks came.
+
+    A ``set`` of strings iterates in an order that follows the process's string hashes
+    (``PYTHONHASHSEED``), so a float sum over it, or the first id that fits, may differ between
+    two runs of the same schedule. This keeps ``add``, ``discard``, ``in``, ``len`` and truth
+    of a set and iterates in insertion order, which a run's events fix.
+
+    >>> ids = TaskIds(); ids.add("b"); ids.add("a"); ids.add("b"); ids.discard("c")
+    >>> list(ids), "a" in ids, len(ids)
+    (['b', 'a'], True, 2)
+    """
+
+    def add(self, task_id: str) -> None:
+        self[task_id] = None
+
+    def discard(self, task_id: str) -> None:
+        self.pop(task_id, None)
+
+    def __repr__(self) -> str:
+        return f"TaskIds({list(self)!r})"
 
 
 @dataclass(frozen=True)

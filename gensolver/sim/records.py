@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import GensolverError
-from ..model.tasks import GpuSpec, Task
+from ..model.tasks import GpuSpec, Task, TaskIds
 from ..model.tolerances import CAPACITY_ABS_TOL
 
 __all__ = ["Event", "GpuState", "TaskState", "SimError", "TOL"]
@@ -86,7 +86,7 @@ class GpuState:
     up: bool = True
     memory_used: float = 0.0
     compute_used: float = 0.0
-    tasks: set[str] = field(default_factory=set)
+    tasks: TaskIds = field(default_factory=TaskIds)  # iterates in arrival order, not by string hash
 
     @property
     def id(self) -> str:

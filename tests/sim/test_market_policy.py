@@ -203,3 +203,34 @@ def test_a_tenants_own_bids_never_set_its_price():
     beta2[[0, 1]] = [50.0, 0.1]
     assert pol._prices(tenants, beta2, losers)["A"] == pytest.approx(p["A"])
     assert pol._prices(tenants, beta, [])  == {}
+
+
+_ORDER = """
+from gensolver.market.pool import TableGpu
+from gensolver.model.tasks import GpuSpec
+from gensolver.sim.records import GpuState
+
+ids = [f"pod-{k}" for k in range(40)][::-1]
+for gs in (GpuState(GpuSpec("g", 80.0)), TableGpu(GpuSpec("g", 80.0))):
+    for t in ids:
+        gs.tasks.add(t)
+    gs.tasks.discard(ids[3])
+    gs.tasks.add(ids[0])  # already there: keeps its place
+    print(",".join(gs.tasks))
+"""
+
+
+def test_a_gpus_tasks_iterate_in_arrival_order_in_every_process():
+    """Both pools' per-GPU task sets iterate in the order the tasks came, whatever the string
+    hashes (a plain ``set`` does not: it fails here for most seeds), so no sum or first fit over
+    them can differ between two runs of one schedule."""
+    import os
+    import subprocess
+    import sys
+
+    want = [f"pod-{k}" for k in range(40)][::-1]
+    del want[3]
+    for seed in ("0", "1", "2", "3"):
+        out = subprocess.run([sys.executable, "-c", _ORDER], env={**os.environ, "PYTHONHASHSEED": seed},
+                             capture_output=True, text=True, check=True)
+        assert out.stdout.split() == [",".join(want)] * 2, seed
