@@ -224,21 +224,76 @@ def greedy_round(cluster: Pool, order: Sequence[TaskView], cap: dict[str, tuple[
     """A round cleared in ``order`` on ``cap`` (``{gpu: (memory, compute)}`` free to plan;
     updated in place), each task at its preferred memory, best fit (:func:`place` under
     ``steer``), a running task keeping its GPUs when they still fit: ``{task id: gpus}`` of the
-    tasks served (the credit engine's ``clearing="greedy"``)."""
+    tasks served (the credit engine's ``clearing="greedy"``).
+
+    The score order decides *who* is served. Where it also moves a served running task (a
+    better-scored task took its GPU first, so it would restart elsewhere in the same instant
+    and lose the work since its last checkpoint), the served tasks are seated again: every
+    served running task on its own GPUs first, the others best fit around them in score order;
+    a task that then finds no room is seated first, on the GPUs the score order gave it, and
+    the rest again. The first such placement that seats every served task is kept if it moves
+    fewer running tasks (at most one try per served task); otherwise the score order's. So the
+    same tasks are served, and never more of them move.
+    """
+    plan = _seat(cluster, order, dict(cap), steer, {}, keep=False)
+    served = [st for st in order if st.id in plan]
+
+    def moves(p: Mapping[str, tuple[str, ...]]) -> int:
+        return sum(1 for st in served if st.state == "running" and p.get(st.id) != st.gpus)
+
+    pinned: dict[str, tuple[str, ...]] = {}
+    while moves(plan) and len(pinned) < len(served):
+        again = _seat(cluster, served, dict(cap), steer, pinned, keep=True)
+        short = [st.id for st in served if st.id not in again]
+        if not short:
+            if moves(again) < moves(plan):
+                plan = again
+            break
+        if all(t in pinned for t in short):
+            break
+        pinned.update((t, plan[t]) for t in short)
+    for st in served:  # what the plan takes from cap
+        mem = st.memory if st.state == "running" and plan[st.id] == st.gpus else st.task.preferred_memory
+        for g in plan[st.id]:
+            cap[g] = (cap[g][0] - mem, cap[g][1] - st.task.compute)
+    return plan
+
+
+def _seat(cluster: Pool, order: Sequence[TaskView], cap: dict[str, tuple[float, float]], steer: Steer | None,
+          pinned: Mapping[str, tuple[str, ...]], *, keep: bool) -> dict[str, tuple[str, ...]]:
+    """:func:`greedy_round`'s placement on ``cap`` (a copy, spent here): the ``pinned`` tasks on
+    their GPUs, then in ``order`` (with ``keep``: every running task that fits on its own GPUs
+    before the others) each running task on its GPUs where they fit, else best fit."""
     plan: dict[str, tuple[str, ...]] = {}
-    group: tuple[str, ...] | None
-    for st in order:
-        if st.state == "running" and all(cap[g][0] + TOL >= st.memory and cap[g][1] + TOL >= st.compute
-                                          for g in st.gpus):
-            group, mem = st.gpus, st.memory
-        else:
-            mem = st.task.preferred_memory
-            group = place(cluster, st, mem, capacity=cap, steer=steer)
-        if group is None:
-            continue
+
+    def take(st: TaskView, group: tuple[str, ...], mem: float) -> None:
         plan[st.id] = group
         for g in group:
             cap[g] = (cap[g][0] - mem, cap[g][1] - st.task.compute)
+
+    def stays(st: TaskView) -> bool:
+        return st.state == "running" and all(cap[g][0] + TOL >= st.memory and cap[g][1] + TOL >= st.compute
+                                             for g in st.gpus)
+
+    for st in order:
+        group = pinned.get(st.id)
+        if group is not None:
+            mem = st.memory if st.state == "running" and group == st.gpus else st.task.preferred_memory
+            if all(cap[g][0] + TOL >= mem and cap[g][1] + TOL >= st.task.compute for g in group):
+                take(st, group, mem)
+    if keep:
+        for st in order:
+            if st.id not in plan and st.id not in pinned and stays(st):
+                take(st, st.gpus, st.memory)
+    for st in order:
+        if st.id in plan or st.id in pinned:
+            continue
+        if stays(st):
+            take(st, st.gpus, st.memory)
+        else:
+            found = place(cluster, st, st.task.preferred_memory, capacity=cap, steer=steer)
+            if found is not None:
+                take(st, found, st.task.preferred_memory)
     return plan
 
 
