@@ -264,7 +264,8 @@ def _show_simulation(con, tasks, gpus):  # type: ignore[no-untyped-def]
     con.print(table)
     con.print(f"JCT / bound: the average JCT over {bound.avg_jct:.3g} steps, a lower bound no schedule of these jobs "
               "can beat (an LP over the whole run, `gensolver.sim.offline_bound`); memory used counts what each "
-              "job's speed law can use, memory held what it was given.", highlight=False)
+              "job's speed law can use for its own work (not while time-sliced, restoring or redoing work), "
+              "memory held what it was given.", highlight=False)
     con.print("fcfs-whole-gpu gives each job a whole GPU; fcfs-packing and elastic share GPUs by memory; "
                   "finish-time-fair serves the job furthest behind its fair finish time first; the market "
                   "(the engine `gensolver serve` runs) ranks jobs by finish-time fairness and credits (income per job, bids by urgency, a price set by others).", highlight=False)

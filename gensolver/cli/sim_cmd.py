@@ -133,8 +133,8 @@ def comparison_rows(results, total: int | None = None, bound: Any = None) -> lis
     that arrived, rejected ones included); ``rejected`` counts tasks that fit on no node;
     ``unfinished`` the accepted tasks not done when the run stopped (they count in every average
     with their JCT so far, which makes those averages lower bounds: see
-    :mod:`gensolver.sim.metrics`). ``mem_used`` is the memory tasks can use by their speed law,
-    ``mem_held`` what they hold.
+    :mod:`gensolver.sim.metrics`). ``mem_used`` is the memory tasks can use by their speed law
+    for their own work, ``mem_held`` what they hold.
     Undefined metrics (no finished task) are NaN here; :func:`json_safe` turns them into null.
     """
     rows = []

@@ -210,7 +210,8 @@ def _record(s: Any) -> TaskRecord:
     return TaskRecord(s.id, true.tenant, s.true_arrival, float(true.duration), s.first_start, s.finish,
                       s.preemptions, s.faults, s.lost, float(true.value), float(achieved),
                       None if true.deadline is None else float(true.deadline),
-                      float(true.preferred_memory if true.elasticity > 0 else true.min_memory))
+                      float(true.preferred_memory if true.elasticity > 0 else true.min_memory),
+                      float(true.elasticity), float(s.overhead))
 
 
 def _items(arg: str, value: object, kind: type | tuple[type, ...], what: str) -> tuple[Any, ...]:

@@ -15,7 +15,12 @@ and every JCT, wait and ``rho`` figure below is a lower bound of what the policy
   (a whole-GPU task holds its whole card) over the capacity of the GPUs that are up;
   ``memory_used`` counts only what each task's speed law makes useful, ``min(held,
   useful)`` per GPU with ``useful`` its true preferred memory (its true minimum when its
-  elasticity is 0: memory then does not speed it up). **Compute** likewise (allocated share).
+  elasticity is 0: memory then does not speed it up), for the share of the time the task runs
+  (its speed over the speed law's at that memory: time-slicing and interference slow it while
+  it holds the memory) and the share of its executed work that was its own (restores, MIG
+  setup and rolled-back work are not): a task at its preferred memory uses ``preferred x
+  duration`` GiB-steps under every policy, so a policy that keeps tasks resident longer does
+  not look better for it. **Compute** likewise (allocated share).
   Piecewise constant between events; time-averaged over the makespan.
 - **Finish-time fairness** ``rho = JCT / duration`` (Mahajan et al., NSDI 2020, with the
   ideal time taken as the task's duration alone at preferred memory); max and distribution.
@@ -38,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -77,6 +82,10 @@ class TaskRecord:
     deadline: float | None = None
     #: most memory per GPU the task's speed law can use (``None``: all it holds)
     useful_memory: float | None = None
+    #: the true elasticity of its speed law (``None``: memory held counts unweighted)
+    elasticity: float | None = None
+    #: work executed beside its own: restores after preemption, setup (MIG reconfiguration)
+    overhead: float = 0.0
 
     @property
     def deadline_met(self) -> bool | None:
@@ -148,14 +157,31 @@ class Metrics:
                 for k, v in ((k, getattr(self, k)) for k in self.__dataclass_fields__)}
 
 
-def utilisation_series(events: Sequence[Event], useful: Mapping[str, float] | None = None
+def utilisation_series(events: Sequence[Event], useful: Mapping[str, float] | None = None,
+                       work: Mapping[str, tuple[float, float]] | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(times, memory fraction, compute fraction)`` after each event time (step function).
 
     The memory is what tasks hold, or with ``useful`` (task id -> most useful memory per GPU)
-    what they use: ``min(held, useful)`` per GPU.
+    what they use: ``min(held, useful)`` per GPU. With ``work`` too (task id -> ``(elasticity,
+    share)``), what they use for their own work: that memory times the share of the time the
+    task runs (its speed over the speed law's at that memory, ``(min(m, useful) / useful) **
+    elasticity``: below 1 under time-slicing or interference) times ``share``, the part of the
+    work it executed that was its own (not restores, setup or work rolled back). A task at its
+    preferred memory then uses ``preferred x duration`` GiB-steps under any policy.
     """
     cap = dict(useful or {})
+    law = dict(work or {})
+
+    def used(e: Event) -> float:
+        m = min(e.memory, cap.get(e.task, e.memory))
+        if e.task not in law or e.task not in cap:
+            return m
+        elasticity, share = law[e.task]
+        p = cap[e.task]
+        alone = (m / p) ** elasticity if elasticity > 0 and p > 0 else 1.0
+        part = min(1.0, e.speed / alone) if e.speed > 0 and alone > 0 else 1.0
+        return m * (1.0 if abs(part - 1.0) <= 1e-9 else part) * share
     cap_m = cap_c = 0.0
     use_m = use_c = 0.0
     gpu_cap: dict[str, tuple[float, float]] = {}
@@ -174,13 +200,13 @@ def utilisation_series(events: Sequence[Event], useful: Mapping[str, float] | No
             cap_c -= c
         elif e.kind == "start":
             k = len(e.gpus)
-            m = min(e.memory, cap.get(e.task, e.memory))
+            m = used(e)
             alloc[e.task] = (m, e.compute, k)
             use_m += m * k
             use_c += e.compute * k
         elif e.kind == "resize":
             m0, c0, k = alloc[e.task]
-            m = min(e.memory, cap.get(e.task, e.memory))
+            m = used(e)
             use_m += (m - m0) * k
             alloc[e.task] = (m, c0, k)
         elif e.kind in ("stop", "finish"):
@@ -198,6 +224,22 @@ def utilisation_series(events: Sequence[Event], useful: Mapping[str, float] | No
             mem.append(fm)
             comp.append(fc)
     return np.array(times), np.clip(np.array(mem), 0, None), np.clip(np.array(comp), 0, None)
+
+
+def useful_work(records: Iterable[TaskRecord]) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    """The ``useful`` and ``work`` arguments of :func:`utilisation_series` for memory used:
+    per task its useful memory, and its elasticity with the share of its executed work
+    (``duration + overhead + lost``) that was its own."""
+    useful: dict[str, float] = {}
+    work: dict[str, tuple[float, float]] = {}
+    for r in records:
+        if r.useful_memory is None:
+            continue
+        useful[r.id] = r.useful_memory
+        if r.elasticity is not None:
+            executed = r.duration + r.overhead + r.lost
+            work[r.id] = (r.elasticity, r.duration / executed if executed > 0 else 1.0)
+    return useful, work
 
 
 def _time_average(times: np.ndarray, values: np.ndarray, t0: float, t1: float) -> float:
@@ -229,8 +271,7 @@ def compute_metrics(events: Sequence[Event], records: Mapping[str, TaskRecord], 
     if unfinished:
         t1 = max(t1, end)
     times, mem, comp = utilisation_series(events)
-    useful = {r.id: r.useful_memory for r in recs if r.useful_memory is not None}
-    _, mem_used, _ = utilisation_series(events, useful)
+    _, mem_used, _ = utilisation_series(events, *useful_work(recs))
     spent = -sum(e.amount for e in events if e.kind == "credit" and e.note == "payment")
     secs = np.array([float(r.get("seconds", 0.0)) + float(r.get("build_seconds", 0.0)) for r in rounds], dtype=float)
     nan = float("nan")

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import require_extra
 from ..model.io import atomic_write
 from .api import SimResult
-from .metrics import utilisation_series
+from .metrics import useful_work, utilisation_series
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -107,8 +107,7 @@ def plot_utilisation(results: Sequence[SimResult], path: Optional[Target] = None
     axes = fig.subplots(2, 1, sharex=True)
     for r in results:
         t, m, c = utilisation_series(r.events)
-        useful = {k: rec.useful_memory for k, rec in r.tasks.items() if rec.useful_memory is not None}
-        _, used, _ = utilisation_series(r.events, useful)
+        _, used, _ = utilisation_series(r.events, *useful_work(r.tasks.values()))
         (line,) = axes[0].step(t, used, where="post", label=r.policy)
         axes[0].step(t, m, where="post", linestyle=":", color=line.get_color())
         axes[1].step(t, c, where="post", label=r.policy)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 
 from gensolver.cli import main
@@ -28,6 +29,49 @@ def test_memory_used_is_what_the_speed_law_can_use():
     flat = dataclasses.replace(t, elasticity=0.0)
     m = simulate([flat], policy="fcfs-packing", gpus=CARD).metrics
     assert (m.memory_held, m.memory_used) == (pytest.approx(0.2), pytest.approx(0.1))
+
+
+def _ideal_share(tasks, gpus) -> float:
+    """What every task at its preferred memory needs, ``preferred x duration x gpus`` GiB-steps
+    summed from the tasks alone, over the capacity's GiB-steps of a makespan of 1."""
+    return sum(t.preferred_memory * t.duration * t.gpus for t in tasks) / sum(g.memory for g in gpus)
+
+
+SHARED = [GpuSpec("g0", 80.0, 1.0, "n0"), GpuSpec("g1", 40.0, 1.0, "n0")]
+
+
+def _shared_tasks():
+    """Eight tasks that all fit at their preferred memory, with compute to share, arriving
+    together: the sharing policies co-locate them; each uses the card's preferred GiB."""
+    return [Task(f"t{k}", 8.0 + 2 * k, 4.0, 6 + k, 1.0, elasticity=0.5 + 0.05 * k, compute=0.5, release=k % 3)
+            for k in range(8)]
+
+
+@pytest.mark.parametrize("policy", ["time-slicing", "mps", "mig", "fcfs-packing", "fcfs-whole-gpu"])
+def test_memory_used_counts_only_work_so_resident_slowness_does_not_flatter(policy):
+    # certificate from the tasks alone: run at preferred memory, they use exactly
+    # preferred x duration GiB-steps, however long a policy keeps them resident
+    tasks = _shared_tasks()
+    r = simulate(tasks, policy=policy, gpus=SHARED)
+    m = r.metrics
+    assert m.completed == len(tasks)
+    assert m.memory_used * m.makespan == pytest.approx(_ideal_share(tasks, SHARED), rel=1e-9)
+
+
+def test_the_work_certificate_can_fail():
+    # memory held (or used, unweighted) by a time-sliced run exceeds what the work needs:
+    # the certificate above tells them apart
+    from gensolver.sim.metrics import utilisation_series
+
+    tasks = _shared_tasks()
+    r = simulate(tasks, policy="time-slicing", gpus=SHARED)
+    need = _ideal_share(tasks, SHARED)
+    useful = {k: rec.useful_memory for k, rec in r.tasks.items()}
+    t, held, _ = utilisation_series(r.events, useful)  # min(held, useful), not weighted by the time share
+    span = r.metrics.makespan
+    edges = np.clip(np.append(t, t[0] + span), t[0], t[0] + span)
+    assert float(np.sum(np.diff(edges) * held)) > 1.2 * need
+    assert r.metrics.memory_held * span > 1.2 * need
 
 
 def test_unfinished_tasks_count_in_every_average():
