@@ -193,7 +193,8 @@ def engine_goals(rows, *, compress: float):
     """Issue 27's goals for each market engine, per workload: every task done; overloaded
     (``compress >= 16``): average JCT at most 0.85x finish-time-fair's, p95 JCT, Jain and
     deadline hit rate no worse than the best other policy; comfortable: within 1% of the best
-    policy on JCT, p95, Jain, deadlines and welfare; simulation wall time at most 5x FTF's."""
+    policy on JCT, p95, Jain, deadlines, welfare and memory used; simulation wall time at most 5x
+    FTF's."""
     out = []
     by: dict = {}
     for r in rows:
@@ -226,6 +227,8 @@ def engine_goals(rows, *, compress: float):
                 row["jain>=best-0.01"] = f"{m['jain'] - best_jain:+.3f} {'ok' if m['jain'] >= best_jain - 0.01 else 'MISS'}"
                 row["deadline>=best-0.01"] = f"{m['deadline'] - best_dl:+.3f} {'ok' if m['deadline'] >= best_dl - 0.01 else 'MISS'}"
                 row["welfare>=0.99 best"] = f"{m['welfare'] / best_w:.3f} {'ok' if m['welfare'] >= 0.99 * best_w else 'MISS'}"
+                best_mem = max(o["mem"] for o in others)  # memory used for work (gensolver.sim.metrics)
+                row["mem used>=0.99 best"] = f"{m['mem'] / best_mem:.3f} {'ok' if m['mem'] >= 0.99 * best_mem else 'MISS'}"
             row["wall<=5x ftf"] = f"{m['wall'] / f['wall']:.1f}x {'ok' if m['wall'] <= 5 * f['wall'] else 'MISS'}"
             row["rerun same"] = m["rerun_same"]
             out.append(row)
