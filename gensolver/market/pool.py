@@ -249,14 +249,19 @@ def greedy_round(cluster: Pool, order: Sequence[TaskView], cap: dict[str, tuple[
             if moves(again) < moves(plan):
                 plan = again
             break
-        if all(t in pinned for t in short):
-            break
+        if all(t in pinned for t in short):  # pinned tasks fit (a subset of the first plan, seated
+            break  # first); only a summation-order ulp could refuse one: never loop on it
         pinned.update((t, plan[t]) for t in short)
     for st in served:  # what the plan takes from cap
-        mem = st.memory if st.state == "running" and plan[st.id] == st.gpus else st.task.preferred_memory
+        mem = _holds(st, plan[st.id])
         for g in plan[st.id]:
             cap[g] = (cap[g][0] - mem, cap[g][1] - st.task.compute)
     return plan
+
+
+def _holds(st: TaskView, group: tuple[str, ...]) -> float:
+    """Memory per GPU a served task holds on ``group``: its own where it stays, else its preferred."""
+    return st.memory if st.state == "running" and group == st.gpus else st.task.preferred_memory
 
 
 def _seat(cluster: Pool, order: Sequence[TaskView], cap: dict[str, tuple[float, float]], steer: Steer | None,
@@ -278,7 +283,7 @@ def _seat(cluster: Pool, order: Sequence[TaskView], cap: dict[str, tuple[float, 
     for st in order:
         group = pinned.get(st.id)
         if group is not None:
-            mem = st.memory if st.state == "running" and group == st.gpus else st.task.preferred_memory
+            mem = _holds(st, group)
             if all(cap[g][0] + TOL >= mem and cap[g][1] + TOL >= st.task.compute for g in group):
                 take(st, group, mem)
     if keep:

@@ -46,7 +46,7 @@ from .instance import Bid, Bidder, Instance, Slot
 from .validate import InstanceError, _esc, check_totals, digits, is_finite_real, is_integer, mark_validated
 
 __all__ = ["GpuSpec", "TaskIds", "Task", "GpuRound", "BundleOption", "aligned_blocks", "task_value", "task_steps", "task_speed",
-           "MAX_MEMORY_GIB", "MAX_SLOWDOWN_LOG"]
+           "speed_law", "MAX_MEMORY_GIB", "MAX_SLOWDOWN_LOG"]
 
 #: a GPU's name or index (:func:`aligned_blocks`)
 G = TypeVar("G")
@@ -224,8 +224,16 @@ def task_speed(task: Task, memory: float) -> float:
     ``(min(memory, preferred) / preferred) ** elasticity`` (the utility model's speed; memory
     beyond the preferred amount does not speed a task up). The one speed law of the package:
     the bundles of a round, the market, the simulator and the service all use it."""
-    m = min(memory, task.preferred_memory)
-    return float((m / task.preferred_memory) ** task.elasticity)
+    return speed_law(memory, task.preferred_memory, task.elasticity)
+
+
+def speed_law(memory: float, preferred: float, elasticity: float) -> float:
+    """:func:`task_speed` from the numbers alone (for a record that keeps no :class:`Task`).
+
+    >>> speed_law(8.0, 16.0, 0.5) == task_speed(Task("t", 16.0, 4.0, 10, 1.0, elasticity=0.5), 8.0)
+    True
+    """
+    return float((min(memory, preferred) / preferred) ** elasticity)
 
 
 def task_steps(task: Task, memory: float, *, work: float | None = None) -> int:

@@ -47,6 +47,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..model.tasks import speed_law
 from .engine import Event
 
 __all__ = ["Metrics", "TaskRecord", "compute_metrics", "jain_index", "utilisation_series"]
@@ -178,8 +179,7 @@ def utilisation_series(events: Sequence[Event], useful: Mapping[str, float] | No
         if e.task not in law or e.task not in cap:
             return m
         elasticity, share = law[e.task]
-        p = cap[e.task]
-        alone = (m / p) ** elasticity if elasticity > 0 and p > 0 else 1.0
+        alone = speed_law(m, cap[e.task], elasticity)  # alone on its GPUs, at that memory
         part = min(1.0, e.speed / alone) if e.speed > 0 and alone > 0 else 1.0
         return m * (1.0 if abs(part - 1.0) <= 1e-9 else part) * share
     cap_m = cap_c = 0.0
