@@ -83,6 +83,7 @@ import numpy as np
 
 from .._deprecation import method_alias
 from ..errors import InputError, check_choice, check_number
+from .calibrate import calibrated
 from .credit import CreditBank, CreditConfig, deferral_cost, loser_prices, smith_factor, split_relative
 from .evidence import ReportAudit
 from .pool import TOL, Pool, Steer, TaskView, attained, greedy_round, may_start_any, pinned_free_capacity, remaining
@@ -182,7 +183,8 @@ class CreditEngine:
         reported); calibration counts a ratio observed work / reported duration within the
         band as 1; a task seen slower than its report predicts but within the band grows into
         free memory up to ``band`` times its reported preferred memory (the estimate is
-        corrected).
+        corrected), and its tenant's next tasks are planned at their reports times the largest
+        such need over report seen (:mod:`gensolver.market.calibrate`).
     clearing : {"solver", "greedy"}, keyword-only
         How a boundary round is cleared: in score order at preferred memory, best fit
         (``"greedy"``, the default), or by the solver layer (``"solver"``:
@@ -440,6 +442,7 @@ class CreditEngine:
         income are ``cluster.emit("credit", ...)`` calls."""
         if not boundary and not self.between:
             return
+        cluster = calibrated(cluster, self.audit)  # estimates seen low, corrected
         self._held, self._hold, self._steer = None, frozenset(), None
         if boundary:
             self._clear(cluster)
@@ -598,4 +601,4 @@ class CreditEngine:
         states and checks the sufficient conditions)."""
         from .quiet import round_is_quiet
 
-        return round_is_quiet(self, cluster)
+        return round_is_quiet(self, calibrated(cluster, self.audit))

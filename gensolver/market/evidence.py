@@ -32,7 +32,13 @@ import numpy as np
 
 from .pool import TOL, TaskView, attained
 
-__all__ = ["ReportAudit"]
+__all__ = ["ReportAudit", "report"]
+
+
+def report(s: TaskView) -> Any:
+    """What task ``s`` reported: its ``task``, or the report behind a corrected view
+    (:class:`gensolver.market.calibrate.CalibratedPool`)."""
+    return getattr(s, "report", s.task)
 
 
 class ReportAudit:
@@ -64,10 +70,13 @@ class ReportAudit:
     slow, short : set[str]
         Tasks seen running slower than their memory report allows: beyond the band (``slow``:
         caught for the rest of their run) or within it (``short``: an estimate, corrected).
+    memory : dict[str, float]
+        Per tenant whose memory estimates were seen low (within the band), the factor its next
+        tasks are planned with (:meth:`factor`); absent: 1.
     """
 
     #: the attributes that are state (:meth:`gensolver.market.engine.CreditEngine.state`), in order
-    STATE = ("worked", "reported", "ratio", "low", "slow", "short")
+    STATE = ("worked", "reported", "ratio", "low", "slow", "short", "memory")
 
     def __init__(self, *, tolerance: float, evidence: bool, calibrate: str, verify_memory: bool) -> None:
         self.tolerance, self.evidence, self.calibrate = tolerance, evidence, calibrate
@@ -78,6 +87,7 @@ class ReportAudit:
         self.low: dict[str, float] = {}
         self.slow: set[str] = set()
         self.short: set[str] = set()
+        self.memory: dict[str, float] = {}
 
     @property
     def band(self) -> float:
@@ -141,23 +151,54 @@ class ReportAudit:
         """(``verify_memory``) Mark the running tasks of ``states`` seen below full speed at
         their reported preferred memory: ``slow`` when they need more than the band allows
         (remembered: a proved lie), ``short`` within it (an estimate, which the engine corrects
-        by growing the task to :meth:`target`)."""
+        by growing the task to :meth:`target`, and whose need over report raises its tenant's
+        :meth:`factor`)."""
         if not self.verify_memory:
             return
         band = self.band
         for s in states:
             if self.shortfall(s):
-                if s.speed < s.factor * s.inter * band ** (-s.task.elasticity) * (1 - 1e-6):
+                t = report(s)
+                ratio = self.need(s) / t.preferred_memory
+                if ratio > band * (1 + 1e-6):
                     self.slow.add(s.id)
                 else:
                     self.short.add(s.id)
+                    # rounded up (a relative 1e-12, far inside the capacity tolerance): a factor an
+                    # ulp short of the truth would plan the tenant's next tasks a hair below full speed
+                    self.memory[t.tenant] = max(self.memory.get(t.tenant, 1.0), min(ratio, band) * (1 + 1e-12))
 
     @staticmethod
     def shortfall(s: TaskView) -> bool:
         """Whether ``s`` runs below full speed at (at least) its reported preferred memory: it
         needs more memory than it reported (what :meth:`observe` marks)."""
-        return s.state == "running" and s.memory + TOL >= s.task.preferred_memory \
+        return s.state == "running" and s.memory + TOL >= report(s).preferred_memory \
             and s.speed < s.factor * s.inter * (1 - 1e-6)
+
+    @staticmethod
+    def need(s: TaskView) -> float:
+        """The memory per GPU running task ``s`` needs for full speed, from its observed speed at
+        its memory (the speed law ``(m / P) ** e`` solved for ``P``); its memory when at full
+        speed (or when its speed does not depend on memory)."""
+        full, e = s.factor * s.inter, s.task.elasticity
+        if e > 0 and 0 < s.speed < full * (1 - 1e-6):
+            return s.memory * (full / s.speed) ** (1.0 / e)
+        return s.memory
+
+    def factor(self, tenant: str) -> float:
+        """The memory factor of ``tenant``'s reports: the largest need / report ratio seen on its
+        tasks within the band, a relative 1e-12 above (1 before any): the engine plans the
+        tenant's next tasks at their reports times this (:mod:`gensolver.market.calibrate`).
+
+        >>> from gensolver.market.pool import TableTask
+        >>> from gensolver.model.tasks import Task
+        >>> audit = ReportAudit(tolerance=0.05, evidence=True, calibrate="max", verify_memory=True)
+        >>> s = TableTask(Task("a", 9.8, 5.0, 4, 1.0, tenant="E"), remaining=4, now=0, gpus=("g",), memory=9.8)
+        >>> s.speed = 0.98  # the truth: 10 GiB, 2% above the report (elasticity 1)
+        >>> audit.observe([s]); round(audit.factor("E"), 9), audit.factor("other")
+        (1.020408163, 1.0)
+        """
+        return self.memory.get(tenant, 1.0)
 
     def target(self, s: TaskView) -> float:
         """The memory per GPU running task ``s`` should grow to: its reported preferred memory;
@@ -173,15 +214,16 @@ class ReportAudit:
         >>> audit.observe([s]); sorted(audit.short), round(audit.target(s), 6)
         (['a'], 10.2)
         """
-        want = float(s.task.preferred_memory)
+        t = report(s)
+        want = float(t.preferred_memory)
         if s.id not in self.short:
-            return want
-        full, e = s.factor * s.inter, s.task.elasticity
+            return want * self.factor(t.tenant)
+        full, e = s.factor * s.inter, t.elasticity
         if e > 0 and 0 < s.speed < full * (1 - 1e-6):
             # rounded up (a relative 1e-9): the need recovered in floating point may fall an ulp
             # short of the truth, which would leave the task a hair below full speed
-            return min(want * self.band, s.memory * (full / s.speed) ** (1.0 / e) * (1 + 1e-9))
-        return max(want, s.memory)
+            return min(want * self.band, self.need(s) * (1 + 1e-9))
+        return max(want * self.factor(t.tenant), s.memory)
 
     def caught(self, states: list[TaskView], done: np.ndarray) -> np.ndarray:
         """Which of ``states`` proved their reports false: ran past their reported duration

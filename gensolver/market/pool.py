@@ -144,7 +144,8 @@ def find_placement(cluster: Pool, st: TaskView, memory: float, *, fit: str = "be
     """GPUs (one node, ``st.task.gpus`` of them) that can host ``memory`` GiB each, or ``None``.
 
     ``fit="best"`` picks the group with the least memory left over (best fit), ``"first"`` the
-    first in GPU order, ``"most"`` the one with the most free memory. ``whole`` needs idle GPUs
+    first in GPU order, ``"most"`` the one with the most free memory (leftovers compared to
+    1e-9 GiB, so float noise in memory sums never decides between GPUs). ``whole`` needs idle GPUs
     with at least the task's minimum memory. ``capacity`` (gpu -> free memory, compute)
     overrides the cluster's free capacity (used for planning).
     """
@@ -164,7 +165,9 @@ def find_placement(cluster: Pool, st: TaskView, memory: float, *, fit: str = "be
                 ok.append((gs.spec.memory - t.preferred_memory if gs.spec.memory >= t.preferred_memory
                            else 1e6 + t.preferred_memory - gs.spec.memory, g))
             elif fm + TOL >= memory and fc + TOL >= t.compute:
-                ok.append((fm - memory + 1e-6 * gs.spec.memory, g))  # ties: the smaller card
+                # leftover to 1e-9 GiB: float noise in memory sums (or a correction planned a relative
+                # 1e-12 above the truth) must not decide between GPUs; ties: the smaller card
+                ok.append((round(fm - memory, 9) + 1e-6 * gs.spec.memory, g))
         if whole and k > 1:  # a whole-GPU gang takes identical devices
             buckets: dict[float, list[tuple[float, str]]] = {}
             for sc, g in ok:

@@ -72,8 +72,13 @@ def test_the_engine_state_keeps_its_stored_keys_and_restores_the_audit():
     eng.audit.slow.add("r")
     st = json.loads(json.dumps(eng.state()))
     # the keys journals and the service's database hold, in their order
-    assert list(st) == ["seen", "arrived", "price", "worked", "reported", "ratio", "low", "slow", "short", "balances"]
+    assert list(st) == ["seen", "arrived", "price", "worked", "reported", "ratio", "low", "slow", "short", "memory",
+                        "balances"]
     assert st["low"] == {"A": 0.5} and st["slow"] == ["r"]
     again = CreditEngine()
     again.load_state(st)
     assert again.state() == eng.state() and again.audit.low == {"A": 0.5}
+    # a state stored before the memory factors (no "memory" key) still loads: no factor yet
+    older = CreditEngine()
+    older.load_state({k: v for k, v in st.items() if k != "memory"})
+    assert older.audit.memory == {} and older.audit.low == {"A": 0.5}
