@@ -8,18 +8,24 @@ cluster than the truth would have made, so the tenant's outcome moves by the sch
 each task of a tenant whose estimates were seen low with its preferred (and minimum) memory
 multiplied by that tenant's factor (:meth:`~gensolver.market.evidence.ReportAudit.factor`: the largest need
 over report seen on its tasks, within the band), so its next tasks are planned at what they
-need; and it corrects a task at its start (``start`` observes it and grows it into what its
-GPUs have free), before the pass places anything else. Tenants whose reports were never seen
-low are shown as they are: a truthful run is unchanged.
+need (the task that showed it is grown by the engine, as before). Tenants whose reports were
+never seen low are shown as they are: a truthful run is unchanged.
 
-This is the duration calibration of Themis-style finish-time estimates applied to memory: the
-scheduler learns each tenant's estimation error from what it observes.
+This is the per-tenant calibration of reported durations (Themis-style finish-time estimates,
+:meth:`~gensolver.market.evidence.ReportAudit.kappas`) applied to memory: the scheduler learns
+each tenant's estimation error from what it observes, as a mechanism with verification does.
+
+References
+----------
+.. [1] K. Mahajan et al., "Themis: Fair and efficient GPU cluster scheduling", NSDI 2020.
+.. [2] N. Nisan and A. Ronen, "Algorithmic mechanism design", *Games and Economic Behavior*
+   35(1-2), 166-196, 2001 (Sec. 5: mechanisms with verification).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping
 
 from ..model.tasks import Task
 from .evidence import ReportAudit
@@ -66,12 +72,24 @@ class _Tasks(Mapping[str, Any]):
 
 class CalibratedPool:
     """``inner`` (a :class:`~gensolver.market.pool.Pool`) with memory reports corrected by
-    ``audit``'s per-tenant factors, and tasks corrected at their start (module docstring).
+    ``audit``'s per-tenant factors (module docstring); every other attribute is ``inner``'s.
 
     Parameters
     ----------
     inner : Pool
     audit : ReportAudit
+
+    Examples
+    --------
+    >>> from gensolver.market.pool import TablePool
+    >>> from gensolver.model.tasks import GpuSpec, Task
+    >>> audit = ReportAudit(tolerance=0.05, evidence=True, calibrate="max", verify_memory=True)
+    >>> audit.memory["E"] = 1.02  # E's estimates were seen 2% low
+    >>> pool = TablePool([GpuSpec("g", 16.0)], now=0, lease=5)
+    >>> pool.add(Task("e", 10.0, 5.0, 4, 1.0, tenant="E"), remaining=4)
+    >>> pool.add(Task("t", 10.0, 5.0, 4, 1.0, tenant="T"), remaining=4)
+    >>> [(round(s.task.preferred_memory, 6), s.task.min_memory) for s in CalibratedPool(pool, audit).waiting()]
+    [(10.2, 5.1), (10.0, 5.0)]
     """
 
     def __init__(self, inner: Pool, audit: ReportAudit) -> None:
@@ -92,23 +110,7 @@ class CalibratedPool:
             hit = self._cache[t.id] = (f, replace(t, preferred_memory=pref, min_memory=mini))
         return _View(st, hit[1])
 
-    # the Pool interface
-    @property
-    def now(self) -> float:
-        return self.inner.now
-
-    @property
-    def lease(self) -> int:
-        return self.inner.lease
-
-    @property
-    def gpus(self) -> Mapping[str, Any]:
-        return self.inner.gpus
-
-    @property
-    def nodes(self) -> Mapping[str, Sequence[str]]:
-        return self.inner.nodes
-
+    # the Pool interface: the task views corrected, everything else (now, gpus, start, ...) as is
     @property
     def tasks(self) -> Mapping[str, Any]:
         return _Tasks(self)
@@ -119,20 +121,5 @@ class CalibratedPool:
     def running(self) -> list[Any]:
         return [self.view(s) for s in self.inner.running()]
 
-    def up_gpus(self) -> Sequence[Any]:
-        return self.inner.up_gpus()
-
-    def model_ok(self, task_id: str, gpu: str) -> bool:
-        return self.inner.model_ok(task_id, gpu)
-
-    def start(self, task_id: str, gpus: Sequence[str], memory: float) -> None:
-        self.inner.start(task_id, gpus, memory)
-
-    def stop(self, task_id: str, *, reason: str = "preempt") -> None:
-        self.inner.stop(task_id, reason=reason)
-
-    def resize(self, task_id: str, memory: float) -> None:
-        self.inner.resize(task_id, memory)
-
-    def emit(self, kind: str, **kw: Any) -> None:
-        self.inner.emit(kind, **kw)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
