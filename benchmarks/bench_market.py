@@ -56,7 +56,9 @@ within 1% of the best on every metric; every task done; wall time <= 5x FTF's).
   clearing (policy options: ``NAME:KEY=VALUE+KEY=VALUE``, numbers or names);
 - ``--errors [--seeds 3]``: the cost of honest estimation errors (memory or duration reported
   2% and 5% below the truth) for the worst tenant, against the noise floor (the largest move
-  of a 2% jitter); the market policy proves a report false only beyond 5%.
+  of a 2% jitter); the market policy proves a report false only beyond 5%. With ``--seeds N``
+  (N > 1) also the mean over seeds per configuration (the lie table's statistic), judged
+  against the issue's 2% (a 2% error) and against max(2%, the mean floor) (any error).
 """
 
 from __future__ import annotations
