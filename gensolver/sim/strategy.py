@@ -36,7 +36,7 @@ from ..errors import InputError
 from ..model.tasks import Task
 from .workload import Workload
 
-__all__ = ["Strategy", "STRATEGIES", "apply_strategies", "tenant_utility", "credit_worth", "lie_gain", "LieOutcome"]
+__all__ = ["Strategy", "STRATEGIES", "apply_strategies", "tenant_utility", "credit_worth", "run_end", "lie_gain", "LieOutcome"]
 
 
 @dataclass(frozen=True)
@@ -144,20 +144,27 @@ def credit_worth(result: Any) -> float:
     return result.metrics.welfare / issued if issued > 0 else 0.0
 
 
-def tenant_utility(result: Any, tenant: str, *, worth: float = 0.0) -> float:
+def tenant_utility(result: Any, tenant: str, *, worth: float = 0.0, until: float = math.inf) -> float:
     """True utility of ``tenant`` in ``result``: value achieved minus ``worth`` x net credits spent.
 
     Net credits spent are the payments minus the credits received (income, budgets, refills)
     by the tenant and its false names (``tenant~k``): the credits it has *less* at the end for
     the rounds after the run. A lie that pays less but also earns less (a capped balance
-    discards income) saves nothing.
+    discards income) saves nothing. Credits received after ``until`` are not counted (a common
+    horizon for runs of different lengths: :func:`lie_gain`); payments always are.
     """
     m = result.metrics
     net = 0.0
     for e in result.events:
-        if e.kind == "credit" and (e.tenant == tenant or e.tenant.startswith(tenant + "~")):
+        if e.kind == "credit" and (e.tenant == tenant or e.tenant.startswith(tenant + "~")) \
+                and (e.amount <= 0 or e.time <= until):
             net -= e.amount
     return float(m.tenant_value.get(tenant, 0.0) - worth * net)
+
+
+def run_end(result: Any) -> float:
+    """When ``result``'s run ended: the time of its last event (0 for none)."""
+    return max((float(e.time) for e in result.events), default=0.0)
 
 
 @dataclass(frozen=True)
@@ -199,11 +206,15 @@ def lie_gain(run: Callable[[Workload], Any], workload: Workload, tenant: str, st
 
     ``run(workload) -> SimResult`` runs one policy (e.g. ``lambda w: simulate(w, policy=...)``);
     ``truthful`` reuses a truthful result already at hand. The credit worth is the truthful
-    run's (:func:`credit_worth`).
+    run's (:func:`credit_worth`). Credits received are counted in both runs up to the earlier
+    of their ends (:func:`run_end`): income accrues per round whatever anyone reports, so a
+    lie that makes the whole run one round shorter or longer must not read as the income of
+    that round (every tenant's, 100 / 4 credits on a four-tenant workload).
     """
     base = truthful if truthful is not None else run(workload)
     worth = credit_worth(base)
     lied = run(apply_strategies(workload, {tenant: strategy}))
-    return LieOutcome(tenant, strategy, tenant_utility(base, tenant, worth=worth),
-                      tenant_utility(lied, tenant, worth=worth), float(base.metrics.tenant_value.get(tenant, 0.0)),
-                      float(lied.metrics.tenant_value.get(tenant, 0.0)))
+    until = min(run_end(base), run_end(lied))
+    return LieOutcome(tenant, strategy, tenant_utility(base, tenant, worth=worth, until=until),
+                      tenant_utility(lied, tenant, worth=worth, until=until),
+                      float(base.metrics.tenant_value.get(tenant, 0.0)), float(lied.metrics.tenant_value.get(tenant, 0.0)))

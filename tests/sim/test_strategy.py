@@ -104,3 +104,32 @@ def test_utility_subtracts_credits_at_their_worth(work):
     assert held > 0 and "tenant1" not in lied.balances
     assert tenant_utility(lied, "tenant1", worth=worth) == pytest.approx(lied.metrics.tenant_value["tenant1"]
                                                                          + worth * held)
+
+
+def _run_with_rounds(end: float, rounds: tuple[float, ...], value: float = 100.0):
+    """A run's log as :func:`lie_gain` reads it: tenant A earns 25 credits per round, pays 10
+    once, and its last task finishes at ``end``."""
+    from types import SimpleNamespace as NS
+
+    events = [NS(kind="credit", tenant="A", amount=25.0, time=t) for t in rounds]
+    events += [NS(kind="credit", tenant="A", amount=-10.0, time=2.0), NS(kind="finish", tenant="A", amount=0.0, time=end)]
+    return NS(events=events, metrics=NS(tenant_value={"A": value}, welfare=value))
+
+
+def test_income_counts_up_to_the_earlier_end_of_the_two_runs():
+    # the lie changes nothing for A but ends the whole run one round sooner (rounds at 0, 5
+    # instead of 0, 5, 10): the income of the round the truthful run has on top is not a cost
+    w = Workload("one", (Task("a", 4, 4, 3, 1.0, tenant="A"),), (GpuSpec("g", 8.0),))
+    truthful, shorter = _run_with_rounds(12.0, (0.0, 5.0, 10.0)), _run_with_rounds(8.0, (0.0, 5.0))
+    out = lie_gain(lambda wl: shorter, w, "A", Strategy(urgency=2.0), truthful=truthful)
+    assert out.value_gain == 0.0 and out.gain == pytest.approx(0.0)
+    # the same two logs without the common horizon: the shorter run reads as a loss of one
+    # round's income at the truthful run's worth (100 value / 75 credits issued)
+    worth = credit_worth(truthful)
+    assert worth == pytest.approx(100 / 75)
+    assert tenant_utility(shorter, "A", worth=worth) - tenant_utility(truthful, "A", worth=worth) == \
+        pytest.approx(-25 * worth)
+    # payments count whenever they fall: a payment after the horizon is still a cost
+    later = _run_with_rounds(8.0, (0.0, 5.0))
+    later.events.append(type(later.events[0])(kind="credit", tenant="A", amount=-7.0, time=11.0))
+    assert tenant_utility(later, "A", worth=1.0, until=8.0) == pytest.approx(100 - (10 + 7 - 50))
